@@ -1,0 +1,128 @@
+//! Element types, with MXNet's numeric type flags (used in `.params` files and
+//! symbol JSON) and NumPy names.
+
+use crate::error::{Error, Result};
+use half::f16;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum DType {
+    F32 = 0,
+    F64 = 1,
+    F16 = 2,
+    U8 = 3,
+    I32 = 4,
+    I8 = 5,
+    I64 = 6,
+    Bool = 7,
+}
+
+pub const ALL_DTYPES: [DType; 8] =
+    [DType::F32, DType::F64, DType::F16, DType::U8, DType::I32, DType::I8, DType::I64, DType::Bool];
+
+impl DType {
+    pub fn flag(self) -> i32 {
+        self as i32
+    }
+    pub fn from_flag(flag: i32) -> Result<Self> {
+        ALL_DTYPES
+            .iter()
+            .copied()
+            .find(|d| d.flag() == flag)
+            .ok_or_else(|| Error::new(format!("unknown dtype flag {flag}")))
+    }
+    pub fn size(self) -> usize {
+        match self {
+            DType::F32 | DType::I32 => 4,
+            DType::F64 | DType::I64 => 8,
+            DType::F16 => 2,
+            DType::U8 | DType::I8 | DType::Bool => 1,
+        }
+    }
+    /// NumPy's name for the type.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+            DType::F16 => "float16",
+            DType::U8 => "uint8",
+            DType::I32 => "int32",
+            DType::I8 => "int8",
+            DType::I64 => "int64",
+            DType::Bool => "bool",
+        }
+    }
+    pub fn from_name(name: &str) -> Result<Self> {
+        Ok(match name {
+            "float32" | "float" | "f4" | "<f4" => DType::F32,
+            "float64" | "double" | "f8" | "<f8" => DType::F64,
+            "float16" | "half" | "f2" | "<f2" => DType::F16,
+            "uint8" | "u1" | "|u1" => DType::U8,
+            "int32" | "i4" | "<i4" => DType::I32,
+            "int8" | "i1" | "|i1" => DType::I8,
+            "int64" | "i8" | "<i8" => DType::I64,
+            "bool" | "bool_" | "|b1" => DType::Bool,
+            _ => return Err(Error::new(format!("unknown dtype '{name}'"))),
+        })
+    }
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F64 | DType::F16)
+    }
+}
+
+/// The Rust types that can be an NDArray's element. Arithmetic happens in `Acc`
+/// (f32 for f16, the type itself otherwise); bool is stored as u8 0/1.
+pub trait Element: Copy + Send + Sync + 'static + PartialOrd {
+    const DTYPE: DType;
+    fn to_f64(self) -> f64;
+    fn from_f64(v: f64) -> Self;
+}
+
+macro_rules! impl_elem {
+    ($t:ty, $d:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = $d;
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+        }
+    };
+}
+impl_elem!(f32, DType::F32);
+impl_elem!(f64, DType::F64);
+impl_elem!(u8, DType::U8);
+impl_elem!(i32, DType::I32);
+impl_elem!(i8, DType::I8);
+impl_elem!(i64, DType::I64);
+
+impl Element for f16 {
+    const DTYPE: DType = DType::F16;
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self.to_f64()
+    }
+    #[inline(always)]
+    fn from_f64(v: f64) -> Self {
+        f16::from_f64(v)
+    }
+}
+
+/// Runs `$body` with `$T` bound to the Rust type of `$dtype` (bool as `u8`).
+#[macro_export]
+macro_rules! with_dtype {
+    ($dtype:expr, $T:ident, $body:block) => {
+        match $dtype {
+            $crate::dtype::DType::F32 => { type $T = f32; $body }
+            $crate::dtype::DType::F64 => { type $T = f64; $body }
+            $crate::dtype::DType::F16 => { type $T = half::f16; $body }
+            $crate::dtype::DType::U8 | $crate::dtype::DType::Bool => { type $T = u8; $body }
+            $crate::dtype::DType::I32 => { type $T = i32; $body }
+            $crate::dtype::DType::I8 => { type $T = i8; $body }
+            $crate::dtype::DType::I64 => { type $T = i64; $body }
+        }
+    };
+}

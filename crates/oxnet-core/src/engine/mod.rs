@@ -1,0 +1,423 @@
+//! The dependency engine, with MXNet's semantics.
+//!
+//! Every chunk of memory has a [`Var`]. An operation is pushed with the vars it
+//! reads and the vars it writes. Reads of a var run together; a write waits for
+//! everything pushed on that var before it, and everything pushed after it waits
+//! for the write: program order per var. Ready operations run on the rayon pool; an
+//! operation that is ready when pushed and small enough runs at once on the pushing
+//! thread (nothing could be ordered before it, so the result is the same).
+//!
+//! Errors are values: a failed operation's error is stored on the vars it writes,
+//! flows to every later operation that reads or writes them (those are skipped), and
+//! is handed to the next blocking call ([`wait_for_read`], [`run_sync`],
+//! [`wait_all`]), which clears it, as MXNet 1.9's engine does.
+//!
+//! `MXNET_ENGINE_TYPE=NaiveEngine` (or `OXNET_ENGINE_TYPE`) runs every operation
+//! synchronously on the pushing thread and returns its error at once.
+//!
+//! This module owns ordering and error flow only; it never looks inside the
+//! operations it runs.
+
+use crate::error::{Error, Result};
+use parking_lot::{Condvar, Mutex};
+use smallvec::SmallVec;
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// A deferred error, shared by every var it reached: clearing it at one blocking
+/// call clears it everywhere, as in MXNet.
+type ExcRef = Arc<Mutex<Option<Error>>>;
+
+/// The work of an operation.
+pub type OprFn = Box<dyn FnOnce() -> Result<()> + Send + 'static>;
+
+type VarList = SmallVec<[Arc<Var>; 4]>;
+
+/// An engine variable: the ordering point of one chunk of memory.
+pub struct Var {
+    state: Mutex<VarState>,
+    has_exc: AtomicBool,
+}
+
+#[derive(Default)]
+struct VarState {
+    pending_reads: usize,
+    writing: bool,
+    queue: VecDeque<(Arc<Opr>, bool)>,
+    exc: Option<ExcRef>,
+}
+
+impl Var {
+    pub fn new() -> Arc<Var> {
+        Arc::new(Var { state: Mutex::new(VarState::default()), has_exc: AtomicBool::new(false) })
+    }
+
+    fn exc_ref(&self) -> Option<ExcRef> {
+        if !self.has_exc.load(Ordering::Acquire) {
+            return None;
+        }
+        let st = self.state.lock();
+        match &st.exc {
+            Some(e) if e.lock().is_some() => Some(e.clone()),
+            _ => None,
+        }
+    }
+
+    /// Takes (and clears) the error stored on this var, if any.
+    fn take_exc(&self) -> Option<Error> {
+        self.exc_ref().and_then(|e| e.lock().take())
+    }
+}
+
+struct Opr {
+    wait: AtomicUsize,
+    func: Mutex<Option<OprFn>>,
+    reads: VarList,
+    writes: VarList,
+    /// Synchronisation operations run even when their vars carry an error.
+    sync: bool,
+    done: Option<Arc<Signal>>,
+}
+
+#[derive(Default)]
+struct Signal {
+    state: Mutex<Option<Option<ExcRef>>>,
+    cv: Condvar,
+}
+
+impl Signal {
+    fn set(&self, exc: Option<ExcRef>) {
+        *self.state.lock() = Some(exc);
+        self.cv.notify_all();
+    }
+    fn wait(&self) -> Option<ExcRef> {
+        let mut g = self.state.lock();
+        loop {
+            if let Some(r) = g.take() {
+                return r;
+            }
+            self.cv.wait(&mut g);
+        }
+    }
+}
+
+struct Engine {
+    naive: bool,
+    pending: AtomicUsize,
+    idle_lock: Mutex<()>,
+    idle_cv: Condvar,
+    global_exc: Mutex<Vec<ExcRef>>,
+}
+
+static ENGINE: OnceLock<Engine> = OnceLock::new();
+
+fn engine() -> &'static Engine {
+    ENGINE.get_or_init(|| {
+        let kind = std::env::var("OXNET_ENGINE_TYPE").or_else(|_| std::env::var("MXNET_ENGINE_TYPE")).unwrap_or_default();
+        Engine {
+            naive: kind == "NaiveEngine",
+            pending: AtomicUsize::new(0),
+            idle_lock: Mutex::new(()),
+            idle_cv: Condvar::new(),
+            global_exc: Mutex::new(Vec::new()),
+        }
+    })
+}
+
+/// True when the engine runs every operation synchronously (`NaiveEngine`).
+pub fn is_naive() -> bool {
+    engine().naive
+}
+
+fn dedup(reads: &[Arc<Var>], writes: &[Arc<Var>]) -> (VarList, VarList) {
+    let mut w: VarList = SmallVec::new();
+    for v in writes {
+        if !w.iter().any(|x| Arc::ptr_eq(x, v)) {
+            w.push(v.clone());
+        }
+    }
+    let mut r: VarList = SmallVec::new();
+    for v in reads {
+        if !w.iter().any(|x| Arc::ptr_eq(x, v)) && !r.iter().any(|x| Arc::ptr_eq(x, v)) {
+            r.push(v.clone());
+        }
+    }
+    (r, w)
+}
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".into()
+    }
+}
+
+fn run_fn(f: OprFn) -> Result<()> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => Err(Error::new(format!("internal error (panic) in an engine operation: {}", panic_message(p)))),
+    }
+}
+
+/// Pushes an operation. `inline_ok` lets a small operation that is ready at once
+/// run on the calling thread. In `NaiveEngine` mode the operation runs now and its
+/// error is returned; otherwise errors are deferred to the vars it writes.
+pub fn push(f: OprFn, reads: &[Arc<Var>], writes: &[Arc<Var>], inline_ok: bool) -> Result<()> {
+    let eng = engine();
+    if eng.naive {
+        let (r, w) = dedup(reads, writes);
+        if let Some(e) = r.iter().chain(w.iter()).find_map(|v| v.take_exc()) {
+            return Err(e);
+        }
+        return run_fn(f);
+    }
+    let (r, w) = dedup(reads, writes);
+    push_opr(eng, Some(f), r, w, false, None, inline_ok);
+    Ok(())
+}
+
+fn push_opr(
+    eng: &Engine,
+    f: Option<OprFn>,
+    reads: VarList,
+    writes: VarList,
+    sync: bool,
+    done: Option<Arc<Signal>>,
+    inline_ok: bool,
+) {
+    eng.pending.fetch_add(1, Ordering::AcqRel);
+    let n = reads.len() + writes.len();
+    let opr = Arc::new(Opr { wait: AtomicUsize::new(n + 1), func: Mutex::new(f), reads, writes, sync, done });
+    let mut granted = 0;
+    for v in opr.reads.iter() {
+        let mut st = v.state.lock();
+        if !st.writing && st.queue.is_empty() {
+            st.pending_reads += 1;
+            granted += 1;
+        } else {
+            st.queue.push_back((opr.clone(), false));
+        }
+    }
+    for v in opr.writes.iter() {
+        let mut st = v.state.lock();
+        if !st.writing && st.pending_reads == 0 && st.queue.is_empty() {
+            st.writing = true;
+            granted += 1;
+        } else {
+            st.queue.push_back((opr.clone(), true));
+        }
+    }
+    if opr.wait.fetch_sub(granted + 1, Ordering::AcqRel) == granted + 1 {
+        if inline_ok {
+            execute(opr);
+        } else {
+            dispatch(opr);
+        }
+    }
+}
+
+fn dispatch(opr: Arc<Opr>) {
+    rayon::spawn(move || execute(opr));
+}
+
+fn execute(opr: Arc<Opr>) {
+    let eng = engine();
+    let mut exc: Option<ExcRef> = None;
+    if !opr.sync {
+        exc = opr.reads.iter().chain(opr.writes.iter()).find_map(|v| v.exc_ref());
+    }
+    let f = opr.func.lock().take();
+    if let Some(f) = f {
+        if exc.is_none() {
+            if let Err(e) = run_fn(f) {
+                let r: ExcRef = Arc::new(Mutex::new(Some(e)));
+                eng.global_exc.lock().push(r.clone());
+                exc = Some(r);
+            }
+        }
+    }
+    complete(eng, &opr, exc);
+}
+
+fn complete(eng: &Engine, opr: &Arc<Opr>, exc: Option<ExcRef>) {
+    let mut ready: SmallVec<[Arc<Opr>; 4]> = SmallVec::new();
+    for v in opr.reads.iter() {
+        let mut st = v.state.lock();
+        st.pending_reads -= 1;
+        if st.pending_reads == 0 && !st.writing {
+            if let Some((_, true)) = st.queue.front() {
+                let (o, _) = st.queue.pop_front().unwrap();
+                st.writing = true;
+                ready.push(o);
+            }
+        }
+    }
+    for v in opr.writes.iter() {
+        let mut st = v.state.lock();
+        if let Some(e) = &exc {
+            if !opr.sync {
+                st.exc = Some(e.clone());
+                v.has_exc.store(true, Ordering::Release);
+            }
+        }
+        st.writing = false;
+        while let Some((_, false)) = st.queue.front() {
+            let (o, _) = st.queue.pop_front().unwrap();
+            st.pending_reads += 1;
+            ready.push(o);
+        }
+        if st.pending_reads == 0 {
+            if let Some((_, true)) = st.queue.front() {
+                let (o, _) = st.queue.pop_front().unwrap();
+                st.writing = true;
+                ready.push(o);
+            }
+        }
+    }
+    if let Some(d) = &opr.done {
+        d.set(exc);
+    }
+    for o in ready {
+        if o.wait.fetch_sub(1, Ordering::AcqRel) == 1 {
+            dispatch(o);
+        }
+    }
+    if eng.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+        let _g = eng.idle_lock.lock();
+        eng.idle_cv.notify_all();
+    }
+}
+
+/// Runs `f` once every operation pushed before it on `reads` (as a reader) and
+/// `writes` (as a writer) has finished, and blocks until it has run. An error stored
+/// on those vars is returned (and cleared) instead of running `f`.
+pub fn run_sync(f: OprFn, reads: &[Arc<Var>], writes: &[Arc<Var>]) -> Result<()> {
+    let eng = engine();
+    let (r, w) = dedup(reads, writes);
+    if eng.naive {
+        if let Some(e) = r.iter().chain(w.iter()).find_map(|v| v.take_exc()) {
+            return Err(e);
+        }
+        return run_fn(f);
+    }
+    let result: Arc<Mutex<Option<Result<()>>>> = Arc::new(Mutex::new(None));
+    let res2 = result.clone();
+    let vars: VarList = r.iter().chain(w.iter()).cloned().collect();
+    let body: OprFn = Box::new(move || {
+        // Deferred errors on the vars win over running the body.
+        if let Some(e) = vars.iter().find_map(|v| v.take_exc()) {
+            *res2.lock() = Some(Err(e));
+            return Ok(());
+        }
+        *res2.lock() = Some(run_fn(f));
+        Ok(())
+    });
+    let sig = Arc::new(Signal::default());
+    push_opr(eng, Some(body), r, w, true, Some(sig.clone()), true);
+    sig.wait();
+    let r = result.lock().take();
+    r.unwrap_or(Ok(()))
+}
+
+/// Blocks until every operation pushed before it that writes `var` has finished,
+/// then returns (and clears) the error stored on `var`, if any.
+pub fn wait_for_read(var: &Arc<Var>) -> Result<()> {
+    run_sync(Box::new(|| Ok(())), std::slice::from_ref(var), &[])
+}
+
+/// Blocks until every operation pushed before it that touches `var` has finished.
+pub fn wait_for_write(var: &Arc<Var>) -> Result<()> {
+    run_sync(Box::new(|| Ok(())), &[], std::slice::from_ref(var))
+}
+
+/// Blocks until the engine is idle, then returns the first error raised by any
+/// operation since the last `wait_all`, clearing all of them.
+pub fn wait_all() -> Result<()> {
+    let eng = engine();
+    {
+        let mut g = eng.idle_lock.lock();
+        while eng.pending.load(Ordering::Acquire) != 0 {
+            eng.idle_cv.wait(&mut g);
+        }
+    }
+    let refs: Vec<ExcRef> = std::mem::take(&mut *eng.global_exc.lock());
+    let mut first = None;
+    for r in refs {
+        let e = r.lock().take();
+        if first.is_none() {
+            first = e;
+        }
+    }
+    match first {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Number of operations pushed and not yet finished.
+pub fn pending() -> usize {
+    engine().pending.load(Ordering::Acquire)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicI64;
+
+    #[test]
+    fn writes_in_program_order() {
+        let v = Var::new();
+        let cell = Arc::new(AtomicI64::new(0));
+        for i in 0..1000 {
+            let c = cell.clone();
+            push(
+                Box::new(move || {
+                    let old = c.load(Ordering::SeqCst);
+                    c.store(old * 3 % 1_000_003 + i, Ordering::SeqCst);
+                    Ok(())
+                }),
+                &[],
+                &[v.clone()],
+                false,
+            )
+            .unwrap();
+        }
+        wait_for_read(&v).unwrap();
+        let mut want = 0i64;
+        for i in 0..1000 {
+            want = want * 3 % 1_000_003 + i;
+        }
+        assert_eq!(cell.load(Ordering::SeqCst), want);
+    }
+
+    #[test]
+    fn error_flows_and_clears() {
+        let a = Var::new();
+        let b = Var::new();
+        push(Box::new(|| Err(Error::new("boom"))), &[], &[a.clone()], false).unwrap();
+        let ran = Arc::new(AtomicBool::new(false));
+        let r2 = ran.clone();
+        push(
+            Box::new(move || {
+                r2.store(true, Ordering::SeqCst);
+                Ok(())
+            }),
+            &[a.clone()],
+            &[b.clone()],
+            false,
+        )
+        .unwrap();
+        let e = wait_for_read(&b).unwrap_err();
+        assert!(!is_naive() || e.message().contains("boom"));
+        assert!(e.message().contains("boom"));
+        assert!(!ran.load(Ordering::SeqCst));
+        // the shared error was cleared by the first blocking call
+        wait_for_read(&a).unwrap();
+        let _ = wait_all();
+    }
+}

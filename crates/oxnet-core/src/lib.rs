@@ -1,0 +1,26 @@
+//! oxnet-core: Apache MXNet's programming model in pure Rust.
+//!
+//! - [`engine`]: the dependency engine every asynchronous operation goes through;
+//! - [`storage`]: per-device pooled memory;
+//! - [`ndarray`]: NDArray = chunk + offset + shape + dtype;
+//! - [`op`]: the operator registry (each op defined once) and [`op::invoke`];
+//! - [`kernels`]: CPU loops and CUDA sources;
+//! - [`io`]: MXNet's `.params` format.
+//!
+//! No Python here: a Rust program can use all of it directly (see `examples/`).
+
+pub mod context;
+pub mod dtype;
+pub mod engine;
+pub mod error;
+pub mod kernels;
+pub mod ndarray;
+pub mod op;
+pub mod random;
+pub mod shape;
+pub mod storage;
+
+pub use context::Context;
+pub use dtype::DType;
+pub use error::{Error, Result};
+pub use ndarray::NDArray;

@@ -1,0 +1,129 @@
+//! Creation ops: `_zeros`, `_ones`, `_full`, `_arange`, `_eye`, `zeros_like`,
+//! `ones_like`. (`mx.nd.zeros` and friends are thin Python conveniences over these.)
+
+use super::{infer_like_first, Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Registry};
+use crate::dtype::{DType, Element};
+use crate::error::Result;
+use crate::kernels::cpu::elemwise::fill;
+use crate::shape::Shape;
+use crate::with_dtype;
+
+const NONE: Arity = Arity::Fixed(&[]);
+const DATA: Arity = Arity::Fixed(&["data"]);
+
+const CTX: ParamSpec = ParamSpec::new("ctx", PType::Ctx, Some("cpu(0)"), "Context of output, in format [cpu|gpu|cpu_pinned](n).");
+const DTYPE: ParamSpec = ParamSpec::new("dtype", PType::DType, Some("float32"), "Target data type.");
+const SHAPE: ParamSpec = ParamSpec::new("shape", PType::Tuple, Some("()"), "The shape of the output");
+
+const FILL_PARAMS: &[ParamSpec] = &[SHAPE, CTX, DTYPE];
+const FULL_PARAMS: &[ParamSpec] = &[SHAPE, CTX, DTYPE, ParamSpec::new("value", PType::Float, None, "Value with which to fill newly created tensor")];
+
+pub(super) fn shape_param(a: &InferArgs) -> Result<Shape> {
+    let t = a.params.tuple("shape");
+    if let Some(d) = t.iter().find(|d| **d < 0) {
+        return Err(a.err(format!("negative dimension {d} in shape {t:?}")));
+    }
+    Ok(t.iter().map(|d| *d as usize).collect())
+}
+
+fn infer_fill(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
+    Ok(vec![(shape_param(a)?, a.params.dtype("dtype").unwrap_or(DType::F32))])
+}
+
+fn fill_value<const V: i32>(c: &mut OpCall) -> Result<()> {
+    let o = &c.outputs[0];
+    let v = if V == 2 { c.params.float("value") } else { V as f64 };
+    with_dtype!(o.dtype, T, { fill::<T>(o.ptr_as(), <T as Element>::from_f64(v), o.size()) });
+    Ok(())
+}
+
+const ARANGE_PARAMS: &[ParamSpec] = &[
+    ParamSpec::new("start", PType::Float, None, "Start of interval. The interval includes this value."),
+    ParamSpec::new("stop", PType::OptFloat, Some("None"), "End of interval. The interval does not include this value, except in some cases where step is not an integer and floating point round-off affects the length of out."),
+    ParamSpec::new("step", PType::Float, Some("1.0"), "Spacing between values."),
+    ParamSpec::new("repeat", PType::Int, Some("1"), "The repeating time of all elements. E.g repeat=3, the element a will be repeated three times --> a, a, a."),
+    ParamSpec::new("infer_range", PType::Bool, Some("False"), "When set to True, infer the stop position from the start, step, repeat, and output tensor size."),
+    CTX,
+    DTYPE,
+];
+
+fn arange_bounds(p: &super::Params) -> (f64, f64, f64) {
+    let (start, stop) = match p.opt_float("stop") {
+        Some(s) => (p.float("start"), s),
+        None => (0.0, p.float("start")),
+    };
+    (start, stop, p.float("step"))
+}
+
+fn infer_arange(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
+    let (start, stop, step) = arange_bounds(a.params);
+    if step == 0.0 {
+        return Err(a.err("step can not be 0"));
+    }
+    let repeat = a.params.int("repeat");
+    if repeat <= 0 {
+        return Err(a.err(format!("repeat must be positive, got {repeat}")));
+    }
+    let n = ((stop - start) / step).ceil().max(0.0) as usize;
+    Ok(vec![(Shape::from_slice(&[n * repeat as usize]), a.params.dtype("dtype").unwrap_or(DType::F32))])
+}
+
+fn arange_compute(c: &mut OpCall) -> Result<()> {
+    let o = &c.outputs[0];
+    let (start, _, step) = arange_bounds(c.params);
+    let repeat = c.params.int("repeat") as usize;
+    with_dtype!(o.dtype, T, {
+        // SAFETY: the output is ours to write.
+        let out = unsafe { o.slice_mut::<T>() };
+        for (i, x) in out.iter_mut().enumerate() {
+            *x = <T as Element>::from_f64(start + (i / repeat) as f64 * step);
+        }
+    });
+    Ok(())
+}
+
+const EYE_PARAMS: &[ParamSpec] = &[
+    ParamSpec::new("N", PType::Int, None, "Number of rows in the output."),
+    ParamSpec::new("M", PType::Int, Some("0"), "Number of columns in the output. If 0, defaults to N"),
+    ParamSpec::new("k", PType::Int, Some("0"), "Index of the diagonal. 0 (the default) refers to the main diagonal.A positive value refers to an upper diagonal.A negative value to a lower diagonal."),
+    CTX,
+    DTYPE,
+];
+
+fn infer_eye(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
+    let n = a.params.int("N");
+    let m = a.params.int("M");
+    if n < 0 || m < 0 {
+        return Err(a.err(format!("N and M must be non-negative, got N={n}, M={m}")));
+    }
+    let m = if m == 0 { n } else { m };
+    Ok(vec![(Shape::from_slice(&[n as usize, m as usize]), a.params.dtype("dtype").unwrap_or(DType::F32))])
+}
+
+fn eye_compute(c: &mut OpCall) -> Result<()> {
+    let o = &c.outputs[0];
+    let (n, m) = (o.shape[0] as i64, o.shape[1] as i64);
+    let k = c.params.int("k");
+    with_dtype!(o.dtype, T, {
+        // SAFETY: the output is ours to write.
+        let out = unsafe { o.slice_mut::<T>() };
+        out.fill(<T as Element>::from_f64(0.0));
+        for i in 0..n {
+            let j = i + k;
+            if (0..m).contains(&j) {
+                out[(i * m + j) as usize] = <T as Element>::from_f64(1.0);
+            }
+        }
+    });
+    Ok(())
+}
+
+pub(super) fn register(r: &mut Registry) {
+    r.add(OpDef::new("_zeros", "fill target with zeros", NONE, FILL_PARAMS, infer_fill, fill_value::<0>));
+    r.add(OpDef::new("_ones", "fill target with ones", NONE, FILL_PARAMS, infer_fill, fill_value::<1>));
+    r.add(OpDef::new("_full", "fill target with a scalar value", NONE, FULL_PARAMS, infer_fill, fill_value::<2>));
+    r.add(OpDef::new("_arange", "Return evenly spaced values within a given interval. Similar to Numpy", NONE, ARANGE_PARAMS, infer_arange, arange_compute));
+    r.add(OpDef::new("_eye", "Return a 2-D array with ones on the diagonal and zeros elsewhere.", NONE, EYE_PARAMS, infer_eye, eye_compute));
+    r.add(OpDef::new("zeros_like", "Return an array of zeros with the same shape, type and storage type as the input array.", DATA, &[], infer_like_first, fill_value::<0>));
+    r.add(OpDef::new("ones_like", "Return an array of ones with the same shape and type as the input array.", DATA, &[], infer_like_first, fill_value::<1>));
+}

@@ -1,0 +1,377 @@
+//! The operator registry: every op is defined once, here, with its MXNet name,
+//! typed parameters, shape and dtype inference, CPU compute, a slot for its CUDA
+//! compute and a slot for its gradient. `mx.nd.*` (and later `mx.sym.*`, autograd and
+//! the executor) are all generated from these entries. [`invoke`] is the one way to
+//! run an op imperatively: it checks inputs, infers outputs, allocates them and pushes
+//! the compute to the engine.
+//!
+//! One file per op family; each family has a `register` function listed in
+//! [`Registry::build`].
+
+pub mod params;
+mod util;
+
+mod elemwise;
+mod init;
+mod copy;
+mod random;
+
+pub use params::{PType, ParamSpec, Params, Value};
+pub use util::*;
+
+use crate::context::Context;
+use crate::dtype::DType;
+use crate::engine;
+use crate::error::{Error, Result};
+use crate::ndarray::NDArray;
+use crate::shape::{fmt_shape, Shape};
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+/// An op's inputs: a fixed list of names, or a variable number given by a count
+/// parameter (e.g. `concat`'s `num_args`).
+#[derive(Clone, Copy, Debug)]
+pub enum Arity {
+    Fixed(&'static [&'static str]),
+    Variadic { name: &'static str, count: &'static str },
+}
+
+/// A tensor handed to a compute function: raw pointer, shape, dtype.
+#[derive(Clone, Debug)]
+pub struct Blob {
+    pub ptr: *mut u8,
+    pub shape: Shape,
+    pub dtype: DType,
+}
+
+impl Blob {
+    pub fn size(&self) -> usize {
+        self.shape.iter().product()
+    }
+    pub fn ptr_as<T>(&self) -> *mut T {
+        self.ptr as *mut T
+    }
+    /// # Safety
+    /// The caller must know that no output aliases this blob while the slice lives.
+    pub unsafe fn slice<T>(&self) -> &[T] {
+        std::slice::from_raw_parts(self.ptr as *const T, self.size())
+    }
+    /// # Safety
+    /// The caller must know that nothing else reads or writes this blob meanwhile.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn slice_mut<T>(&self) -> &mut [T] {
+        std::slice::from_raw_parts_mut(self.ptr as *mut T, self.size())
+    }
+}
+
+/// Everything a compute function gets.
+pub struct OpCall<'a> {
+    pub op: &'static OpDef,
+    pub params: &'a Params,
+    pub inputs: &'a [Blob],
+    pub outputs: &'a [Blob],
+    pub ctx: Context,
+    /// The device's random generator, for ops marked `random`.
+    pub rng: Option<&'a mut crate::random::Generator>,
+}
+
+/// What inference sees: the parameters and the inputs' shapes and dtypes.
+pub struct InferArgs<'a> {
+    pub op: &'static OpDef,
+    pub params: &'a Params,
+    pub shapes: &'a [&'a [usize]],
+    pub dtypes: &'a [DType],
+}
+
+impl InferArgs<'_> {
+    pub fn err(&self, msg: impl std::fmt::Display) -> Error {
+        Error::op(self.op.name, msg)
+    }
+}
+
+pub type InferFn = fn(&InferArgs) -> Result<Vec<(Shape, DType)>>;
+pub type ComputeFn = fn(&mut OpCall) -> Result<()>;
+/// Gradient slot: from the params, the inputs, the outputs and the gradients of the
+/// outputs, the gradients of the inputs (None where an input gets none), computed
+/// with registry ops. Filled by the autograd work.
+pub type GradFn = fn(&Params, &[NDArray], &[NDArray], &[NDArray]) -> Result<Vec<Option<NDArray>>>;
+
+/// One operator.
+pub struct OpDef {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub doc: &'static str,
+    pub inputs: Arity,
+    pub params: &'static [ParamSpec],
+    pub infer: InferFn,
+    pub cpu: ComputeFn,
+    pub cuda: Option<ComputeFn>,
+    pub grad: Option<GradFn>,
+    /// The output may be the same memory as an input (elementwise ops).
+    pub inplace: bool,
+    /// The op draws from the device's random generator.
+    pub random: bool,
+    /// Relative cost per output element, for the engine's run-inline decision.
+    pub cost: u32,
+    /// The output may live on another host device than the inputs (`_copyto`).
+    pub cross_device: bool,
+}
+
+impl OpDef {
+    pub const fn new(name: &'static str, doc: &'static str, inputs: Arity, params: &'static [ParamSpec], infer: InferFn, cpu: ComputeFn) -> OpDef {
+        OpDef { name, aliases: &[], doc, inputs, params, infer, cpu, cuda: None, grad: None, inplace: false, random: false, cost: 1, cross_device: false }
+    }
+    pub const fn aliases(mut self, a: &'static [&'static str]) -> Self {
+        self.aliases = a;
+        self
+    }
+    pub const fn inplace(mut self) -> Self {
+        self.inplace = true;
+        self
+    }
+    pub const fn random(mut self) -> Self {
+        self.random = true;
+        self
+    }
+    pub const fn cross_device(mut self) -> Self {
+        self.cross_device = true;
+        self
+    }
+    pub const fn cost(mut self, c: u32) -> Self {
+        self.cost = c;
+        self
+    }
+    pub const fn grad(mut self, g: GradFn) -> Self {
+        self.grad = Some(g);
+        self
+    }
+
+    /// Number of inputs for a call with these parameters.
+    pub fn num_inputs(&self, params: &Params) -> usize {
+        match self.inputs {
+            Arity::Fixed(names) => names.len(),
+            Arity::Variadic { count, .. } => params.int(count).max(0) as usize,
+        }
+    }
+
+    /// Parses `(name, value)` pairs against this op's parameters.
+    pub fn parse(&'static self, given: Vec<(String, Value)>) -> Result<Params> {
+        Params::parse(self.name, self.params, given)
+    }
+
+    /// Output shapes and dtypes for inputs of these shapes and dtypes.
+    pub fn infer(&'static self, params: &Params, shapes: &[&[usize]], dtypes: &[DType]) -> Result<Vec<(Shape, DType)>> {
+        (self.infer)(&InferArgs { op: self, params, shapes, dtypes })
+    }
+
+    /// The MXNet-style docstring: description, then the Parameters section.
+    pub fn docstring(&self) -> String {
+        let mut s = String::from(self.doc.trim());
+        s.push_str("\n\nParameters\n----------\n");
+        match self.inputs {
+            Arity::Fixed(names) => {
+                for n in names {
+                    s.push_str(&format!("{n} : NDArray\n    Input array.\n"));
+                }
+            }
+            Arity::Variadic { name, .. } => s.push_str(&format!("{name} : NDArray[]\n    List of input arrays.\n")),
+        }
+        for p in self.params {
+            s.push_str(&format!("{} : {}\n    {}\n", p.name, p.type_doc(), p.doc));
+        }
+        s.push_str("out : NDArray, optional\n    The output NDArray to hold the result.\n\nReturns\n-------\nout : NDArray or list of NDArrays\n    The output of this function.\n");
+        s
+    }
+}
+
+/// Name → op, built once from every family's `register`.
+pub struct Registry {
+    ops: Vec<&'static OpDef>,
+    by_name: HashMap<&'static str, &'static OpDef>,
+}
+
+impl Registry {
+    fn build() -> Registry {
+        let mut r = Registry { ops: Vec::new(), by_name: HashMap::new() };
+        elemwise::register(&mut r);
+        init::register(&mut r);
+        copy::register(&mut r);
+        random::register(&mut r);
+        r
+    }
+    /// Adds an op (called by the families' `register`).
+    pub fn add(&mut self, op: OpDef) {
+        let op: &'static OpDef = Box::leak(Box::new(op));
+        assert!(self.by_name.insert(op.name, op).is_none(), "op {} registered twice", op.name);
+        for a in op.aliases {
+            assert!(self.by_name.insert(a, op).is_none(), "alias {a} registered twice");
+        }
+        self.ops.push(op);
+    }
+}
+
+static REGISTRY: OnceLock<Registry> = OnceLock::new();
+
+fn registry() -> &'static Registry {
+    REGISTRY.get_or_init(Registry::build)
+}
+
+/// The op registered under `name` (or one of its aliases).
+pub fn lookup(name: &str) -> Result<&'static OpDef> {
+    registry().by_name.get(name).copied().ok_or_else(|| Error::new(format!("operator '{name}' is not registered")))
+}
+
+/// Every registered op.
+pub fn all_ops() -> &'static [&'static OpDef] {
+    &registry().ops
+}
+
+/// Every registered name (op names and aliases), sorted.
+pub fn all_names() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = registry().by_name.keys().copied().collect();
+    v.sort();
+    v
+}
+
+/// Calls above this many elements (inputs plus outputs, weighted by cost) go to the
+/// worker pool even when ready; smaller ones run on the caller's thread.
+const INLINE_LIMIT: usize = 1 << 15;
+
+/// Runs `op` on `inputs`: checks contexts, infers output shapes and dtypes, allocates
+/// the outputs (or checks `out`), and pushes the compute to the engine. Returns the
+/// outputs at once; the compute runs asynchronously. Errors found before the push
+/// (shapes, dtypes, contexts, parameters) are returned here and leave every input as
+/// it was.
+pub fn invoke(op: &'static OpDef, inputs: &[NDArray], params: Params, out: Option<&[NDArray]>, ctx: Option<Context>) -> Result<Vec<NDArray>> {
+    let n_in = op.num_inputs(&params);
+    if inputs.len() != n_in {
+        return Err(Error::op(op.name, format!("expects {n_in} input(s), got {}", inputs.len())));
+    }
+    let ctx = match inputs.first() {
+        Some(first) => {
+            let c = first.ctx();
+            for (i, a) in inputs.iter().enumerate().skip(1) {
+                if a.ctx() != c {
+                    return Err(Error::op(
+                        op.name,
+                        format!(
+                            "all inputs must live on the same context. But the first argument is on {c} while the {}-th argument is on {}",
+                            i + 1,
+                            a.ctx()
+                        ),
+                    ));
+                }
+            }
+            c
+        }
+        None => params.ctx("ctx").or(ctx).unwrap_or_default(),
+    };
+    let shapes: Vec<&[usize]> = inputs.iter().map(|a| a.shape()).collect();
+    let dtypes: Vec<DType> = inputs.iter().map(|a| a.dtype()).collect();
+    let outs_info = op.infer(&params, &shapes, &dtypes)?;
+    let compute = if ctx.is_host() {
+        op.cpu
+    } else {
+        crate::storage::cuda::ensure_available(ctx)?;
+        op.cuda.ok_or_else(|| Error::op(op.name, format!("no CUDA implementation yet; cannot run on {ctx}")))?
+    };
+
+    // Outputs: the caller's, checked, or fresh ones.
+    let mut outputs: Vec<NDArray> = Vec::with_capacity(outs_info.len());
+    let mut copy_back: Vec<(NDArray, NDArray)> = Vec::new();
+    match out {
+        Some(given) => {
+            if given.len() != outs_info.len() {
+                return Err(Error::op(op.name, format!("expects {} output(s), got {}", outs_info.len(), given.len())));
+            }
+            for (o, (s, d)) in given.iter().zip(&outs_info) {
+                if o.shape() != &s[..] {
+                    return Err(Error::op(
+                        op.name,
+                        format!("output shape {} does not match the expected shape {}", fmt_shape(o.shape()), fmt_shape(s)),
+                    ));
+                }
+                if o.dtype() != *d {
+                    return Err(Error::op(
+                        op.name,
+                        format!("output dtype {} does not match the expected dtype {}", o.dtype().name(), d.name()),
+                    ));
+                }
+                if o.ctx() != ctx && !(op.cross_device && o.ctx().is_host() && ctx.is_host()) {
+                    return Err(Error::op(op.name, format!("output is on {} but the inputs are on {ctx}", o.ctx())));
+                }
+                let aliased = inputs.iter().any(|i| i.overlaps(o));
+                let exact_alias = inputs.iter().all(|i| !i.overlaps(o) || (i.offset() == o.offset() && i.dtype() == o.dtype()));
+                if aliased && !(op.inplace && exact_alias) {
+                    let tmp = NDArray::empty(s, ctx, *d)?;
+                    copy_back.push((tmp.clone(), o.clone()));
+                    outputs.push(tmp);
+                } else {
+                    outputs.push(o.clone());
+                }
+            }
+        }
+        None => {
+            for (s, d) in &outs_info {
+                outputs.push(NDArray::empty(s, ctx, *d)?);
+            }
+        }
+    }
+
+    let work: usize = (inputs.iter().map(|a| a.size()).sum::<usize>() + outputs.iter().map(|a| a.size()).sum::<usize>())
+        .saturating_mul(op.cost as usize);
+    let inline_ok = work <= INLINE_LIMIT;
+
+    let mut reads: Vec<Arc<engine::Var>> = inputs.iter().map(|a| a.var().clone()).collect();
+    let mut writes: Vec<Arc<engine::Var>> = outputs.iter().map(|a| a.var().clone()).collect();
+    let gen = if op.random { Some(crate::random::generator(ctx)) } else { None };
+    if let Some(g) = &gen {
+        writes.push(g.var.clone());
+    }
+    let in_arrays: Vec<NDArray> = inputs.to_vec();
+    let out_arrays: Vec<NDArray> = outputs.clone();
+    let func: engine::OprFn = Box::new(move || {
+        let in_blobs: Vec<Blob> = in_arrays.iter().map(blob_of).collect();
+        let out_blobs: Vec<Blob> = out_arrays.iter().map(blob_of).collect();
+        let mut guard = gen.as_ref().map(|g| g.state.lock());
+        let rng = guard.as_deref_mut();
+        let mut call = OpCall { op, params: &params, inputs: &in_blobs, outputs: &out_blobs, ctx, rng };
+        compute(&mut call)
+    });
+    reads.shrink_to_fit();
+    engine::push(func, &reads, &writes, inline_ok)?;
+
+    if copy_back.is_empty() {
+        return Ok(outputs);
+    }
+    let copy_op = lookup("_copyto")?;
+    let mut result = Vec::with_capacity(outputs.len());
+    let mut cb = copy_back.into_iter().peekable();
+    for o in outputs {
+        match cb.peek() {
+            Some((tmp, dst)) if tmp.same_chunk(&o) => {
+                invoke(copy_op, std::slice::from_ref(tmp), Params::default(), Some(std::slice::from_ref(dst)), None)?;
+                result.push(dst.clone());
+                cb.next();
+            }
+            _ => result.push(o),
+        }
+    }
+    Ok(result)
+}
+
+/// Looks up `name`, parses `attrs` and invokes it (convenience for Rust callers).
+pub fn call(name: &str, inputs: &[NDArray], attrs: &[(&str, Value)]) -> Result<Vec<NDArray>> {
+    let op = lookup(name)?;
+    let params = op.parse(attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect())?;
+    invoke(op, inputs, params, None, None)
+}
+
+/// Like [`call`], for ops with one output.
+pub fn call1(name: &str, inputs: &[NDArray], attrs: &[(&str, Value)]) -> Result<NDArray> {
+    Ok(call(name, inputs, attrs)?.remove(0))
+}
+
+fn blob_of(a: &NDArray) -> Blob {
+    Blob { ptr: a.data_ptr(), shape: Shape::from_slice(a.shape()), dtype: a.dtype() }
+}

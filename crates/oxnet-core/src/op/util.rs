@@ -1,0 +1,48 @@
+//! Helpers shared by the op families: common inference rules and dtype dispatch.
+
+use super::InferArgs;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::shape::{fmt_shape, Shape};
+
+/// One output with the first input's shape and dtype.
+pub fn infer_like_first(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
+    Ok(vec![(Shape::from_slice(a.shapes[0]), a.dtypes[0])])
+}
+
+/// Every input must have the first input's dtype; returns it.
+pub fn check_same_dtype(a: &InferArgs) -> Result<DType> {
+    let d = a.dtypes[0];
+    for (i, t) in a.dtypes.iter().enumerate().skip(1) {
+        if *t != d {
+            return Err(a.err(format!(
+                "dtype mismatch: input 0 is {} but input {i} is {} (all inputs must have the same dtype)",
+                d.name(),
+                t.name()
+            )));
+        }
+    }
+    Ok(d)
+}
+
+/// Every input must have the first input's shape; returns it.
+pub fn check_same_shape(a: &InferArgs) -> Result<Shape> {
+    let s = a.shapes[0];
+    for (i, t) in a.shapes.iter().enumerate().skip(1) {
+        if *t != s {
+            return Err(a.err(format!(
+                "shape mismatch: input 0 has shape {} but input {i} has shape {}",
+                fmt_shape(s),
+                fmt_shape(t)
+            )));
+        }
+    }
+    Ok(Shape::from_slice(s))
+}
+
+/// Equal shapes and dtypes, one output like them.
+pub fn infer_same(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
+    let s = check_same_shape(a)?;
+    let d = check_same_dtype(a)?;
+    Ok(vec![(s, d)])
+}
