@@ -1,1 +1,102 @@
-//! placeholder
+//! oxnet._core: the PyO3 glue between the Rust core and the Python package. Only
+//! conversion lives here (handles, values, errors); every computation is in
+//! oxnet-core. Errors become `MXNetError`; blocking calls release the GIL.
+
+use pyo3::prelude::*;
+
+mod array;
+mod convert;
+mod invoke;
+
+pyo3::create_exception!(_core, MXNetError, pyo3::exceptions::PyRuntimeError, "Error raised by oxnet (MXNet's MXNetError).");
+
+/// A core error as a Python `MXNetError`.
+pub(crate) fn err(e: oxnet_core::Error) -> PyErr {
+    MXNetError::new_err(e.message().to_string())
+}
+
+pub(crate) trait IntoPy<T> {
+    fn py_err(self) -> PyResult<T>;
+}
+impl<T> IntoPy<T> for oxnet_core::Result<T> {
+    fn py_err(self) -> PyResult<T> {
+        self.map_err(err)
+    }
+}
+
+/// Blocks until every pushed operation has finished; raises the first deferred error.
+#[pyfunction]
+fn waitall(py: Python<'_>) -> PyResult<()> {
+    py.detach(oxnet_core::engine::wait_all).py_err()
+}
+
+/// Number of CUDA devices (0 without an NVIDIA driver).
+#[pyfunction]
+fn num_gpus() -> i32 {
+    oxnet_core::storage::cuda::num_gpus()
+}
+
+/// Raises MXNetError unless the context can be used.
+#[pyfunction]
+fn check_context(dev_type: i32, dev_id: i32) -> PyResult<()> {
+    let ctx = convert::make_ctx(dev_type, dev_id)?;
+    if ctx.is_host() {
+        Ok(())
+    } else {
+        oxnet_core::storage::cuda::ensure_available(ctx).py_err()
+    }
+}
+
+/// The host pool's counters as a dict.
+#[pyfunction]
+fn pool_stats(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    let s = oxnet_core::storage::host_pool_stats();
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("os_allocs", s.os_allocs)?;
+    d.set_item("reuses", s.reuses)?;
+    d.set_item("in_use_bytes", s.in_use_bytes)?;
+    d.set_item("cached_bytes", s.cached_bytes)?;
+    Ok(d)
+}
+
+/// Gives the host pool's cached blocks back to the OS.
+#[pyfunction]
+fn pool_release(py: Python<'_>) -> PyResult<()> {
+    py.detach(oxnet_core::engine::wait_all).py_err()?;
+    oxnet_core::storage::host_pool_release();
+    Ok(())
+}
+
+/// Seeds the random generator of one device, or of all devices.
+#[pyfunction]
+#[pyo3(signature = (seed, dev_type=None, dev_id=0))]
+fn random_seed(seed: i64, dev_type: Option<i32>, dev_id: i32) -> PyResult<()> {
+    let ctx = match dev_type {
+        Some(t) => Some(convert::make_ctx(t, dev_id)?),
+        None => None,
+    };
+    oxnet_core::random::seed(seed as u64, ctx).py_err()
+}
+
+/// True when the engine runs every op synchronously (NaiveEngine).
+#[pyfunction]
+fn engine_is_naive() -> bool {
+    oxnet_core::engine::is_naive()
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("MXNetError", m.py().get_type::<MXNetError>())?;
+    m.add_class::<array::NDArray>()?;
+    m.add_class::<invoke::Op>()?;
+    m.add_function(wrap_pyfunction!(waitall, m)?)?;
+    m.add_function(wrap_pyfunction!(num_gpus, m)?)?;
+    m.add_function(wrap_pyfunction!(check_context, m)?)?;
+    m.add_function(wrap_pyfunction!(pool_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(pool_release, m)?)?;
+    m.add_function(wrap_pyfunction!(random_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(engine_is_naive, m)?)?;
+    invoke::add_functions(m)?;
+    array::add_functions(m)?;
+    Ok(())
+}

@@ -1,0 +1,37 @@
+# make demo: build, then run the main demo.   make test: build, cargo test, pytest.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+CARGO ?= cargo
+
+.PHONY: all build venv demo test test-rust test-python bench clean
+
+all: build
+
+$(VENV)/.installed: requirements-dev.txt
+	python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -r requirements-dev.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+build: venv
+	$(VENV)/bin/maturin develop --release -q
+
+demo: build
+	$(PY) demo/nd_demo.py
+
+test: build test-rust test-python
+
+test-rust:
+	$(CARGO) test --workspace --release -q
+
+test-python:
+	$(PY) -m pytest tests
+
+bench: build
+	$(PY) benches/bench_ndarray.py
+
+clean:
+	rm -rf target $(VENV) python/oxnet/_core*.so

@@ -1,0 +1,427 @@
+//! The NDArray handle. The arithmetic operators and the data accessors that run on
+//! every step live here in Rust; the rest of MXNet's NDArray API (indexing, repr,
+//! pickling, conveniences) is added to this class by python/oxnet/ndarray.
+
+use crate::convert::{ctx_of, dtype_of, make_ctx};
+use crate::{err, IntoPy};
+use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods, IxDyn};
+use oxnet_core::op::{self, OpDef, Params, Value};
+use oxnet_core::{DType, Error};
+use pyo3::prelude::*;
+use pyo3::basic::CompareOp;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
+use std::sync::OnceLock;
+
+#[pyclass(name = "NDArray", module = "oxnet.ndarray", subclass, weakref, frozen)]
+pub struct NDArray {
+    pub(crate) inner: oxnet_core::NDArray,
+    pub(crate) writable: bool,
+}
+
+impl NDArray {
+    pub(crate) fn new(inner: oxnet_core::NDArray) -> Self {
+        NDArray { inner, writable: true }
+    }
+}
+
+/// The registry entries the operators use, looked up once.
+struct Hot {
+    bin: [(&'static OpDef, &'static OpDef, Option<&'static OpDef>); 12],
+    neg: &'static OpDef,
+}
+
+#[derive(Clone, Copy)]
+enum Bin {
+    Add = 0,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Pow,
+    Eq,
+    Ne,
+    Gt,
+    Ge,
+    Lt,
+    Le,
+}
+
+fn hot() -> &'static Hot {
+    static HOT: OnceLock<Hot> = OnceLock::new();
+    HOT.get_or_init(|| {
+        let l = |n: &str| op::lookup(n).expect("core op missing");
+        let t = |a: &str, s: &str, r: Option<&str>| (l(a), l(s), r.map(l));
+        Hot {
+            bin: [
+                t("broadcast_add", "_plus_scalar", None),
+                t("broadcast_sub", "_minus_scalar", Some("_rminus_scalar")),
+                t("broadcast_mul", "_mul_scalar", None),
+                t("broadcast_div", "_div_scalar", Some("_rdiv_scalar")),
+                t("broadcast_mod", "_mod_scalar", Some("_rmod_scalar")),
+                t("broadcast_power", "_power_scalar", Some("_rpower_scalar")),
+                t("broadcast_equal", "_equal_scalar", None),
+                t("broadcast_not_equal", "_not_equal_scalar", None),
+                t("broadcast_greater", "_greater_scalar", None),
+                t("broadcast_greater_equal", "_greater_equal_scalar", None),
+                t("broadcast_lesser", "_lesser_scalar", None),
+                t("broadcast_lesser_equal", "_lesser_equal_scalar", None),
+            ],
+            neg: l("negative"),
+        }
+    })
+}
+
+/// A Python number as (value, is_int), or None for anything else.
+fn scalar_of(o: &Bound<'_, PyAny>) -> Option<(f64, bool)> {
+    if o.is_instance_of::<PyFloat>() {
+        return o.extract::<f64>().ok().map(|v| (v, false));
+    }
+    if o.is_instance_of::<PyInt>() || o.is_instance_of::<PyBool>() {
+        return o.extract::<f64>().ok().map(|v| (v, true));
+    }
+    // numpy scalars
+    let t = o.get_type();
+    let module = t.module().ok()?;
+    if module.to_cow().ok()? == "numpy" && o.hasattr("dtype").ok()? && !o.hasattr("shape").ok().map(|_| false).unwrap_or(true) {
+        return None;
+    }
+    if module.to_cow().ok()? == "numpy" && o.getattr("ndim").ok()?.extract::<usize>().ok()? == 0 {
+        let is_int = o.getattr("dtype").ok()?.getattr("kind").ok()?.extract::<String>().ok()? != "f";
+        return o.extract::<f64>().ok().map(|v| (v, is_int));
+    }
+    None
+}
+
+fn scalar_params(v: f64, is_int: bool) -> Params {
+    Params::from_values(vec![("scalar", Value::Float(v)), ("is_int", Value::Bool(is_int))])
+}
+
+impl NDArray {
+    fn inplace(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, kind: Bin) -> PyResult<()> {
+        let r = Self::binary(slf, other, kind, false, true)?;
+        if r.is(&slf.py().NotImplemented()) {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "type {} not supported",
+                other.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            )));
+        }
+        Ok(())
+    }
+
+    fn binary(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, kind: Bin, reverse: bool, inplace: bool) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let me = slf.get();
+        if inplace && !me.writable {
+            return Err(pyo3::exceptions::PyValueError::new_err("trying to modify a readonly NDArray"));
+        }
+        let (arr_op, sc_op, rsc_op) = hot().bin[kind as usize];
+        let out_vec;
+        let out = if inplace {
+            out_vec = [me.inner.clone()];
+            Some(&out_vec[..])
+        } else {
+            None
+        };
+        let res = if let Ok(o) = other.cast::<NDArray>() {
+            let o = &o.get().inner;
+            let ins = if reverse { [o.clone(), me.inner.clone()] } else { [me.inner.clone(), o.clone()] };
+            op::invoke(arr_op, &ins, Params::default(), out, None)
+        } else if let Some((v, is_int)) = scalar_of(other) {
+            let op = if reverse { rsc_op.unwrap_or(sc_op) } else { sc_op };
+            op::invoke(op, std::slice::from_ref(&me.inner), scalar_params(v, is_int), out, None)
+        } else {
+            return Ok(py.NotImplemented());
+        };
+        let mut res = res.py_err()?;
+        if inplace {
+            return Ok(slf.clone().into_any().unbind());
+        }
+        Ok(Py::new(py, NDArray::new(res.remove(0)))?.into_any())
+    }
+}
+
+fn numpy_types(py: Python<'_>) -> PyResult<&'static [Py<PyAny>; 8]> {
+    static TYPES: PyOnceLock<[Py<PyAny>; 8]> = PyOnceLock::new();
+    TYPES.get_or_try_init(py, || {
+        let np = py.import("numpy")?;
+        let get = |n: &str| -> PyResult<Py<PyAny>> { Ok(np.getattr(n)?.unbind()) };
+        Ok([get("float32")?, get("float64")?, get("float16")?, get("uint8")?, get("int32")?, get("int8")?, get("int64")?, get("bool_")?])
+    })
+}
+
+/// A new NumPy array holding a copy of `a` (blocks until `a` is ready).
+fn to_numpy<'py>(py: Python<'py>, a: &oxnet_core::NDArray) -> PyResult<Bound<'py, PyAny>> {
+    let shape: Vec<usize> = a.shape().to_vec();
+    let n = a.nbytes();
+    macro_rules! mk {
+        ($T:ty) => {{
+            // SAFETY: the array is fully written by read_into before Python sees it.
+            let arr = unsafe { PyArrayDyn::<$T>::new(py, IxDyn(&shape), false) };
+            let ptr = arr.data() as usize;
+            let src = a.clone();
+            py.detach(move || {
+                // SAFETY: the numpy buffer is n bytes long and alive (we hold arr).
+                let dst = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, n) };
+                src.read_into(dst)
+            })
+            .py_err()?;
+            arr.into_any()
+        }};
+    }
+    Ok(match a.dtype() {
+        DType::F32 => mk!(f32),
+        DType::F64 => mk!(f64),
+        DType::F16 => mk!(half::f16),
+        DType::U8 => mk!(u8),
+        DType::I32 => mk!(i32),
+        DType::I8 => mk!(i8),
+        DType::I64 => mk!(i64),
+        DType::Bool => mk!(bool),
+    })
+}
+
+#[pymethods]
+impl NDArray {
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.shape())
+    }
+    #[getter]
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.inner.ndim()
+    }
+    /// The element type, as a NumPy type (e.g. `numpy.float32`).
+    #[getter]
+    fn dtype(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(numpy_types(py)?[self.inner.dtype() as usize].clone_ref(py))
+    }
+    /// (device_typeid, device_id) of the array's context.
+    #[getter]
+    fn _ctx(&self) -> (i32, i32) {
+        let c = self.inner.ctx();
+        (c.dev_type as i32, c.dev_id)
+    }
+    #[getter]
+    fn writable(&self) -> bool {
+        self.writable
+    }
+    /// Blocks until the array's pending writes finish; raises a deferred error.
+    fn wait_to_read(&self, py: Python<'_>) -> PyResult<()> {
+        let a = self.inner.clone();
+        py.detach(move || a.wait_to_read()).py_err()
+    }
+    /// Blocks until every pending operation on the array finishes.
+    fn _wait_to_write(&self, py: Python<'_>) -> PyResult<()> {
+        let a = self.inner.clone();
+        py.detach(move || a.wait_to_write()).py_err()
+    }
+    /// Returns a ``numpy.ndarray`` object with value copied from this array.
+    fn asnumpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_numpy(py, &self.inner)
+    }
+    /// Returns a scalar whose value is copied from this array (size must be 1).
+    fn asscalar(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if self.inner.size() != 1 {
+            return Err(pyo3::exceptions::PyValueError::new_err("The current array is not a scalar"));
+        }
+        let mut buf = [0u8; 8];
+        let n = self.inner.dtype().size();
+        let a = self.inner.clone();
+        let bytes = py.detach(move || a.read_into(&mut buf[..n]).map(|_| buf)).py_err()?;
+        let t = &numpy_types(py)?[self.inner.dtype() as usize];
+        let v: Bound<'_, PyAny> = match self.inner.dtype() {
+            DType::F32 => f32::from_le_bytes(bytes[..4].try_into().unwrap()).into_pyobject(py)?.into_any(),
+            DType::F64 => f64::from_le_bytes(bytes).into_pyobject(py)?.into_any(),
+            DType::F16 => half::f16::from_le_bytes(bytes[..2].try_into().unwrap()).to_f64().into_pyobject(py)?.into_any(),
+            DType::U8 => bytes[0].into_pyobject(py)?.into_any(),
+            DType::I8 => (bytes[0] as i8).into_pyobject(py)?.into_any(),
+            DType::I32 => i32::from_le_bytes(bytes[..4].try_into().unwrap()).into_pyobject(py)?.into_any(),
+            DType::I64 => i64::from_le_bytes(bytes).into_pyobject(py)?.into_any(),
+            DType::Bool => PyBool::new(py, bytes[0] != 0).to_owned().into_any(),
+        };
+        Ok(t.call1(py, (v,))?)
+    }
+
+    /// The view `self[begin:end]` along the first axis (shares memory).
+    fn _slice(&self, begin: usize, end: usize) -> PyResult<NDArray> {
+        Ok(NDArray { inner: self.inner.slice_view(begin, end).py_err()?, writable: self.writable })
+    }
+    /// The view `self[i]` (shares memory).
+    fn _at(&self, i: usize) -> PyResult<NDArray> {
+        Ok(NDArray { inner: self.inner.at(i).py_err()?, writable: self.writable })
+    }
+    /// A view with another shape of the same size (shares memory).
+    fn _reshape_view(&self, shape: Vec<usize>) -> PyResult<NDArray> {
+        Ok(NDArray { inner: self.inner.reshape_view(&shape).py_err()?, writable: self.writable })
+    }
+    /// True when both arrays share memory.
+    fn _same_chunk(&self, other: &NDArray) -> bool {
+        self.inner.same_chunk(&other.inner)
+    }
+    /// A read-only (or writable) handle on the same data.
+    fn _with_writable(&self, writable: bool) -> NDArray {
+        NDArray { inner: self.inner.clone(), writable }
+    }
+    /// Copies a C-contiguous NumPy array of exactly this size and dtype into the array
+    /// (blocks until written).
+    fn _sync_copyfrom(&self, py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<()> {
+        if !self.writable {
+            return Err(pyo3::exceptions::PyValueError::new_err("trying to write to a readonly NDArray"));
+        }
+        let arr = src.cast::<numpy::PyUntypedArray>().map_err(|_| err(Error::new("expected a numpy array")))?;
+        if !arr.is_c_contiguous() {
+            return Err(err(Error::new("source numpy array must be C-contiguous")));
+        }
+        let d = dtype_of(&arr.dtype().into_any())?;
+        if d != self.inner.dtype() && !(d == DType::Bool && self.inner.dtype() == DType::U8) {
+            return Err(err(Error::new(format!("source dtype {} does not match {}", d.name(), self.inner.dtype().name()))));
+        }
+        let nbytes = arr.len() * d.size();
+        // SAFETY: a C-contiguous numpy array's data pointer covers len * itemsize bytes.
+        let ptr = unsafe { (*arr.as_array_ptr()).data } as usize;
+        let a = self.inner.clone();
+        let _keep = src.clone();
+        py.detach(move || {
+            // SAFETY: we hold a reference to the numpy array for the whole call.
+            let s = unsafe { std::slice::from_raw_parts(ptr as *const u8, nbytes) };
+            a.write_bytes(s)
+        })
+        .py_err()
+    }
+
+    fn __hash__(slf: &Bound<'_, Self>) -> isize {
+        slf.as_ptr() as isize / 16
+    }
+
+    fn __add__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        Self::binary(slf, o, Bin::Add, false, false)
+    }
+    fn __radd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        Self::binary(slf, o, Bin::Add, true, false)
+    }
+    fn __iadd__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        Self::inplace(slf, o, Bin::Add)
+    }
+    fn __sub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        Self::binary(slf, o, Bin::Sub, false, false)
+    }
+    fn __rsub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        Self::binary(slf, o, Bin::Sub, true, false)
+    }
+    fn __isub__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        Self::inplace(slf, o, Bin::Sub)
+    }
+    fn __mul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        Self::binary(slf, o, Bin::Mul, false, false)
+    }
+    fn __rmul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        Self::binary(slf, o, Bin::Mul, true, false)
+    }
+    fn __imul__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        Self::inplace(slf, o, Bin::Mul)
+    }
+    fn __truediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        Self::binary(slf, o, Bin::Div, false, false)
+    }
+    fn __rtruediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        Self::binary(slf, o, Bin::Div, true, false)
+    }
+    fn __itruediv__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        Self::inplace(slf, o, Bin::Div)
+    }
+    fn __mod__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        Self::binary(slf, o, Bin::Mod, false, false)
+    }
+    fn __rmod__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        Self::binary(slf, o, Bin::Mod, true, false)
+    }
+    fn __imod__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        Self::inplace(slf, o, Bin::Mod)
+    }
+    fn __pow__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>, _m: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        Self::binary(slf, o, Bin::Pow, false, false)
+    }
+    fn __rpow__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>, _m: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        Self::binary(slf, o, Bin::Pow, true, false)
+    }
+    fn __neg__(slf: &Bound<'_, Self>) -> PyResult<NDArray> {
+        let r = op::invoke(hot().neg, std::slice::from_ref(&slf.get().inner), Params::default(), None, None).py_err()?;
+        Ok(NDArray::new(r.into_iter().next().unwrap()))
+    }
+    fn __richcmp__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>, cmp: CompareOp) -> PyResult<Py<PyAny>> {
+        let kind = match cmp {
+            CompareOp::Eq => Bin::Eq,
+            CompareOp::Ne => Bin::Ne,
+            CompareOp::Gt => Bin::Gt,
+            CompareOp::Ge => Bin::Ge,
+            CompareOp::Lt => Bin::Lt,
+            CompareOp::Le => Bin::Le,
+        };
+        Self::binary(slf, o, kind, false, false)
+    }
+}
+
+/// An uninitialised array.
+#[pyfunction]
+fn empty(shape: Vec<usize>, dev_type: i32, dev_id: i32, dtype: &Bound<'_, PyAny>) -> PyResult<NDArray> {
+    let ctx = make_ctx(dev_type, dev_id)?;
+    let d = dtype_of(dtype)?;
+    Ok(NDArray::new(oxnet_core::NDArray::empty(&shape, ctx, d).py_err()?))
+}
+
+/// Copies the data of `src` into `dst` (any host devices), in engine order.
+#[pyfunction]
+fn copyto(src: &NDArray, dst: &NDArray) -> PyResult<()> {
+    if !dst.writable {
+        return Err(pyo3::exceptions::PyValueError::new_err("trying to write to a readonly NDArray"));
+    }
+    if src.inner.same_chunk(&dst.inner) && src.inner.offset() == dst.inner.offset() {
+        return Ok(());
+    }
+    if src.inner.shape() != dst.inner.shape() {
+        return Err(err(Error::op(
+            "_copyto",
+            format!(
+                "shape mismatch: cannot copy an array of shape {} into one of shape {}",
+                oxnet_core::shape::fmt_shape(src.inner.shape()),
+                oxnet_core::shape::fmt_shape(dst.inner.shape())
+            ),
+        )));
+    }
+    let (s, d) = if src.inner.dtype() == dst.inner.dtype() {
+        ("_copyto", None)
+    } else {
+        ("Cast", Some(dst.inner.dtype()))
+    };
+    let def = op::lookup(s).py_err()?;
+    let params = match d {
+        Some(d) => def.parse(vec![("dtype".to_string(), Value::DType(d))]).py_err()?,
+        None => Params::default(),
+    };
+    if s == "Cast" && src.inner.ctx() != dst.inner.ctx() {
+        let tmp = op::invoke(def, std::slice::from_ref(&src.inner), params, None, None).py_err()?;
+        op::invoke(op::lookup("_copyto").py_err()?, &tmp, Params::default(), Some(std::slice::from_ref(&dst.inner)), None).py_err()?;
+        return Ok(());
+    }
+    op::invoke(def, std::slice::from_ref(&src.inner), params, Some(std::slice::from_ref(&dst.inner)), None).py_err()?;
+    Ok(())
+}
+
+/// A context object's (device_typeid, device_id), validated.
+#[pyfunction]
+fn _ctx_tuple(ctx: &Bound<'_, PyAny>) -> PyResult<(i32, i32)> {
+    let c = ctx_of(ctx)?;
+    Ok((c.dev_type as i32, c.dev_id))
+}
+
+pub(crate) fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(empty, m)?)?;
+    m.add_function(wrap_pyfunction!(copyto, m)?)?;
+    m.add_function(wrap_pyfunction!(_ctx_tuple, m)?)?;
+    Ok(())
+}

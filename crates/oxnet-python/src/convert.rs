@@ -1,0 +1,83 @@
+//! Conversions between Python values and core values: contexts, dtypes, op
+//! parameter values.
+
+use crate::err;
+use oxnet_core::op::Value;
+use oxnet_core::{Context, DType};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyString, PyTuple};
+
+pub(crate) fn make_ctx(dev_type: i32, dev_id: i32) -> PyResult<Context> {
+    let t = oxnet_core::context::DeviceType::from_i32(dev_type)
+        .ok_or_else(|| err(oxnet_core::Error::new(format!("unknown device type {dev_type}"))))?;
+    Ok(Context { dev_type: t, dev_id })
+}
+
+/// Any dtype spelling Python code uses: 'float32', np.float32, np.dtype('f4').
+pub(crate) fn dtype_of(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
+    if let Ok(s) = obj.cast::<PyString>() {
+        return DType::from_name(&s.to_cow()?).map_err(err);
+    }
+    let np = obj.py().import("numpy")?;
+    let name: String = np.getattr("dtype")?.call1((obj,))?.getattr("name")?.extract()?;
+    DType::from_name(&name).map_err(err)
+}
+
+/// A context-like Python object: our Context (device_typeid, device_id) or a string.
+pub(crate) fn ctx_of(obj: &Bound<'_, PyAny>) -> PyResult<Context> {
+    if let Ok(s) = obj.cast::<PyString>() {
+        return oxnet_core::op::params::parse_ctx(&s.to_cow()?)
+            .ok_or_else(|| err(oxnet_core::Error::new(format!("invalid context '{s}'"))));
+    }
+    let t: i32 = obj.getattr("device_typeid")?.extract()?;
+    let i: i32 = obj.getattr("device_id")?.extract()?;
+    make_ctx(t, i)
+}
+
+/// A Python value as an op parameter value.
+pub(crate) fn value_of(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+    if obj.is_none() {
+        return Ok(Value::None);
+    }
+    if let Ok(b) = obj.cast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return Ok(Value::Int(obj.extract()?));
+    }
+    if obj.is_instance_of::<PyFloat>() {
+        return Ok(Value::Float(obj.extract()?));
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Value::Str(s.to_cow()?.into_owned()));
+    }
+    if obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyList>() {
+        let mut v = Vec::new();
+        for item in obj.try_iter()? {
+            let item = item?;
+            if item.is_none() {
+                v.push(i64::MIN);
+            } else {
+                v.push(item.call_method0("__index__").and_then(|x| x.extract()).map_err(|_| {
+                    err(oxnet_core::Error::new(format!("expected a tuple of ints, got an item {}", item)))
+                })?);
+            }
+        }
+        return Ok(Value::Tuple(v));
+    }
+    if obj.hasattr("device_typeid")? {
+        return Ok(Value::Ctx(ctx_of(obj)?));
+    }
+    // numpy scalars, numpy dtypes and types
+    let np = obj.py().import("numpy")?;
+    if obj.is_instance(&np.getattr("integer")?)? || obj.is_instance(&np.getattr("bool_")?)? {
+        return Ok(Value::Int(obj.call_method0("__int__")?.extract()?));
+    }
+    if obj.is_instance(&np.getattr("floating")?)? {
+        return Ok(Value::Float(obj.call_method0("__float__")?.extract()?));
+    }
+    if let Ok(d) = dtype_of(obj) {
+        return Ok(Value::DType(d));
+    }
+    Ok(Value::Str(obj.str()?.to_cow()?.into_owned()))
+}

@@ -1,0 +1,201 @@
+//! Calling registry ops from Python: the `Op` handle (what the generated `mx.nd.*`
+//! functions wrap) and `invoke`, the one generic call.
+
+use crate::array::NDArray as PyND;
+use crate::convert::{ctx_of, value_of};
+use crate::{err, IntoPy};
+use oxnet_core::op::{self, Arity, OpDef, Value};
+use oxnet_core::Error;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyTuple};
+
+/// A registered operator.
+#[pyclass(frozen, module = "oxnet._core")]
+pub struct Op {
+    pub(crate) def: &'static OpDef,
+}
+
+#[pymethods]
+impl Op {
+    #[getter]
+    fn name(&self) -> &'static str {
+        self.def.name
+    }
+    #[getter]
+    fn doc(&self) -> String {
+        self.def.docstring()
+    }
+    /// Names of the inputs (for variadic ops, the one name of the list).
+    #[getter]
+    fn input_names(&self) -> Vec<&'static str> {
+        match self.def.inputs {
+            Arity::Fixed(n) => n.to_vec(),
+            Arity::Variadic { name, .. } => vec![name],
+        }
+    }
+    /// The count parameter of a variadic op (e.g. `num_args`), else None.
+    #[getter]
+    fn variadic(&self) -> Option<&'static str> {
+        match self.def.inputs {
+            Arity::Fixed(_) => None,
+            Arity::Variadic { count, .. } => Some(count),
+        }
+    }
+    #[getter]
+    fn param_names(&self) -> Vec<&'static str> {
+        self.def.params.iter().map(|p| p.name).collect()
+    }
+    #[getter]
+    fn num_outputs_hint(&self) -> usize {
+        1
+    }
+    fn __repr__(&self) -> String {
+        format!("<Op {}>", self.def.name)
+    }
+}
+
+static NULL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// Registers the sentinel that marks "argument not given" in generated functions.
+#[pyfunction]
+fn _set_null(py: Python<'_>, null: Py<PyAny>) -> PyResult<()> {
+    let _ = NULL.set(py, null);
+    Ok(())
+}
+
+/// The op registered under `name`.
+#[pyfunction]
+fn get_op(name: &str) -> PyResult<Op> {
+    Ok(Op { def: op::lookup(name).map_err(err)? })
+}
+
+/// Every registered name (ops and aliases) with the op's canonical name.
+#[pyfunction]
+fn list_ops() -> Vec<(&'static str, &'static str)> {
+    op::all_names().into_iter().map(|n| (n, op::lookup(n).map(|d| d.name).unwrap_or(n))).collect()
+}
+
+fn collect_inputs<'py>(def: &'static OpDef, obj: &Bound<'py, PyAny>, names: &[&str], idx: usize, out: &mut Vec<oxnet_core::NDArray>) -> PyResult<()> {
+    if obj.is_none() {
+        return Err(err(Error::op(def.name, format!("required input '{}' is missing", names.get(idx).unwrap_or(&"data")))));
+    }
+    if let Ok(a) = obj.cast::<PyND>() {
+        out.push(a.get().inner.clone());
+        return Ok(());
+    }
+    if matches!(def.inputs, Arity::Variadic { .. }) && (obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>()) {
+        for item in obj.try_iter()? {
+            collect_inputs(def, &item?, names, idx, out)?;
+        }
+        return Ok(());
+    }
+    Err(err(Error::op(
+        def.name,
+        format!(
+            "input '{}' must be an NDArray, got {}",
+            names.get(idx).unwrap_or(&"data"),
+            obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        ),
+    )))
+}
+
+fn outputs_of(obj: &Bound<'_, PyAny>) -> PyResult<Vec<oxnet_core::NDArray>> {
+    if let Ok(a) = obj.cast::<PyND>() {
+        if !a.get().writable {
+            return Err(err(Error::new("trying to write to a readonly NDArray")));
+        }
+        return Ok(vec![a.get().inner.clone()]);
+    }
+    let mut v = Vec::new();
+    for item in obj.try_iter()? {
+        let item = item?;
+        let a = item.cast::<PyND>().map_err(|_| err(Error::new("out must be an NDArray or a list of NDArrays")))?;
+        v.push(a.get().inner.clone());
+    }
+    Ok(v)
+}
+
+/// Runs `op`: `inputs` are the NDArray arguments in order, `params` the values of
+/// the op's parameters in declaration order (the null sentinel where not given),
+/// `kwargs` anything else by name. Returns `out` when given, else the new
+/// array (or the list of arrays for ops with several outputs).
+#[pyfunction]
+#[pyo3(signature = (op, inputs, params, out=None, kwargs=None))]
+fn invoke<'py>(
+    py: Python<'py>,
+    op: &Op,
+    inputs: &Bound<'py, PyTuple>,
+    params: &Bound<'py, PyTuple>,
+    out: Option<&Bound<'py, PyAny>>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Py<PyAny>> {
+    let def = op.def;
+    let null = NULL.get(py).map(|n| n.bind(py).clone());
+    let is_null = |o: &Bound<'py, PyAny>| null.as_ref().map(|n| o.is(n)).unwrap_or(false);
+    let names: Vec<&str> = match def.inputs {
+        Arity::Fixed(n) => n.to_vec(),
+        Arity::Variadic { name, .. } => vec![name],
+    };
+    let mut arrays = Vec::with_capacity(inputs.len());
+    for (i, obj) in inputs.iter().enumerate() {
+        if is_null(&obj) {
+            continue;
+        }
+        collect_inputs(def, &obj, &names, i, &mut arrays)?;
+    }
+    let mut given: Vec<(String, Value)> = Vec::with_capacity(params.len());
+    for (spec, obj) in def.params.iter().zip(params.iter()) {
+        if !is_null(&obj) {
+            given.push((spec.name.to_string(), value_of(&obj)?));
+        }
+    }
+    let mut ctx = None;
+    if let Some(kw) = kwargs {
+        for (k, v) in kw.iter() {
+            let k: String = k.extract()?;
+            match k.as_str() {
+                "name" | "attr" => {}
+                "ctx" if !def.params.iter().any(|p| p.name == "ctx") => {
+                    if !v.is_none() {
+                        ctx = Some(ctx_of(&v)?);
+                    }
+                }
+                _ => given.push((k, value_of(&v)?)),
+            }
+        }
+    }
+    if let Arity::Variadic { count, .. } = def.inputs {
+        if !given.iter().any(|(k, _)| k == count) {
+            given.push((count.to_string(), Value::Int(arrays.len() as i64)));
+        }
+    }
+    let params = def.parse(given).py_err()?;
+    let out_arrays = match out {
+        Some(o) if !o.is_none() && !is_null(o) => Some(outputs_of(o)?),
+        _ => None,
+    };
+    let result = op::invoke(def, &arrays, params, out_arrays.as_deref(), ctx).py_err()?;
+    if let Some(o) = out {
+        if !o.is_none() && !is_null(o) {
+            return Ok(o.clone().unbind());
+        }
+    }
+    if result.len() == 1 {
+        let a = result.into_iter().next().unwrap();
+        return Ok(Py::new(py, PyND::new(a))?.into_any());
+    }
+    let list = PyList::empty(py);
+    for a in result {
+        list.append(Py::new(py, PyND::new(a))?)?;
+    }
+    Ok(list.into_any().unbind())
+}
+
+pub(crate) fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_set_null, m)?)?;
+    m.add_function(wrap_pyfunction!(get_op, m)?)?;
+    m.add_function(wrap_pyfunction!(list_ops, m)?)?;
+    m.add_function(wrap_pyfunction!(invoke, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,20 @@
+"""oxnet: Apache MXNet 1.x's programming model on a Rust core.
+
+    import oxnet as mx
+    a = mx.nd.ones((2, 3))
+    print((a * 2 + 1).asnumpy())
+"""
+
+__version__ = "0.1.0"
+
+from . import base
+from .base import MXNetError
+from . import context
+from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
+from . import ndarray
+from . import ndarray as nd
+from . import random
+from . import test_utils
+
+__all__ = ["nd", "ndarray", "random", "context", "Context", "cpu", "gpu", "cpu_pinned",
+           "current_context", "num_gpus", "MXNetError", "base", "test_utils"]

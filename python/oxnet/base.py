@@ -1,0 +1,35 @@
+"""Basic definitions shared by the package: the error type, the `_Null` sentinel
+that marks an argument the caller did not give, and the numeric type aliases."""
+
+import numbers
+
+import numpy as np
+
+from . import _core
+
+#: The error every failing oxnet operation raises (MXNet's ``MXNetError``).
+MXNetError = _core.MXNetError
+
+
+class MXNetIndexError(MXNetError, IndexError):
+    """An out-of-range index: both an ``MXNetError`` and an ``IndexError``
+    (MXNet 1.9 raises ``IndexError`` here; code catching either keeps working)."""
+
+
+class _NullType:
+    """Placeholder for arguments not given by the caller."""
+
+    def __repr__(self):
+        return "_Null"
+
+
+_Null = _NullType()
+_core._set_null(_Null)
+
+mx_real_t = np.float32
+string_types = (str,)
+numeric_types = (float, int, np.generic)
+integer_types = (int, np.integer)
+
+__all__ = ["MXNetError", "MXNetIndexError", "_Null", "mx_real_t", "string_types",
+           "numeric_types", "integer_types", "numbers"]

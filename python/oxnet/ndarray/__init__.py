@@ -1,0 +1,27 @@
+"""``mx.nd``: NDArray and every registered operator as a function."""
+
+import types as _types
+
+from . import register as _register
+from . import ndarray as _nd_module
+from .ndarray import *  # noqa: F401,F403
+from .ndarray import NDArray
+
+_internal = _types.ModuleType("oxnet.ndarray._internal", "Internal (underscore-named) operators.")
+op = _types.ModuleType("oxnet.ndarray.op", "Every public registered operator.")
+contrib = _types.ModuleType("oxnet.ndarray.contrib", "Contrib operators.")
+linalg = _types.ModuleType("oxnet.ndarray.linalg", "Linear algebra operators.")
+
+_register.generate(op, _internal, {"contrib": contrib, "linalg": linalg})
+_nd_module._internal = _internal
+_nd_module._op = op
+_nd_module._attach_fluent(op)
+
+# Public ops are also plain mx.nd functions, unless a Python helper of the same
+# name exists (as in MXNet, e.g. mx.nd.maximum handles scalars).
+for _name in dir(op):
+    if not _name.startswith("__") and _name not in globals():
+        globals()[_name] = getattr(op, _name)
+
+from . import random  # noqa: E402
+from .utils import save, load  # noqa: E402,F401

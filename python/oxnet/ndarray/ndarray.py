@@ -1,0 +1,491 @@
+"""MXNet's NDArray API. The class itself (handles, arithmetic operators, data access)
+is defined in Rust (``oxnet._core.NDArray``); this module adds the rest of MXNet's
+methods to it (indexing, repr, pickling, fluent methods) and defines the creation
+functions (``array``, ``zeros``, ``arange``...) over the registry's ops."""
+
+import numbers
+
+import numpy as np
+
+from .. import _core
+from ..base import MXNetError, MXNetIndexError, _Null, mx_real_t, numeric_types
+from ..context import Context, current_context, _ctx_from_tuple
+
+NDArray = _core.NDArray
+NDArray.__module__ = "oxnet.ndarray"
+
+_internal = None  # set by oxnet.ndarray.__init__ to the generated _internal module
+_op = None  # set by oxnet.ndarray.__init__ to the generated op namespace
+
+
+def _ctx(ctx):
+    return current_context() if ctx is None else (ctx if isinstance(ctx, Context) else Context(ctx))
+
+
+def _dtype(dtype, default=mx_real_t):
+    if dtype is None or dtype is _Null:
+        dtype = default
+    return np.dtype(dtype)
+
+
+# ---------------------------------------------------------------------------
+# Creation
+
+
+def empty(shape, ctx=None, dtype=None, stype=None):
+    """Returns a new array of given shape and type, without initializing entries."""
+    if isinstance(shape, int):
+        shape = (shape,)
+    ctx = _ctx(ctx)
+    return _core.empty(tuple(shape), ctx.device_typeid, ctx.device_id, _dtype(dtype).name)
+
+
+def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
+    """Returns a new array filled with all zeros, with the given shape and type."""
+    if isinstance(shape, int):
+        shape = (shape,)
+    return _internal._zeros(shape=shape, ctx=_ctx(ctx), dtype=_dtype(dtype).name, **kwargs)
+
+
+def ones(shape, ctx=None, dtype=None, stype=None, **kwargs):
+    """Returns a new array filled with all ones, with the given shape and type."""
+    if isinstance(shape, int):
+        shape = (shape,)
+    return _internal._ones(shape=shape, ctx=_ctx(ctx), dtype=_dtype(dtype).name, **kwargs)
+
+
+def full(shape, val, ctx=None, dtype=mx_real_t, out=None):
+    """Returns a new array of given shape and type, filled with the given value `val`."""
+    if isinstance(shape, int):
+        shape = (shape,)
+    return _internal._full(shape=shape, ctx=_ctx(ctx), dtype=_dtype(dtype).name, value=float(val), out=out)
+
+
+def array(source_array, ctx=None, dtype=None):
+    """Creates an array from any object exposing the array interface.
+
+    As in MXNet, the dtype defaults to float32 for anything but an NDArray source."""
+    if isinstance(source_array, NDArray):
+        dtype = source_array.dtype if dtype is None else dtype
+    else:
+        dtype = mx_real_t if dtype is None else dtype
+        if not isinstance(source_array, np.ndarray):
+            try:
+                source_array = np.array(source_array, dtype=dtype)
+            except Exception as e:
+                raise TypeError("source_array must be array like object") from e
+    arr = empty(source_array.shape, ctx, dtype)
+    arr[:] = source_array
+    return arr
+
+
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=mx_real_t):
+    """Returns evenly spaced values within a given interval."""
+    if infer_range is not None:
+        raise ValueError("infer_range argument has been deprecated")
+    return _internal._arange(start=start, stop=stop, step=step, repeat=repeat,
+                             ctx=_ctx(ctx), dtype=_dtype(dtype).name)
+
+
+def eye(N, M=0, k=0, ctx=None, dtype=None, **kwargs):
+    """Return a 2-D array with ones on the diagonal and zeros elsewhere."""
+    return _internal._eye(N=N, M=M, k=k, ctx=_ctx(ctx), dtype=_dtype(dtype).name, **kwargs)
+
+
+def waitall():
+    """Wait for all asynchronous operations to finish; raises the first deferred error."""
+    _core.waitall()
+
+
+# ---------------------------------------------------------------------------
+# Element-wise helpers taking arrays or scalars (MXNet's ``_ufunc_helper``)
+
+
+def _ufunc_helper(lhs, rhs, fn_array, fn_scalar, lfn_scalar, rfn_scalar=None):
+    if isinstance(lhs, numeric_types):
+        if isinstance(rhs, numeric_types):
+            return fn_scalar(lhs, rhs)
+        if rfn_scalar is None:
+            return lfn_scalar(rhs, scalar=float(lhs))
+        return rfn_scalar(rhs, scalar=float(lhs))
+    if isinstance(rhs, numeric_types):
+        return lfn_scalar(lhs, scalar=float(rhs))
+    if isinstance(rhs, NDArray):
+        return fn_array(lhs, rhs)
+    raise TypeError("type %s not supported" % str(type(rhs)))
+
+
+def _make_ufunc(array_op, scalar_op, py_fn, rscalar_op=None, doc=""):
+    def fn(lhs, rhs):
+        return _ufunc_helper(lhs, rhs, getattr(_op, array_op), py_fn,
+                             getattr(_internal, scalar_op),
+                             getattr(_internal, rscalar_op) if rscalar_op else None)
+    fn.__doc__ = doc
+    return fn
+
+
+import operator as _operator  # noqa: E402
+
+add = _make_ufunc("broadcast_add", "_plus_scalar", _operator.add, doc="Returns element-wise sum of the input arrays with broadcasting.")
+subtract = _make_ufunc("broadcast_sub", "_minus_scalar", _operator.sub, "_rminus_scalar", "Returns element-wise difference of the input arrays with broadcasting.")
+multiply = _make_ufunc("broadcast_mul", "_mul_scalar", _operator.mul, doc="Returns element-wise product of the input arrays with broadcasting.")
+divide = _make_ufunc("broadcast_div", "_div_scalar", _operator.truediv, "_rdiv_scalar", "Returns element-wise division of the input arrays with broadcasting.")
+true_divide = divide
+modulo = _make_ufunc("broadcast_mod", "_mod_scalar", _operator.mod, "_rmod_scalar", "Returns element-wise modulo of the input arrays with broadcasting.")
+power = _make_ufunc("broadcast_power", "_power_scalar", _operator.pow, "_rpower_scalar", "Returns result of first array elements raised to powers from second array, element-wise with broadcasting.")
+maximum = _make_ufunc("broadcast_maximum", "_maximum_scalar", lambda x, y: x if x > y else y, doc="Returns element-wise maximum of the input arrays with broadcasting.")
+minimum = _make_ufunc("broadcast_minimum", "_minimum_scalar", lambda x, y: x if x < y else y, doc="Returns element-wise minimum of the input arrays with broadcasting.")
+hypot = _make_ufunc("broadcast_hypot", "_hypot_scalar", lambda x, y: (x * x + y * y) ** 0.5, doc="Given the legs of a right triangle, returns its hypotenuse.")
+equal = _make_ufunc("broadcast_equal", "_equal_scalar", lambda x, y: 1 if x == y else 0, doc="Returns the result of element-wise equal to (==) comparison operation with broadcasting.")
+not_equal = _make_ufunc("broadcast_not_equal", "_not_equal_scalar", lambda x, y: 1 if x != y else 0, doc="Returns the result of element-wise not equal to (!=) comparison operation with broadcasting.")
+greater = _make_ufunc("broadcast_greater", "_greater_scalar", lambda x, y: 1 if x > y else 0, "_lesser_scalar", "Returns the result of element-wise greater than (>) comparison operation with broadcasting.")
+greater_equal = _make_ufunc("broadcast_greater_equal", "_greater_equal_scalar", lambda x, y: 1 if x >= y else 0, "_lesser_equal_scalar", "Returns the result of element-wise greater than or equal to (>=) comparison operation with broadcasting.")
+lesser = _make_ufunc("broadcast_lesser", "_lesser_scalar", lambda x, y: 1 if x < y else 0, "_greater_scalar", "Returns the result of element-wise lesser than (<) comparison operation with broadcasting.")
+lesser_equal = _make_ufunc("broadcast_lesser_equal", "_lesser_equal_scalar", lambda x, y: 1 if x <= y else 0, "_greater_equal_scalar", "Returns the result of element-wise lesser than or equal to (<=) comparison operation with broadcasting.")
+logical_and = _make_ufunc("broadcast_logical_and", "_logical_and_scalar", lambda x, y: 1 if x and y else 0, doc="Returns the result of element-wise logical and comparison operation with broadcasting.")
+logical_or = _make_ufunc("broadcast_logical_or", "_logical_or_scalar", lambda x, y: 1 if x or y else 0, doc="Returns the result of element-wise logical or comparison operation with broadcasting.")
+logical_xor = _make_ufunc("broadcast_logical_xor", "_logical_xor_scalar", lambda x, y: 1 if bool(x) != bool(y) else 0, doc="Returns the result of element-wise logical xor comparison operation with broadcasting.")
+
+def concatenate(arrays, axis=0, always_copy=True):
+    """Joins a sequence of arrays along an existing axis (MXNet's legacy helper)."""
+    if not arrays:
+        raise ValueError("arrays must not be empty")
+    if not always_copy and len(arrays) == 1:
+        return arrays[0]
+    return _op.concat(*arrays, dim=axis)
+
+
+# ---------------------------------------------------------------------------
+# Methods added to the Rust class
+
+
+def _context(self):
+    """Device context of the array."""
+    return _ctx_from_tuple(self._ctx)
+
+
+def _repr(self):
+    shape_info = "x".join(["%d" % x for x in self.shape])
+    return "\n%s\n<%s %s @%s>" % (str(self.asnumpy()), self.__class__.__name__, shape_info, self.context)
+
+
+def _len(self):
+    if self.ndim == 0:
+        raise TypeError("len() of unsized object")
+    return self.shape[0]
+
+
+def _bool(self):
+    num_elements = self.size
+    if num_elements == 0:
+        return False
+    if num_elements == 1:
+        return bool(self.asscalar())
+    raise ValueError("The truth value of an NDArray with multiple elements is ambiguous.")
+
+
+def _iter(self):
+    for i in range(len(self)):
+        yield self[i]
+
+
+def _reduce(self):
+    return (_rebuild, (self.asnumpy(), self._ctx))
+
+
+def _rebuild(data, ctx):
+    ctx = _ctx_from_tuple(tuple(ctx))
+    arr = empty(data.shape, ctx, data.dtype)
+    arr._sync_copyfrom(np.ascontiguousarray(data))
+    return arr
+
+
+def _array(self, dtype=None, copy=None):
+    a = self.asnumpy()
+    return a if dtype is None else a.astype(dtype)
+
+
+def _tolist(self):
+    return self.asnumpy().tolist()
+
+
+def _copy(self):
+    """Makes a copy of this array, on the same context."""
+    return self.copyto(self.context)
+
+
+def _copyto(self, other):
+    """Copies the value of this array to another array (returned) or to a new array
+    on context ``other``."""
+    if isinstance(other, NDArray):
+        if other._same_chunk(self) and other.shape == self.shape and other.size and \
+                other._ctx == self._ctx and _same_offset(self, other):
+            import warnings
+            warnings.warn("You are attempting to copy an array to itself", RuntimeWarning)
+            return False
+        _core.copyto(self, other)
+        return other
+    if isinstance(other, Context):
+        hret = empty(self.shape, other, self.dtype)
+        _core.copyto(self, hret)
+        return hret
+    raise TypeError("copyto does not support type " + str(type(other)))
+
+
+def _same_offset(a, b):
+    return _core.same_offset(a, b) if hasattr(_core, "same_offset") else True
+
+
+def _as_in_context(self, context):
+    """Returns an array on the target device with the same value as this array; this
+    array itself when it is already there."""
+    if self.context == context:
+        return self
+    return self.copyto(context)
+
+
+def _astype(self, dtype, copy=True):
+    """Returns a copy of the array after casting to a specified type."""
+    dtype = np.dtype(dtype)
+    if not copy and np.dtype(self.dtype) == dtype:
+        return self
+    return _op.cast(self, dtype=dtype.name)
+
+
+def _T(self):
+    """Returns a copy of the array with axes transposed (2-D and below)."""
+    if len(self.shape) < 2:
+        return self
+    return _op.transpose(self)
+
+
+def _reshape(self, *shape, **kwargs):
+    """Returns a **view** of this array with a new shape, MXNet's special values
+    (0, -1, -2, -3, -4) and ``reverse`` included."""
+    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+        shape = shape[0]
+    elif not shape:
+        shape = kwargs.get("shape")
+        if shape is None:
+            raise TypeError("Shape must be provided.")
+    reverse = kwargs.get("reverse", False)
+    bad = [k for k in kwargs if k not in ("shape", "reverse")]
+    if bad:
+        raise TypeError("Got unknown keywords in reshape: %s. Accepted keyword arguments "
+                        "are 'shape' and 'reverse'." % ", ".join(bad))
+    new_shape = _core.infer_reshape(tuple(self.shape), tuple(int(s) for s in shape), bool(reverse))
+    return self._reshape_view(list(new_shape))
+
+
+def _reshape_like(self, *args, **kwargs):
+    return _op.reshape_like(self, *args, **kwargs)
+
+
+# -- indexing ---------------------------------------------------------------
+
+
+def _index_error(index, axis, size):
+    return MXNetIndexError("index %d is out of bounds for axis %d with size %d" % (index, axis, size))
+
+
+def _norm_int(i, size, axis):
+    i = int(i)
+    if i < -size or i >= size:
+        raise _index_error(i, axis, size)
+    return i + size if i < 0 else i
+
+
+def _expand_key(self, key):
+    """The key as a tuple of per-axis ints and slices (Ellipsis and missing axes filled)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if any(k is None for k in key):
+        raise MXNetIndexError("NDArray does not support None (newaxis) in indexing")
+    n_ell = sum(1 for k in key if k is Ellipsis)
+    if n_ell > 1:
+        raise MXNetIndexError("an index can only have a single ellipsis ('...')")
+    if n_ell:
+        i = key.index(Ellipsis)
+        fill = self.ndim - (len(key) - 1)
+        key = key[:i] + (slice(None),) * fill + key[i + 1:]
+    if len(key) > self.ndim:
+        raise MXNetIndexError("too many indices (%d) for an array of %d dimensions" % (len(key), self.ndim))
+    return key
+
+
+def _is_basic(key):
+    ks = key if isinstance(key, tuple) else (key,)
+    return all(isinstance(k, (numbers.Integral, slice)) or k is Ellipsis or k is None for k in ks)
+
+
+def _getitem(self, key):
+    if isinstance(key, numbers.Integral):
+        if self.ndim == 0:
+            raise MXNetIndexError("too many indices for a 0-d array")
+        return self._at(_norm_int(key, self.shape[0], 0))
+    if isinstance(key, slice) and (key.step is None or key.step == 1):
+        if self.ndim == 0:
+            raise MXNetIndexError("cannot slice a 0-d array")
+        start, stop, _ = key.indices(self.shape[0])
+        return self._slice(start, max(start, stop))
+    if _is_basic(key):
+        key = _expand_key(self, key)
+        # leading ints then full slices: a view
+        view, i = self, 0
+        while i < len(key) and isinstance(key[i], numbers.Integral):
+            i += 1
+        if all(isinstance(k, slice) and k == slice(None) for k in key[i:]) and 0 < i < self.ndim:
+            for d, k in enumerate(key[:i]):
+                view = view._at(_norm_int(k, view.shape[0], d))
+            return view
+        begin, end, step, drop = [], [], [], []
+        for ax, k in enumerate(key):
+            size = self.shape[ax]
+            if isinstance(k, numbers.Integral):
+                k = _norm_int(k, size, ax)
+                begin.append(k), end.append(k + 1), step.append(1)
+                drop.append(ax)
+            else:
+                b, e, s = k.indices(size)
+                if s < 0 and e < 0:
+                    e = None
+                begin.append(b), end.append(e), step.append(s)
+        res = _op.slice(self, begin=tuple(begin), end=tuple(end), step=tuple(step))
+        if drop:
+            shape = [d for ax, d in enumerate(res.shape) if ax not in drop]
+            res = res._reshape_view(shape if shape else [1])
+        return res
+    # advanced indexing
+    if isinstance(key, (list, np.ndarray)):
+        key = array(key, ctx=self.context, dtype=np.int64 if np.asarray(key).dtype.kind in "iub" else None)
+    if isinstance(key, NDArray):
+        return _op.take(self, key, axis=0, mode="raise")
+    if isinstance(key, tuple) and all(isinstance(k, (NDArray, list, np.ndarray)) for k in key):
+        idx = [k.asnumpy() if isinstance(k, NDArray) else np.asarray(k) for k in key]
+        idx = np.stack(np.broadcast_arrays(*idx))
+        return _op.gather_nd(self, array(idx, ctx=self.context, dtype=np.int64))
+    raise MXNetIndexError("NDArray does not support indexing with key %r" % (key,))
+
+
+def _set_all(dst, value):
+    """Writes `value` (scalar, NDArray or array-like) into all of `dst`."""
+    if not dst.writable:
+        raise ValueError("Cannot assign to readonly NDArray")
+    if isinstance(value, numeric_types) and not isinstance(value, np.ndarray):
+        _internal._full(shape=dst.shape, ctx=dst.context, dtype=np.dtype(dst.dtype).name,
+                        value=float(value), out=dst)
+    elif isinstance(value, NDArray):
+        if value._same_chunk(dst) and value.shape == dst.shape and _same_offset(value, dst):
+            return
+        if value.shape != dst.shape:
+            value = _op.broadcast_to(value, shape=dst.shape)
+        _core.copyto(value, dst)
+    else:
+        src = np.asarray(value, dtype=dst.dtype)
+        if src.shape != tuple(dst.shape):
+            try:
+                src = np.broadcast_to(src, dst.shape)
+            except ValueError:
+                raise MXNetError("cannot assign an array of shape %s to an NDArray of shape %s"
+                                 % (src.shape, dst.shape)) from None
+        dst._sync_copyfrom(np.ascontiguousarray(src))
+
+
+def _setitem(self, key, value):
+    if not self.writable:
+        raise ValueError("Cannot assign to readonly NDArray")
+    if isinstance(key, numbers.Integral) or (isinstance(key, slice) and (key.step is None or key.step == 1)):
+        _set_all(self[key], value)
+        return
+    if _is_basic(key):
+        key = _expand_key(self, key)
+        if all(isinstance(k, slice) and k == slice(None) for k in key):
+            _set_all(self, value)
+            return
+        begin, end, step, shape = [], [], [], []
+        for ax, k in enumerate(key):
+            size = self.shape[ax]
+            if isinstance(k, numbers.Integral):
+                k = _norm_int(k, size, ax)
+                begin.append(k), end.append(k + 1), step.append(1)
+                shape.append(1)
+            else:
+                b, e, s = k.indices(size)
+                n = len(range(b, e, s))
+                if s < 0 and e < 0:
+                    e = None
+                begin.append(b), end.append(e), step.append(s)
+                shape.append(n)
+        shape += list(self.shape[len(key):])
+        if isinstance(value, numeric_types) and not isinstance(value, np.ndarray):
+            _internal._slice_assign_scalar(self, scalar=float(value), begin=tuple(begin),
+                                           end=tuple(end), step=tuple(step), out=self)
+            return
+        if not isinstance(value, NDArray):
+            value = array(np.broadcast_to(np.asarray(value, dtype=self.dtype), shape).copy(),
+                          ctx=self.context, dtype=self.dtype)
+        elif tuple(value.shape) != tuple(shape):
+            if value.size == np.prod(shape) and value.ndim != len(shape):
+                value = value.reshape(shape)
+            else:
+                value = _op.broadcast_to(value.reshape((1,) * (len(shape) - value.ndim) + tuple(value.shape))
+                                         if value.ndim < len(shape) else value, shape=tuple(shape))
+        _internal._slice_assign(self, value, begin=tuple(begin), end=tuple(end), step=tuple(step), out=self)
+        return
+    raise MXNetIndexError("NDArray does not support assignment with key %r" % (key,))
+
+
+_FLUENT = """reshape_like zeros_like ones_like broadcast_axes repeat pad swapaxes split split_v2
+slice slice_axis slice_like take one_hot pick sort topk argsort argmax argmax_channel argmin
+clip abs sign flatten shape_array size_array expand_dims tile transpose flip depth_to_space
+space_to_depth diag sum nansum prod nanprod mean max min norm round rint fix floor ceil trunc
+sin cos tan arcsin arccos arctan degrees radians sinh cosh tanh arcsinh arccosh arctanh exp
+expm1 log log10 log2 log1p log_sigmoid sqrt rsqrt cbrt rcbrt square reciprocal relu sigmoid
+softmax log_softmax softmin squeeze broadcast_to broadcast_like""".split()
+
+
+def _attach_fluent(op_namespace):
+    """Adds MXNet's fluent methods (``a.sum()``, ``a.exp()``...) for the ops that exist."""
+    for name in _FLUENT:
+        fn = getattr(op_namespace, name, None)
+        if fn is None:
+            continue
+
+        def method(self, *args, __fn=fn, **kwargs):
+            return __fn(self, *args, **kwargs)
+        method.__name__ = name
+        method.__doc__ = "Convenience fluent method for :py:func:`%s`." % name
+        setattr(NDArray, name, method)
+
+
+def _install():
+    NDArray.context = property(_context)
+    NDArray.ctx = property(_context)
+    NDArray.stype = property(lambda self: "default")
+    NDArray.handle = property(lambda self: self)
+    NDArray.__repr__ = _repr
+    NDArray.__str__ = _repr
+    NDArray.__len__ = _len
+    NDArray.__bool__ = _bool
+    NDArray.__iter__ = _iter
+    NDArray.__reduce__ = _reduce
+    NDArray.__array__ = _array
+    NDArray.__getitem__ = _getitem
+    NDArray.__setitem__ = _setitem
+    NDArray.tolist = _tolist
+    NDArray.copy = _copy
+    NDArray.copyto = _copyto
+    NDArray.as_in_context = _as_in_context
+    NDArray.as_in_ctx = _as_in_context
+    NDArray.astype = _astype
+    NDArray.T = property(_T)
+    NDArray.reshape = _reshape
+    NDArray.__array_priority__ = 1000.0
+
+
+_install()
+
+__all__ = ["NDArray", "empty", "zeros", "ones", "full", "array", "arange", "eye", "waitall",
+           "add", "subtract", "multiply", "divide", "true_divide", "modulo", "power", "maximum",
+           "minimum", "hypot", "equal", "not_equal", "greater", "greater_equal", "lesser",
+           "lesser_equal", "logical_and", "logical_or", "logical_xor", "concatenate"]
