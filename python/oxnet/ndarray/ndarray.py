@@ -394,6 +394,9 @@ def _set_all(dst, value):
 def _setitem(self, key, value):
     if not self.writable:
         raise ValueError("Cannot assign to readonly NDArray")
+    if isinstance(key, slice) and key == slice(None):
+        _set_all(self, value)
+        return
     if isinstance(key, numbers.Integral) or (isinstance(key, slice) and (key.step is None or key.step == 1)):
         _set_all(self[key], value)
         return
