@@ -106,6 +106,7 @@ impl Signal {
 struct Engine {
     naive: bool,
     pending: AtomicUsize,
+    waiters: AtomicUsize,
     idle_lock: Mutex<()>,
     idle_cv: Condvar,
     global_exc: Mutex<Vec<ExcRef>>,
@@ -119,6 +120,7 @@ fn engine() -> &'static Engine {
         Engine {
             naive: kind == "NaiveEngine",
             pending: AtomicUsize::new(0),
+            waiters: AtomicUsize::new(0),
             idle_lock: Mutex::new(()),
             idle_cv: Condvar::new(),
             global_exc: Mutex::new(Vec::new()),
@@ -131,17 +133,20 @@ pub fn is_naive() -> bool {
     engine().naive
 }
 
-fn dedup(reads: &[Arc<Var>], writes: &[Arc<Var>]) -> (VarList, VarList) {
-    let mut w: VarList = SmallVec::new();
+type RefList<'a> = SmallVec<[&'a Arc<Var>; 4]>;
+
+/// Removes duplicates; a var both read and written is only written.
+fn dedup<'a>(reads: &'a [Arc<Var>], writes: &'a [Arc<Var>]) -> (RefList<'a>, RefList<'a>) {
+    let mut w: RefList<'a> = SmallVec::new();
     for v in writes {
         if !w.iter().any(|x| Arc::ptr_eq(x, v)) {
-            w.push(v.clone());
+            w.push(v);
         }
     }
-    let mut r: VarList = SmallVec::new();
+    let mut r: RefList<'a> = SmallVec::new();
     for v in reads {
         if !w.iter().any(|x| Arc::ptr_eq(x, v)) && !r.iter().any(|x| Arc::ptr_eq(x, v)) {
-            r.push(v.clone());
+            r.push(v);
         }
     }
     (r, w)
@@ -157,62 +162,121 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-fn run_fn(f: OprFn) -> Result<()> {
+fn run_fn<F: FnOnce() -> Result<()>>(f: F) -> Result<()> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(p) => Err(Error::new(format!("internal error (panic) in an engine operation: {}", panic_message(p)))),
     }
 }
 
+/// Grants `v` to a new operation at once if nothing is pending on it.
+fn try_grant(v: &Var, write: bool) -> bool {
+    let mut st = v.state.lock();
+    if write {
+        if !st.writing && st.pending_reads == 0 && st.queue.is_empty() {
+            st.writing = true;
+            return true;
+        }
+    } else if !st.writing && st.queue.is_empty() {
+        st.pending_reads += 1;
+        return true;
+    }
+    false
+}
+
 /// Pushes an operation. `inline_ok` lets a small operation that is ready at once
 /// run on the calling thread. In `NaiveEngine` mode the operation runs now and its
 /// error is returned; otherwise errors are deferred to the vars it writes.
-pub fn push(f: OprFn, reads: &[Arc<Var>], writes: &[Arc<Var>], inline_ok: bool) -> Result<()> {
+pub fn push<F>(f: F, reads: &[Arc<Var>], writes: &[Arc<Var>], inline_ok: bool) -> Result<()>
+where
+    F: FnOnce() -> Result<()> + Send + 'static,
+{
     let eng = engine();
+    let (r, w) = dedup(reads, writes);
     if eng.naive {
-        let (r, w) = dedup(reads, writes);
         if let Some(e) = r.iter().chain(w.iter()).find_map(|v| v.take_exc()) {
             return Err(e);
         }
         return run_fn(f);
     }
-    let (r, w) = dedup(reads, writes);
-    push_opr(eng, Some(f), r, w, false, None, inline_ok);
+    eng.pending.fetch_add(1, Ordering::SeqCst);
+    let granted = if inline_ok { grant_prefix(&r, &w) } else { 0 };
+    if granted == r.len() + w.len() {
+        // Ready now, and small: run here, without queueing anything.
+        let mut exc = r.iter().chain(w.iter()).find_map(|v| v.exc_ref());
+        if exc.is_none() {
+            if let Err(e) = run_fn(f) {
+                let er: ExcRef = Arc::new(Mutex::new(Some(e)));
+                eng.global_exc.lock().push(er.clone());
+                exc = Some(er);
+            }
+        }
+        let mut ready: SmallVec<[Arc<Opr>; 4]> = SmallVec::new();
+        release(&r, &w, exc.as_ref(), false, &mut ready);
+        finish(eng, ready);
+        return Ok(());
+    }
+    enqueue(Some(Box::new(f)), &r, &w, granted, false, None, false);
     Ok(())
 }
 
-fn push_opr(
-    eng: &Engine,
-    f: Option<OprFn>,
-    reads: VarList,
-    writes: VarList,
-    sync: bool,
-    done: Option<Arc<Signal>>,
-    inline_ok: bool,
-) {
-    eng.pending.fetch_add(1, Ordering::AcqRel);
-    let n = reads.len() + writes.len();
-    let opr = Arc::new(Opr { wait: AtomicUsize::new(n + 1), func: Mutex::new(f), reads, writes, sync, done });
-    let mut granted = 0;
-    for v in opr.reads.iter() {
+/// Grants vars in order (reads, then writes) while they are free; returns how many.
+fn grant_prefix(r: &RefList, w: &RefList) -> usize {
+    let mut n = 0;
+    for v in r.iter() {
+        if !try_grant(v, false) {
+            return n;
+        }
+        n += 1;
+    }
+    for v in w.iter() {
+        if !try_grant(v, true) {
+            return n;
+        }
+        n += 1;
+    }
+    n
+}
+
+/// Queues an operation whose first `granted` vars (reads, then writes) are already
+/// granted; grants or queues the rest, and dispatches it when it becomes ready.
+#[allow(clippy::too_many_arguments)]
+fn enqueue(f: Option<OprFn>, r: &RefList, w: &RefList, granted: usize, sync: bool, done: Option<Arc<Signal>>, inline_ok: bool) {
+    let n = r.len() + w.len();
+    let opr = Arc::new(Opr {
+        wait: AtomicUsize::new(n - granted + 1),
+        func: Mutex::new(f),
+        reads: r.iter().map(|v| (*v).clone()).collect(),
+        writes: w.iter().map(|v| (*v).clone()).collect(),
+        sync,
+        done,
+    });
+    let mut now = 0;
+    for (i, v) in opr.reads.iter().enumerate() {
+        if i < granted {
+            continue;
+        }
         let mut st = v.state.lock();
         if !st.writing && st.queue.is_empty() {
             st.pending_reads += 1;
-            granted += 1;
+            now += 1;
         } else {
             st.queue.push_back((opr.clone(), false));
         }
     }
-    for v in opr.writes.iter() {
+    for (i, v) in opr.writes.iter().enumerate() {
+        if i + opr.reads.len() < granted {
+            continue;
+        }
         let mut st = v.state.lock();
         if !st.writing && st.pending_reads == 0 && st.queue.is_empty() {
             st.writing = true;
-            granted += 1;
+            now += 1;
         } else {
             st.queue.push_back((opr.clone(), true));
         }
     }
-    if opr.wait.fetch_sub(granted + 1, Ordering::AcqRel) == granted + 1 {
+    if opr.wait.fetch_sub(now + 1, Ordering::AcqRel) == now + 1 {
         if inline_ok {
             execute(opr);
         } else {
@@ -241,12 +305,20 @@ fn execute(opr: Arc<Opr>) {
             }
         }
     }
-    complete(eng, &opr, exc);
+    let mut ready: SmallVec<[Arc<Opr>; 4]> = SmallVec::new();
+    let r: RefList = opr.reads.iter().collect();
+    let w: RefList = opr.writes.iter().collect();
+    release(&r, &w, exc.as_ref(), opr.sync, &mut ready);
+    if let Some(d) = &opr.done {
+        d.set(exc);
+    }
+    finish(eng, ready);
 }
 
-fn complete(eng: &Engine, opr: &Arc<Opr>, exc: Option<ExcRef>) {
-    let mut ready: SmallVec<[Arc<Opr>; 4]> = SmallVec::new();
-    for v in opr.reads.iter() {
+/// Gives the vars of a finished operation back, collecting the operations that
+/// now hold all their vars.
+fn release(r: &RefList, w: &RefList, exc: Option<&ExcRef>, sync: bool, ready: &mut SmallVec<[Arc<Opr>; 4]>) {
+    for v in r.iter() {
         let mut st = v.state.lock();
         st.pending_reads -= 1;
         if st.pending_reads == 0 && !st.writing {
@@ -257,10 +329,10 @@ fn complete(eng: &Engine, opr: &Arc<Opr>, exc: Option<ExcRef>) {
             }
         }
     }
-    for v in opr.writes.iter() {
+    for v in w.iter() {
         let mut st = v.state.lock();
-        if let Some(e) = &exc {
-            if !opr.sync {
+        if let Some(e) = exc {
+            if !sync {
                 st.exc = Some(e.clone());
                 v.has_exc.store(true, Ordering::Release);
             }
@@ -279,15 +351,15 @@ fn complete(eng: &Engine, opr: &Arc<Opr>, exc: Option<ExcRef>) {
             }
         }
     }
-    if let Some(d) = &opr.done {
-        d.set(exc);
-    }
+}
+
+fn finish(eng: &Engine, ready: SmallVec<[Arc<Opr>; 4]>) {
     for o in ready {
         if o.wait.fetch_sub(1, Ordering::AcqRel) == 1 {
             dispatch(o);
         }
     }
-    if eng.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+    if eng.pending.fetch_sub(1, Ordering::SeqCst) == 1 && eng.waiters.load(Ordering::SeqCst) > 0 {
         let _g = eng.idle_lock.lock();
         eng.idle_cv.notify_all();
     }
@@ -296,7 +368,10 @@ fn complete(eng: &Engine, opr: &Arc<Opr>, exc: Option<ExcRef>) {
 /// Runs `f` once every operation pushed before it on `reads` (as a reader) and
 /// `writes` (as a writer) has finished, and blocks until it has run. An error stored
 /// on those vars is returned (and cleared) instead of running `f`.
-pub fn run_sync(f: OprFn, reads: &[Arc<Var>], writes: &[Arc<Var>]) -> Result<()> {
+pub fn run_sync<F>(f: F, reads: &[Arc<Var>], writes: &[Arc<Var>]) -> Result<()>
+where
+    F: FnOnce() -> Result<()> + Send + 'static,
+{
     let eng = engine();
     let (r, w) = dedup(reads, writes);
     if eng.naive {
@@ -305,9 +380,21 @@ pub fn run_sync(f: OprFn, reads: &[Arc<Var>], writes: &[Arc<Var>]) -> Result<()>
         }
         return run_fn(f);
     }
+    eng.pending.fetch_add(1, Ordering::SeqCst);
+    let granted = grant_prefix(&r, &w);
+    if granted == r.len() + w.len() {
+        let res = match r.iter().chain(w.iter()).find_map(|v| v.take_exc()) {
+            Some(e) => Err(e),
+            None => run_fn(f),
+        };
+        let mut ready: SmallVec<[Arc<Opr>; 4]> = SmallVec::new();
+        release(&r, &w, None, true, &mut ready);
+        finish(eng, ready);
+        return res;
+    }
     let result: Arc<Mutex<Option<Result<()>>>> = Arc::new(Mutex::new(None));
     let res2 = result.clone();
-    let vars: VarList = r.iter().chain(w.iter()).cloned().collect();
+    let vars: VarList = r.iter().chain(w.iter()).map(|v| (*v).clone()).collect();
     let body: OprFn = Box::new(move || {
         // Deferred errors on the vars win over running the body.
         if let Some(e) = vars.iter().find_map(|v| v.take_exc()) {
@@ -318,7 +405,7 @@ pub fn run_sync(f: OprFn, reads: &[Arc<Var>], writes: &[Arc<Var>]) -> Result<()>
         Ok(())
     });
     let sig = Arc::new(Signal::default());
-    push_opr(eng, Some(body), r, w, true, Some(sig.clone()), true);
+    enqueue(Some(body), &r, &w, granted, true, Some(sig.clone()), true);
     sig.wait();
     let r = result.lock().take();
     r.unwrap_or(Ok(()))
@@ -327,12 +414,12 @@ pub fn run_sync(f: OprFn, reads: &[Arc<Var>], writes: &[Arc<Var>]) -> Result<()>
 /// Blocks until every operation pushed before it that writes `var` has finished,
 /// then returns (and clears) the error stored on `var`, if any.
 pub fn wait_for_read(var: &Arc<Var>) -> Result<()> {
-    run_sync(Box::new(|| Ok(())), std::slice::from_ref(var), &[])
+    run_sync(|| Ok(()), std::slice::from_ref(var), &[])
 }
 
 /// Blocks until every operation pushed before it that touches `var` has finished.
 pub fn wait_for_write(var: &Arc<Var>) -> Result<()> {
-    run_sync(Box::new(|| Ok(())), &[], std::slice::from_ref(var))
+    run_sync(|| Ok(()), &[], std::slice::from_ref(var))
 }
 
 /// Blocks until the engine is idle, then returns the first error raised by any
@@ -341,9 +428,11 @@ pub fn wait_all() -> Result<()> {
     let eng = engine();
     {
         let mut g = eng.idle_lock.lock();
-        while eng.pending.load(Ordering::Acquire) != 0 {
+        eng.waiters.fetch_add(1, Ordering::SeqCst);
+        while eng.pending.load(Ordering::SeqCst) != 0 {
             eng.idle_cv.wait(&mut g);
         }
+        eng.waiters.fetch_sub(1, Ordering::SeqCst);
     }
     let refs: Vec<ExcRef> = std::mem::take(&mut *eng.global_exc.lock());
     let mut first = None;
@@ -376,11 +465,11 @@ mod tests {
         for i in 0..1000 {
             let c = cell.clone();
             push(
-                Box::new(move || {
+                move || {
                     let old = c.load(Ordering::SeqCst);
                     c.store(old * 3 % 1_000_003 + i, Ordering::SeqCst);
                     Ok(())
-                }),
+                },
                 &[],
                 &[v.clone()],
                 false,
@@ -399,14 +488,14 @@ mod tests {
     fn error_flows_and_clears() {
         let a = Var::new();
         let b = Var::new();
-        push(Box::new(|| Err(Error::new("boom"))), &[], &[a.clone()], false).unwrap();
+        push(|| Err(Error::new("boom")), &[], &[a.clone()], false).unwrap();
         let ran = Arc::new(AtomicBool::new(false));
         let r2 = ran.clone();
         push(
-            Box::new(move || {
+            move || {
                 r2.store(true, Ordering::SeqCst);
                 Ok(())
-            }),
+            },
             &[a.clone()],
             &[b.clone()],
             false,

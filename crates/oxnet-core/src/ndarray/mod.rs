@@ -63,6 +63,10 @@ impl NDArray {
     pub fn ctx(&self) -> Context {
         self.chunk.storage.ctx()
     }
+    /// The chunk behind this array (shared by its views).
+    pub fn chunk(&self) -> &Arc<Chunk> {
+        &self.chunk
+    }
     pub fn var(&self) -> &Arc<Var> {
         &self.chunk.var
     }

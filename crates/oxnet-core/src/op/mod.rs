@@ -25,6 +25,7 @@ use crate::engine;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
 use crate::shape::{fmt_shape, Shape};
+use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -43,6 +44,11 @@ pub struct Blob {
     pub shape: Shape,
     pub dtype: DType,
 }
+
+// SAFETY: a Blob is only dereferenced inside the engine operation that declared
+// the vars of its chunk, which orders every access.
+unsafe impl Send for Blob {}
+unsafe impl Sync for Blob {}
 
 impl Blob {
     pub fn size(&self) -> usize {
@@ -266,8 +272,8 @@ pub fn invoke(op: &'static OpDef, inputs: &[NDArray], params: Params, out: Optio
         }
         None => params.ctx("ctx").or(ctx).unwrap_or_default(),
     };
-    let shapes: Vec<&[usize]> = inputs.iter().map(|a| a.shape()).collect();
-    let dtypes: Vec<DType> = inputs.iter().map(|a| a.dtype()).collect();
+    let shapes: SmallVec<[&[usize]; 4]> = inputs.iter().map(|a| a.shape()).collect();
+    let dtypes: SmallVec<[DType; 4]> = inputs.iter().map(|a| a.dtype()).collect();
     let outs_info = op.infer(&params, &shapes, &dtypes)?;
     let compute = if ctx.is_host() {
         op.cpu
@@ -322,23 +328,32 @@ pub fn invoke(op: &'static OpDef, inputs: &[NDArray], params: Params, out: Optio
         .saturating_mul(op.cost as usize);
     let inline_ok = work <= INLINE_LIMIT;
 
-    let mut reads: Vec<Arc<engine::Var>> = inputs.iter().map(|a| a.var().clone()).collect();
-    let mut writes: Vec<Arc<engine::Var>> = outputs.iter().map(|a| a.var().clone()).collect();
+    let reads: SmallVec<[Arc<engine::Var>; 4]> = inputs.iter().map(|a| a.var().clone()).collect();
+    let mut writes: SmallVec<[Arc<engine::Var>; 4]> = outputs.iter().map(|a| a.var().clone()).collect();
     let gen = if op.random { Some(crate::random::generator(ctx)) } else { None };
     if let Some(g) = &gen {
         writes.push(g.var.clone());
     }
-    let in_arrays: Vec<NDArray> = inputs.to_vec();
-    let out_arrays: Vec<NDArray> = outputs.clone();
-    let func: engine::OprFn = Box::new(move || {
-        let in_blobs: Vec<Blob> = in_arrays.iter().map(blob_of).collect();
-        let out_blobs: Vec<Blob> = out_arrays.iter().map(blob_of).collect();
+    // The compute needs only pointers, shapes and dtypes; the chunks are kept alive
+    // until it has run.
+    let mut in_blobs: SmallVec<[Blob; 3]> = SmallVec::new();
+    let mut keep: SmallVec<[Arc<crate::ndarray::Chunk>; 4]> = SmallVec::new();
+    for a in inputs {
+        in_blobs.push(blob_of(a));
+        keep.push(a.chunk().clone());
+    }
+    let mut out_blobs: SmallVec<[Blob; 1]> = SmallVec::new();
+    for a in outputs.iter() {
+        out_blobs.push(blob_of(a));
+        keep.push(a.chunk().clone());
+    }
+    let func = move || {
+        let _keep = keep;
         let mut guard = gen.as_ref().map(|g| g.state.lock());
         let rng = guard.as_deref_mut();
         let mut call = OpCall { op, params: &params, inputs: &in_blobs, outputs: &out_blobs, ctx, rng };
         compute(&mut call)
-    });
-    reads.shrink_to_fit();
+    };
     engine::push(func, &reads, &writes, inline_ok)?;
 
     if copy_back.is_empty() {

@@ -5,7 +5,6 @@
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
 use std::alloc::{dealloc, Layout};
-use std::collections::HashMap;
 use std::ptr::NonNull;
 
 const ALIGN: usize = 64;
@@ -24,8 +23,33 @@ pub struct PoolStats {
 }
 
 struct Pool {
-    free: HashMap<usize, Vec<usize>>,
+    /// Free blocks per size class: (class size, pointers).
+    free: Vec<(usize, Vec<usize>)>,
     stats: PoolStats,
+}
+
+impl Pool {
+    fn list(&mut self, class: usize) -> &mut Vec<usize> {
+        let i = class_index(class);
+        if self.free.len() <= i {
+            self.free.resize_with(i + 1, || (0, Vec::new()));
+        }
+        self.free[i].0 = class;
+        &mut self.free[i].1
+    }
+}
+
+/// A dense index for each size class.
+fn class_index(class: usize) -> usize {
+    let log = class.trailing_zeros().max(usize::BITS - 1 - class.leading_zeros()) as usize;
+    if class <= 1 << 16 {
+        return log;
+    }
+    // classes above 64 KiB: 16 steps per power of two
+    let p = class.next_power_of_two();
+    let step = p / 16;
+    let k = class / step; // 9..=16
+    17 + (p.trailing_zeros() as usize - 17) * 16 + (k - 1)
 }
 
 static POOL: Mutex<Option<Pool>> = Mutex::new(None);
@@ -46,8 +70,8 @@ pub(crate) fn alloc(bytes: usize) -> Result<(NonNull<u8>, usize)> {
     let class = size_class(bytes);
     {
         let mut g = POOL.lock();
-        let pool = g.get_or_insert_with(|| Pool { free: HashMap::new(), stats: PoolStats::default() });
-        if let Some(p) = pool.free.get_mut(&class).and_then(|v| v.pop()) {
+        let pool = g.get_or_insert_with(|| Pool { free: Vec::new(), stats: PoolStats::default() });
+        if let Some(p) = pool.list(class).pop() {
             pool.stats.reuses += 1;
             pool.stats.in_use_bytes += class as u64;
             pool.stats.cached_bytes -= class as u64;
@@ -75,7 +99,7 @@ pub(crate) fn free(ptr: NonNull<u8>, class: usize) {
     if let Some(pool) = g.as_mut() {
         pool.stats.in_use_bytes -= class as u64;
         pool.stats.cached_bytes += class as u64;
-        pool.free.entry(class).or_default().push(ptr.as_ptr() as usize);
+        pool.list(class).push(ptr.as_ptr() as usize);
     }
 }
 
@@ -91,7 +115,7 @@ pub fn host_pool_release() {
         match g.as_mut() {
             Some(pool) => {
                 pool.stats.cached_bytes = 0;
-                pool.free.drain().collect()
+                pool.free.iter_mut().map(|(c, v)| (*c, std::mem::take(v))).collect()
             }
             None => return,
         }
@@ -114,6 +138,14 @@ mod tests {
             let c = size_class(b);
             assert!(c >= b && c % ALIGN == 0);
             assert!(b < 1 << 16 || c as f64 <= b as f64 * 1.125 + 64.0);
+        }
+        // distinct classes get distinct indices
+        let mut seen = std::collections::HashMap::new();
+        for b in (1..5000).map(|i| i * 977) {
+            let c = size_class(b);
+            if let Some(prev) = seen.insert(class_index(c), c) {
+                assert_eq!(prev, c);
+            }
         }
     }
 }
