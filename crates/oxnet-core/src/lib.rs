@@ -13,6 +13,7 @@ pub mod context;
 pub mod dtype;
 pub mod engine;
 pub mod error;
+pub mod io;
 pub mod kernels;
 pub mod ndarray;
 pub mod op;
