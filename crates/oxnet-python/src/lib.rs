@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 mod array;
 mod convert;
 mod invoke;
+mod io;
 
 pyo3::create_exception!(_core, MXNetError, pyo3::exceptions::PyRuntimeError, "Error raised by oxnet (MXNet's MXNetError).");
 
@@ -98,5 +99,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(engine_is_naive, m)?)?;
     invoke::add_functions(m)?;
     array::add_functions(m)?;
+    io::add_functions(m)?;
     Ok(())
 }

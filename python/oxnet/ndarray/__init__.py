@@ -24,4 +24,4 @@ for _name in dir(op):
         globals()[_name] = getattr(op, _name)
 
 from . import random  # noqa: E402
-from .utils import save, load  # noqa: E402,F401
+from .utils import save, load, load_frombuffer  # noqa: E402,F401

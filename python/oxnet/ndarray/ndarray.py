@@ -189,15 +189,18 @@ def _iter(self):
         yield self[i]
 
 
+def _getstate(self):
+    """MXNet's pickle state: ``{'handle': bytes}`` in the single-array .params format."""
+    return {"handle": _core.save_raw(self)}
+
+
 def _reduce(self):
-    return (_rebuild, (self.asnumpy(), self._ctx))
+    return (_from_state, (_getstate(self),))
 
 
-def _rebuild(data, ctx):
-    ctx = _ctx_from_tuple(tuple(ctx))
-    arr = empty(data.shape, ctx, data.dtype)
-    arr._sync_copyfrom(np.ascontiguousarray(data))
-    return arr
+def _from_state(state):
+    """Rebuilds an array from ``__getstate__``'s dict (MXNet loads it on cpu(0))."""
+    return _core.load_raw(state["handle"])
 
 
 def _array(self, dtype=None, copy=None):
@@ -472,6 +475,7 @@ def _install():
     NDArray.__bool__ = _bool
     NDArray.__iter__ = _iter
     NDArray.__reduce__ = _reduce
+    NDArray.__getstate__ = _getstate
     NDArray.__array__ = _array
     NDArray.__getitem__ = _getitem
     NDArray.__setitem__ = _setitem

@@ -1,0 +1,66 @@
+//! `mx.nd.save` / `mx.nd.load` and the pickle bytes, over oxnet-core's `.params`
+//! reader and writer.
+
+use crate::array::NDArray as PyND;
+use crate::IntoPy;
+use oxnet_core::io::params;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+fn named<'a>(arrays: &'a [PyRef<'a, PyND>], names: &'a [String]) -> Vec<(Option<&'a str>, &'a oxnet_core::NDArray)> {
+    arrays.iter().enumerate().map(|(i, a)| (names.get(i).map(|s| s.as_str()), &a.inner)).collect()
+}
+
+/// Saves arrays (with names for a dict, none for a list) to `fname`.
+#[pyfunction]
+fn save(py: Python<'_>, fname: &str, arrays: Vec<PyRef<'_, PyND>>, names: Vec<String>) -> PyResult<()> {
+    if !names.is_empty() && names.len() != arrays.len() {
+        return Err(crate::err(oxnet_core::Error::new("save: one name per array is needed")));
+    }
+    let list = named(&arrays, &names);
+    let bytes = py.detach(|| params::save_to_bytes(&list)).py_err()?;
+    std::fs::write(fname, bytes).map_err(|e| crate::err(oxnet_core::Error::new(format!("cannot write {fname}: {e}"))))
+}
+
+fn wrap(py: Python<'_>, loaded: (Vec<oxnet_core::NDArray>, Vec<String>)) -> PyResult<(Vec<Py<PyND>>, Vec<String>)> {
+    let arrays = loaded.0.into_iter().map(|a| Py::new(py, PyND::new(a))).collect::<PyResult<Vec<_>>>()?;
+    Ok((arrays, loaded.1))
+}
+
+/// Loads (arrays, names) from a file in MXNet's format.
+#[pyfunction]
+fn load(py: Python<'_>, fname: &str) -> PyResult<(Vec<Py<PyND>>, Vec<String>)> {
+    let bytes = std::fs::read(fname).map_err(|e| crate::err(oxnet_core::Error::new(format!("cannot read {fname}: {e}"))))?;
+    let loaded = py.detach(|| params::load_from_bytes(&bytes)).py_err()?;
+    wrap(py, loaded)
+}
+
+/// Loads (arrays, names) from bytes in MXNet's format.
+#[pyfunction]
+fn load_frombuffer(py: Python<'_>, buf: &[u8]) -> PyResult<(Vec<Py<PyND>>, Vec<String>)> {
+    let loaded = py.detach(|| params::load_from_bytes(buf)).py_err()?;
+    wrap(py, loaded)
+}
+
+/// One array's bytes in MXNet's single-array format (what pickling stores).
+#[pyfunction]
+fn save_raw<'py>(py: Python<'py>, a: PyRef<'py, PyND>) -> PyResult<Bound<'py, PyBytes>> {
+    let inner = a.inner.clone();
+    let bytes = py.detach(move || params::save_raw_bytes(&inner)).py_err()?;
+    Ok(PyBytes::new(py, &bytes))
+}
+
+/// An array from MXNet's single-array bytes.
+#[pyfunction]
+fn load_raw(py: Python<'_>, buf: &[u8]) -> PyResult<PyND> {
+    Ok(PyND::new(py.detach(|| params::load_raw_bytes(buf)).py_err()?))
+}
+
+pub(crate) fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(save, m)?)?;
+    m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_function(wrap_pyfunction!(load_frombuffer, m)?)?;
+    m.add_function(wrap_pyfunction!(save_raw, m)?)?;
+    m.add_function(wrap_pyfunction!(load_raw, m)?)?;
+    Ok(())
+}
