@@ -15,6 +15,7 @@ mod elemwise;
 mod init;
 mod copy;
 mod random;
+pub mod shape;
 
 pub use params::{PType, ParamSpec, Params, Value};
 pub use util::*;
@@ -203,6 +204,7 @@ impl Registry {
         init::register(&mut r);
         copy::register(&mut r);
         random::register(&mut r);
+        shape::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).
