@@ -15,6 +15,9 @@ mod elemwise;
 mod init;
 mod copy;
 mod random;
+mod reduce;
+mod index;
+mod softmax;
 
 pub use params::{PType, ParamSpec, Params, Value};
 pub use util::*;
@@ -197,6 +200,9 @@ impl Registry {
         init::register(&mut r);
         copy::register(&mut r);
         random::register(&mut r);
+        reduce::register(&mut r);
+        index::register(&mut r);
+        softmax::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).

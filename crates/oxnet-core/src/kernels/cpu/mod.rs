@@ -2,6 +2,10 @@
 //! large enough to pay for it.
 
 pub mod elemwise;
+pub mod index;
+pub mod reduce;
+pub mod softmax;
+pub mod sort;
 
 /// A pointer that may cross to rayon workers: the engine guarantees exclusive access.
 #[derive(Clone, Copy)]
