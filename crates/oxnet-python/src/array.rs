@@ -423,5 +423,12 @@ pub(crate) fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(empty, m)?)?;
     m.add_function(wrap_pyfunction!(copyto, m)?)?;
     m.add_function(wrap_pyfunction!(_ctx_tuple, m)?)?;
+    m.add_function(wrap_pyfunction!(infer_reshape, m)?)?;
     Ok(())
+}
+
+/// The shape `reshape` gives: MXNet's special values (0, -1, -2, -3, -4) and reverse.
+#[pyfunction]
+fn infer_reshape(src: Vec<usize>, spec: Vec<i64>, reverse: bool) -> PyResult<Vec<usize>> {
+    Ok(oxnet_core::op::shape::infer_reshape(&src, &spec, reverse).py_err()?.to_vec())
 }

@@ -381,6 +381,8 @@ def _set_all(dst, value):
         if value._same_chunk(dst) and value.shape == dst.shape and _same_offset(value, dst):
             return
         if value.shape != dst.shape:
+            if value.ndim < dst.ndim:
+                value = value.reshape((1,) * (dst.ndim - value.ndim) + tuple(value.shape))
             value = _op.broadcast_to(value, shape=dst.shape)
         _core.copyto(value, dst)
     else:

@@ -16,6 +16,9 @@ mod init;
 mod copy;
 mod random;
 pub mod shape;
+mod reduce;
+mod index;
+mod softmax;
 
 pub use params::{PType, ParamSpec, Params, Value};
 pub use util::*;
@@ -205,6 +208,9 @@ impl Registry {
         copy::register(&mut r);
         random::register(&mut r);
         shape::register(&mut r);
+        reduce::register(&mut r);
+        index::register(&mut r);
+        softmax::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).

@@ -3,6 +3,10 @@
 
 pub mod elemwise;
 pub mod layout;
+pub mod index;
+pub mod reduce;
+pub mod softmax;
+pub mod sort;
 
 /// A pointer that may cross to rayon workers: the engine guarantees exclusive access.
 #[derive(Clone, Copy)]

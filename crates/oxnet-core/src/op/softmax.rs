@@ -1,0 +1,164 @@
+//! `softmax`, `log_softmax` and `softmin` along one axis, with MXNet's `axis`,
+//! `temperature` and `dtype` parameters.
+//!
+//! MXNet's `use_length` (a second `length` input masking each line) is not
+//! implemented: the parameter is accepted for compatibility with saved symbols, and
+//! `use_length=True` is an error saying so.
+
+use super::{Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Registry};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::kernels::cpu::softmax::{softmax, Kind};
+use crate::shape::{norm_axis, Shape};
+
+const DATA: Arity = Arity::Fixed(&["data"]);
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec::new("axis", PType::Int, Some("-1"), "The axis along which to compute softmax."),
+    ParamSpec::new("temperature", PType::OptFloat, Some("None"), "Temperature parameter in softmax"),
+    ParamSpec::new(
+        "dtype",
+        PType::OptDType,
+        Some("None"),
+        "DType of the output in case this can't be inferred. Defaults to the same as input's dtype if not defined (dtype=None). One of None, 'float16', 'float32', 'float64'.",
+    ),
+    ParamSpec::new(
+        "use_length",
+        PType::Bool,
+        Some("False"),
+        "Whether to use the length input as a mask over the data input. (Not supported by oxnet: only False is accepted.)",
+    ),
+];
+
+fn check_use_length(op: &str, p: &super::Params) -> Result<()> {
+    if p.bool("use_length") {
+        return Err(Error::op(
+            op,
+            "use_length=True (masking by a length input) is not supported by oxnet",
+        ));
+    }
+    Ok(())
+}
+
+fn infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
+    check_use_length(a.op.name, a.params)?;
+    let d = a.dtypes[0];
+    if !d.is_float() {
+        return Err(a.err(format!(
+            "This operation only support floating point types, not {}",
+            d.name()
+        )));
+    }
+    let out = match a.params.dtype("dtype") {
+        None => d,
+        Some(o) if o.is_float() => o,
+        Some(o) => {
+            return Err(a.err(format!("Invalid Input: '{}' for dtype, valid values are: {{None, 'float16', 'float32', 'float64'}}", o.name())))
+        }
+    };
+    norm_axis(a.params.int("axis"), a.shapes[0].len(), a.op.name)?;
+    Ok(vec![(Shape::from_slice(a.shapes[0]), out)])
+}
+
+/// Binds `$T` to the float element type of `$d`.
+macro_rules! with_float {
+    ($d:expr, $T:ident, $body:block) => {
+        match $d {
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            _ => {
+                type $T = f32;
+                $body
+            }
+        }
+    };
+}
+
+fn compute<const K: u8>(c: &mut OpCall) -> Result<()> {
+    let (x, o) = (&c.inputs[0], &c.outputs[0]);
+    check_use_length(c.op.name, c.params)?;
+    let ax = norm_axis(c.params.int("axis"), x.shape.len(), c.op.name)?;
+    let outer: usize = x.shape[..ax].iter().product();
+    let n = x.shape.get(ax).copied().unwrap_or(1);
+    let inner: usize = x.shape[(ax + 1).min(x.shape.len())..].iter().product();
+    let t = c.params.opt_float("temperature").unwrap_or(1.0);
+    let kind = match K {
+        0 => Kind::Softmax,
+        1 => Kind::LogSoftmax,
+        _ => Kind::Softmin,
+    };
+    let wide = x.dtype == DType::F64 || o.dtype == DType::F64;
+    with_float!(x.dtype, T, {
+        with_float!(o.dtype, U, {
+            // SAFETY: read access to the input, exclusive write access to the output,
+            // which does not alias it (invoke copies when it would).
+            let (xs, os) = unsafe { (x.slice::<T>(), o.slice_mut::<U>()) };
+            if wide {
+                softmax::<T, U, f64>(xs, os, outer, n, inner, t, kind);
+            } else {
+                softmax::<T, U, f32>(xs, os, outer, n, inner, t, kind);
+            }
+        })
+    });
+    Ok(())
+}
+
+pub(super) fn register(r: &mut Registry) {
+    r.add(
+        OpDef::new(
+            "softmax",
+            "Applies the softmax function.
+
+The resulting array contains elements in the range (0,1) and the elements along the given axis sum up to 1.
+
+.. math::
+   softmax(\\mathbf{z/t})_j = \\frac{e^{z_j/t}}{\\sum_{k=1}^K e^{z_k/t}}
+
+for :math:`j = 1, ..., K`
+
+t is the temperature parameter in softmax function. By default, t equals 1.0",
+            DATA,
+            PARAMS,
+            infer,
+            compute::<0>,
+        )
+        .cost(8),
+    );
+    r.add(
+        OpDef::new(
+            "log_softmax",
+            "Computes the log softmax of the input. This is equivalent to computing softmax followed by log.",
+            DATA,
+            PARAMS,
+            infer,
+            compute::<1>,
+        )
+        .cost(8),
+    );
+    r.add(
+        OpDef::new(
+            "softmin",
+            "Applies the softmin function.
+
+The resulting array contains elements in the range (0,1) and the elements along the given axis sum up to 1.
+
+.. math::
+   softmin(\\mathbf{z/t})_j = \\frac{e^{-z_j/t}}{\\sum_{k=1}^K e^{-z_k/t}}
+
+for :math:`j = 1, ..., K`
+
+t is the temperature parameter in softmax function. By default, t equals 1.0",
+            DATA,
+            PARAMS,
+            infer,
+            compute::<2>,
+        )
+        .cost(8),
+    );
+}
