@@ -20,7 +20,7 @@ build: venv
 	$(VENV)/bin/maturin develop --release -q
 
 demo: build
-	$(PY) demo/nd_demo.py
+	$(PY) tests/seeds/nd_seed.py oxnet
 
 test: build test-rust test-python
 

@@ -70,6 +70,15 @@ def worker_nd(mod_name):
     big(2)
     t = _median_time(big, 3, repeats=5)
     res["big_add_GBps"] = 3 * 4 * BIG / t / 1e9
+    z = mx.nd.zeros((BIG,))
+
+    def copy(n):
+        for _ in range(n):
+            x.copyto(z)
+            z.wait_to_read()
+    copy(2)
+    res["copy_GBps"] = 2 * 4 * BIG / _median_time(copy, 3, repeats=5) / 1e9
+    del z
 
     m1 = mx.nd.array(np.random.rand(1024, 1024).astype(np.float32))
     m2 = mx.nd.array(np.random.rand(1024, 1024).astype(np.float32))
@@ -197,12 +206,14 @@ def main():
         results["torch"] = None
 
     ox = results["oxnet"]
-    copy_bw = max((results["numpy"] or {}).get("copy_GBps", 0), 1e-9)
+    # The machine's copy bandwidth: the best copy any backend managed (read + write).
+    copy_bw = max([(r or {}).get("copy_GBps", 0) for r in results.values()] + [1e-9])
     rows = [
         ("tiny c = a + b (us, lower is better)", "tiny_add_us", True),
         ("(a + b).asscalar() (us)", "add_asscalar_us", True),
         ("c = a + b, 6.4e7 f32 (GB/s)", "big_add_GBps", False),
         ("dot 1024^2 f32 (GFLOP/s)", "dot1024_GFLOPs", False),
+        ("copy 6.4e7 f32 (GB/s)", "copy_GBps", False),
     ]
     backends = [b for b in ("oxnet", "mxnet", "torch", "numpy") if results.get(b)]
     lines = ["| case | " + " | ".join(backends) + " | oxnet vs mxnet | oxnet vs numpy |",
@@ -219,7 +230,7 @@ def main():
             return "%.2fx" % r
         lines.append("| %s | %s | %s | %s |" % (title, " | ".join(cells), ratio("mxnet"), ratio("numpy")))
     lines.append("")
-    lines.append("machine copy bandwidth (numpy copyto, read+write): %.2f GB/s; oxnet big add reaches %.0f%% of it"
+    lines.append("machine copy bandwidth (best copy above, read+write): %.2f GB/s; oxnet's big add reaches %.0f%% of it"
                  % (copy_bw, 100 * ox["big_add_GBps"] / copy_bw))
     lines.append("(ratios > 1 mean oxnet is better: faster or more throughput)")
     table = "\n".join(lines)

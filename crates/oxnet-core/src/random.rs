@@ -53,7 +53,7 @@ pub fn bits(key: u64, i: u64) -> u64 {
 }
 
 static GENS: OnceLock<Mutex<HashMap<Context, Arc<DeviceGenerator>>>> = OnceLock::new();
-const DEFAULT_SEED: u64 = 0x5eed_0f_0a_e7;
+const DEFAULT_SEED: u64 = 0x005e_ed0f_0ae7;
 
 /// The generator of `ctx`.
 pub fn generator(ctx: Context) -> Arc<DeviceGenerator> {

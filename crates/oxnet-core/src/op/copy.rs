@@ -12,7 +12,7 @@ use crate::with_dtype;
 const DATA: Arity = Arity::Fixed(&["data"]);
 
 pub(crate) fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
-    if src as *mut u8 == dst {
+    if std::ptr::eq(src, dst) {
         return;
     }
     let (s, d) = (SendPtr(src as *mut u8), SendPtr(dst));

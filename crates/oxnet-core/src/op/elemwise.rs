@@ -169,7 +169,7 @@ un_fn!(Arctanh, |a| a.atanh(), via_f64(a, f64::atanh));
 un_fn!(Degrees, |a| a.to_degrees(), via_f64(a, f64::to_degrees));
 un_fn!(Radians, |a| a.to_radians(), via_f64(a, f64::to_radians));
 un_fn!(Sigmoid, |a| 1.0 / (1.0 + (-a).exp()), via_f64(a, |x| 1.0 / (1.0 + (-x).exp())));
-un_fn!(Relu, |a| if a > 0.0 { a } else if a.is_nan() { a } else { 0.0 }, a.max(0));
+un_fn!(Relu, |a| if a > 0.0 || a.is_nan() { a } else { 0.0 }, a.max(0));
 un_fn!(Softsign, |a| a / (1.0 + a.abs()), via_f64(a, |x| x / (1.0 + x.abs())));
 un_fn!(LogicalNot, |a| (a == 0.0) as i32 as _, (a == 0) as i64);
 

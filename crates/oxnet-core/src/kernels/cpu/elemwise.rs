@@ -4,6 +4,11 @@
 //! over the element type and the functor, so each instantiation compiles to a plain
 //! vectorisable loop. In-place use (output = input) is allowed: the loops read an
 //! element before writing the same index.
+//!
+//! The loops take raw pointers: compute functions hand them the blobs of an engine
+//! operation, whose vars guarantee the memory is valid and not written by anyone else
+//! while the loop runs.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use super::{par_for, SendPtr};
 use half::f16;
