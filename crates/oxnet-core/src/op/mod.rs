@@ -15,6 +15,7 @@ mod elemwise;
 mod init;
 mod copy;
 mod random;
+mod linalg;
 
 pub use params::{PType, ParamSpec, Params, Value};
 pub use util::*;
@@ -197,6 +198,7 @@ impl Registry {
         init::register(&mut r);
         copy::register(&mut r);
         random::register(&mut r);
+        linalg::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).

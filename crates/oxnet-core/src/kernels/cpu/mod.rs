@@ -2,6 +2,7 @@
 //! large enough to pay for it.
 
 pub mod elemwise;
+pub mod gemm;
 
 /// A pointer that may cross to rayon workers: the engine guarantees exclusive access.
 #[derive(Clone, Copy)]
