@@ -207,6 +207,8 @@ struct BatchGeom {
     /// Stored rows and columns of A and B (before any transpose).
     a_rc: (usize, usize),
     b_rc: (usize, usize),
+    ta: bool,
+    tb: bool,
     out: Shape,
 }
 
@@ -294,6 +296,8 @@ fn batch_geom(
         mid: l[axis + 1..last].iter().product(),
         a_rc: (l[axis], l[last]),
         b_rc: (r[axis], r[last]),
+        ta,
+        tb,
         out,
     })
 }
@@ -304,8 +308,6 @@ fn batch_run<T: GemmElem>(
     a: *const T,
     b: *const T,
     o: *mut T,
-    ta: bool,
-    tb: bool,
     alpha: f64,
     beta: f64,
 ) {
@@ -322,10 +324,10 @@ fn batch_run<T: GemmElem>(
             T::from_f64(alpha),
             a,
             lda,
-            ta,
+            g.ta,
             b,
             ldb,
-            tb,
+            g.tb,
             T::from_f64(beta),
             o,
             ldc,
@@ -365,9 +367,9 @@ fn batch_dot_compute(c: &mut OpCall) -> Result<()> {
     let g = batch_dot_geom(c.op.name, &c.inputs[0].shape, &c.inputs[1].shape, ta, tb)?;
     let (a, b, o) = (&c.inputs[0], &c.inputs[1], &c.outputs[0]);
     match o.dtype {
-        DType::F32 => batch_run::<f32>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), ta, tb, 1.0, 0.0),
-        DType::F64 => batch_run::<f64>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), ta, tb, 1.0, 0.0),
-        DType::F16 => batch_run::<f16>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), ta, tb, 1.0, 0.0),
+        DType::F32 => batch_run::<f32>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), 1.0, 0.0),
+        DType::F64 => batch_run::<f64>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), 1.0, 0.0),
+        DType::F16 => batch_run::<f16>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), 1.0, 0.0),
         d => {
             return Err(crate::error::Error::op(
                 c.op.name,
@@ -497,8 +499,8 @@ fn gemm2_compute(c: &mut OpCall) -> Result<()> {
     let (a, b, o) = (&c.inputs[0], &c.inputs[1], &c.outputs[0]);
     let alpha = p.float("alpha");
     match o.dtype {
-        DType::F32 => batch_run::<f32>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), ta, tb, alpha, 0.0),
-        DType::F64 => batch_run::<f64>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), ta, tb, alpha, 0.0),
+        DType::F32 => batch_run::<f32>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), alpha, 0.0),
+        DType::F64 => batch_run::<f64>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), alpha, 0.0),
         d => {
             return Err(crate::error::Error::op(
                 c.op.name,
@@ -551,8 +553,8 @@ fn gemm_compute(c: &mut OpCall) -> Result<()> {
     // is accumulated onto it.
     super::copy::copy_bytes(cc.ptr, o.ptr, o.size() * o.dtype.size());
     match o.dtype {
-        DType::F32 => batch_run::<f32>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), ta, tb, alpha, beta),
-        DType::F64 => batch_run::<f64>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), ta, tb, alpha, beta),
+        DType::F32 => batch_run::<f32>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), alpha, beta),
+        DType::F64 => batch_run::<f64>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), alpha, beta),
         d => {
             return Err(crate::error::Error::op(
                 c.op.name,
