@@ -19,6 +19,7 @@ pub mod shape;
 mod reduce;
 mod index;
 mod softmax;
+mod linalg;
 
 pub use params::{PType, ParamSpec, Params, Value};
 pub use util::*;
@@ -211,6 +212,7 @@ impl Registry {
         reduce::register(&mut r);
         index::register(&mut r);
         softmax::register(&mut r);
+        linalg::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).

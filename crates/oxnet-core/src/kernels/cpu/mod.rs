@@ -7,6 +7,7 @@ pub mod index;
 pub mod reduce;
 pub mod softmax;
 pub mod sort;
+pub mod gemm;
 
 /// A pointer that may cross to rayon workers: the engine guarantees exclusive access.
 #[derive(Clone, Copy)]
