@@ -147,44 +147,109 @@ impl Elem for f16 {
 
 const GRAIN: usize = 1 << 15;
 
+/// Outputs of at least this many bytes are written with non-temporal stores: the
+/// result goes straight to memory without first reading the destination lines into
+/// cache, which saves a quarter of the memory traffic of `c = a + b`.
+const STREAM_MIN_BYTES: usize = 1 << 22;
+/// Elements are computed into an L1-sized buffer of this many bytes, then streamed.
+const BLOCK_BYTES: usize = 4096;
+
+/// Copies `bytes` (a multiple of 16) from `src` to the 16-byte aligned `dst` with
+/// non-temporal stores.
+#[cfg(target_arch = "x86_64")]
+unsafe fn stream_copy(dst: *mut u8, src: *const u8, bytes: usize) {
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+    let mut i = 0;
+    while i < bytes {
+        _mm_stream_si128(dst.add(i) as *mut __m128i, _mm_loadu_si128(src.add(i) as *const __m128i));
+        i += 16;
+    }
+}
+
+/// Writes `o[0..n]` through `body(start, len, dst)`, which must compute elements
+/// `start..start+len` into `dst[0..len]`. Splits the work across the pool; large
+/// outputs are computed block by block into a cache-resident buffer and streamed
+/// to memory.
+pub fn for_output<T: Copy + Send + Sync, B: Fn(usize, usize, *mut T) + Sync + Send>(o: *mut T, n: usize, body: B) {
+    let size = std::mem::size_of::<T>();
+    let o = SendPtr(o);
+    #[cfg(target_arch = "x86_64")]
+    if n * size >= STREAM_MIN_BYTES && size <= 16 && BLOCK_BYTES % size == 0 {
+        let block = BLOCK_BYTES / size;
+        par_for(n, GRAIN, |s, e| {
+            let o = o.get();
+            // head: up to the first 64-byte aligned output element
+            let mut i = s;
+            while i < e && (o.wrapping_add(i) as usize) % 64 != 0 {
+                i += 1;
+            }
+            if (o.wrapping_add(i) as usize) % 64 != 0 {
+                body(s, e - s, o.wrapping_add(s));
+                return;
+            }
+            if i > s {
+                body(s, i - s, o.wrapping_add(s));
+            }
+            let mut buf = [0u128; BLOCK_BYTES / 16];
+            let bp = buf.as_mut_ptr() as *mut T;
+            while i + block <= e {
+                body(i, block, bp);
+                // SAFETY: o+i is 64-byte aligned; the block is BLOCK_BYTES long, inside o.
+                unsafe { stream_copy(o.add(i) as *mut u8, bp as *const u8, BLOCK_BYTES) };
+                i += block;
+            }
+            if i < e {
+                body(i, e - i, o.wrapping_add(i));
+            }
+            // SAFETY: orders the streamed stores before the op is marked complete.
+            unsafe { std::arch::x86_64::_mm_sfence() };
+        });
+        return;
+    }
+    par_for(n, GRAIN, move |s, e| body(s, e - s, o.get().wrapping_add(s)));
+}
+
 /// `o[i] = F(a[i])`.
 pub fn unary<T: Elem, F: UnFn>(a: *const T, o: *mut T, n: usize) {
-    let (a, o) = (SendPtr(a as *mut T), SendPtr(o));
-    par_for(n, GRAIN, move |s, e| {
-        let (a, o) = (a.get(), o.get());
-        for i in s..e {
-            // SAFETY: i < n; the engine gives this op exclusive write access to o.
-            unsafe { *o.add(i) = T::st(T::C::un::<F>((*a.add(i)).ld())) };
+    let a = SendPtr(a as *mut T);
+    for_output(o, n, move |s, len, dst| {
+        let a = a.get();
+        for j in 0..len {
+            // SAFETY: s + j < n; dst has len elements.
+            unsafe { *dst.add(j) = T::st(T::C::un::<F>((*a.add(s + j)).ld())) };
         }
     });
 }
 
 /// `o[i] = F(a[i], b[i])`.
 pub fn binary<T: Elem, F: BinFn>(a: *const T, b: *const T, o: *mut T, n: usize) {
-    let (a, b, o) = (SendPtr(a as *mut T), SendPtr(b as *mut T), SendPtr(o));
-    par_for(n, GRAIN, move |s, e| {
-        let (a, b, o) = (a.get(), b.get(), o.get());
-        for i in s..e {
-            // SAFETY: i < n for all three buffers.
-            unsafe { *o.add(i) = T::st(T::C::bin::<F>((*a.add(i)).ld(), (*b.add(i)).ld())) };
+    let (a, b) = (SendPtr(a as *mut T), SendPtr(b as *mut T));
+    for_output(o, n, move |s, len, dst| {
+        // SAFETY: s + len <= n for both inputs; dst has len elements.
+        unsafe {
+            let (a, b) = (a.get().add(s), b.get().add(s));
+            for j in 0..len {
+                *dst.add(j) = T::st(T::C::bin::<F>((*a.add(j)).ld(), (*b.add(j)).ld()));
+            }
         }
     });
 }
 
 /// `o[i] = F(a[i], s)`, or `F(s, a[i])` when `reverse`.
 pub fn scalar<T: Elem, F: BinFn>(a: *const T, s: T::C, o: *mut T, n: usize, reverse: bool) {
-    let (a, o) = (SendPtr(a as *mut T), SendPtr(o));
-    par_for(n, GRAIN, move |st, e| {
-        let (a, o) = (a.get(), o.get());
-        if reverse {
-            for i in st..e {
-                // SAFETY: i < n.
-                unsafe { *o.add(i) = T::st(T::C::bin::<F>(s, (*a.add(i)).ld())) };
-            }
-        } else {
-            for i in st..e {
-                // SAFETY: i < n.
-                unsafe { *o.add(i) = T::st(T::C::bin::<F>((*a.add(i)).ld(), s)) };
+    let a = SendPtr(a as *mut T);
+    for_output(o, n, move |st, len, dst| {
+        // SAFETY: st + len <= n; dst has len elements.
+        unsafe {
+            let a = a.get().add(st);
+            if reverse {
+                for j in 0..len {
+                    *dst.add(j) = T::st(T::C::bin::<F>(s, (*a.add(j)).ld()));
+                }
+            } else {
+                for j in 0..len {
+                    *dst.add(j) = T::st(T::C::bin::<F>((*a.add(j)).ld(), s));
+                }
             }
         }
     });
