@@ -497,8 +497,6 @@ def test_copy_to_gpu_is_rejected_and_source_kept():
 
 
 @no_gpu
-@pytest.mark.xfail(reason="the gpu-unavailable error does not name the operator (MXNet says "
-                   "'Operator _zeros is not implemented for GPU')", strict=True)
 def test_gpu_error_names_the_operator():
     with pytest.raises(mx.base.MXNetError, match="_zeros"):
         nd.zeros((2, 3), ctx=mx.gpu(0))
@@ -507,18 +505,12 @@ def test_gpu_error_names_the_operator():
 # -- known gaps ------------------------------------------------------------------
 
 
-@pytest.mark.xfail(reason="params.rs: a bool param accepts any int (keepdims=2 reduces with "
-                   "keepdims); MXNet rejects it: \"Invalid Parameter format for keepdims "
-                   "expect boolean but value='2'\"", strict=True)
 def test_bool_param_rejects_int_other_than_0_1():
     a = _arr((2, 3))
     with pytest.raises(mx.base.MXNetError, match="keepdims"):
         nd.sum(a, axis=1, keepdims=2)
 
 
-@pytest.mark.xfail(reason="crates/oxnet-python convert.rs: a tuple param with a non-int item "
-                   "raises 'expected a tuple of ints, got an item a' without naming the "
-                   "operator or the parameter", strict=True)
 def test_bad_tuple_item_names_op_and_param():
     a = _arr((2, 3))
     expect_error(lambda: nd.transpose(a, axes=(0, "a")), "transpose", ["axes"], [a])

@@ -248,26 +248,10 @@ def index_case(draw):
     return shape, key
 
 
-def _known_bad_key(shape, key):
-    """Keys hitting the two python/ indexing bugs documented by the xfail tests below:
-    a bare int on a 1-D array, and a negative-step slice starting before the axis."""
-    if len(shape) == 1 and isinstance(key, int):
-        return True
-    ks = key if isinstance(key, tuple) else (key,)
-    if Ellipsis in ks:
-        i = ks.index(Ellipsis)
-        ks = ks[:i] + (slice(None),) * (len(shape) - len(ks) + 1) + ks[i + 1:]
-    for k, n in zip(ks, shape):
-        if isinstance(k, slice) and k.indices(n)[2] < 0 and k.indices(n)[0] < 0:
-            return True
-    return False
-
-
 @SETTINGS
 @given(case=index_case(), dtype=st.sampled_from(DTYPES))
 def test_basic_getitem(case, dtype):
     shape, key = case
-    assume(not _known_bad_key(shape, key))
     x = (np.arange(int(np.prod(shape))) - 7).astype(dtype).reshape(shape)
     a = mx.nd.array(x, dtype=dtype)
     want = np.asarray(x[key])
@@ -284,7 +268,6 @@ def test_basic_getitem(case, dtype):
 @given(case=index_case(), dtype=st.sampled_from(DTYPES), as_array=st.booleans())
 def test_basic_setitem(case, dtype, as_array):
     shape, key = case
-    assume(not _known_bad_key(shape, key))
     x = (np.arange(int(np.prod(shape))) - 7).astype(dtype).reshape(shape)
     a = mx.nd.array(x, dtype=dtype)
     target = np.asarray(x[key])
@@ -302,8 +285,6 @@ def test_basic_setitem(case, dtype, as_array):
     np.testing.assert_array_equal(a.asnumpy(), want)
 
 
-@pytest.mark.xfail(reason="python/ (NDArray.__getitem__ via _at): an int key on a 1-D array "
-                   "returns a 0-d array; MXNet 1.9.1 returns shape (1,)", strict=True)
 def test_int_index_on_1d_gives_shape_1():
     a = mx.nd.array([5, 6, 7])
     assert a[0].shape == (1,)
@@ -312,10 +293,6 @@ def test_int_index_on_1d_gives_shape_1():
     np.testing.assert_array_equal(a[1].asnumpy(), [6])
 
 
-@pytest.mark.xfail(reason="python/ (NDArray.__getitem__): a negative-step slice whose start "
-                   "lies before the axis (x[:, -8::-1] on 6 columns) is passed to slice as "
-                   "begin=-1 and returns the whole reversed axis instead of an empty one",
-                   strict=True)
 def test_negative_step_slice_starting_before_axis_is_empty():
     x = np.arange(6, dtype=np.float32).reshape(1, 6)
     a = mx.nd.array(x)
@@ -324,8 +301,6 @@ def test_negative_step_slice_starting_before_axis_is_empty():
         assert a[key].shape == x[key].shape, key
 
 
-@pytest.mark.xfail(reason="python/ (NDArray.__setitem__): same begin=-1 conversion; "
-                   "x[:, -8::-1] = v writes the whole row instead of nothing", strict=True)
 def test_negative_step_slice_assign_starting_before_axis_writes_nothing():
     x = np.arange(6, dtype=np.float32).reshape(1, 6)
     a = mx.nd.array(x)
@@ -333,10 +308,6 @@ def test_negative_step_slice_assign_starting_before_axis_writes_nothing():
     np.testing.assert_array_equal(a.asnumpy(), x)
 
 
-@pytest.mark.xfail(reason="python/ (NDArray.__setitem__): assigning an empty array to an empty "
-                   "region (a[0, :0] = zeros((0, 1))) reshapes the value with MXNet reshape "
-                   "codes, where 0 means 'copy this dim', and raises instead of doing nothing",
-                   strict=True)
 def test_assign_empty_array_to_empty_region():
     a = mx.nd.zeros((1, 1, 1))
     a[0, :0] = mx.nd.zeros((0, 1))

@@ -399,9 +399,6 @@ def test_broadcast_ops_are_copies():
     np.testing.assert_array_equal(a.asnumpy(), x)
 
 
-@pytest.mark.xfail(reason="python/: NDArray.broadcast_to fluent method does not prepend unit axes "
-                   "to a lower-rank array as MXNet's does (a (3,) array .broadcast_to((2, 3)) "
-                   "raises instead of giving (2, 3))", strict=True)
 def test_broadcast_to_method_extends_rank():
     x, a = _pair((3,))
     _check(a.broadcast_to((2, 3)), np.broadcast_to(x, (2, 3)))
@@ -409,8 +406,6 @@ def test_broadcast_to_method_extends_rank():
     _check(b.broadcast_to((2, 3, 4)), np.broadcast_to(y, (2, 3, 4)))
 
 
-@pytest.mark.xfail(reason="python/: NDArray.broadcast_like fluent method does not prepend unit "
-                   "axes to a lower-rank array as MXNet's does", strict=True)
 def test_broadcast_like_method_extends_rank():
     x, a = _pair((3,))
     _check(a.broadcast_like(mx.nd.ones((2, 3))), np.broadcast_to(x, (2, 3)))

@@ -116,6 +116,11 @@ fn outputs_of(obj: &Bound<'_, PyAny>) -> PyResult<Vec<oxnet_core::NDArray>> {
     Ok(v)
 }
 
+/// A parameter conversion error, naming the op and the parameter.
+fn param_err(py: Python<'_>, def: &OpDef, name: &str, e: PyErr) -> PyErr {
+    err(Error::op(def.name, format!("invalid value for parameter '{name}': {}", e.value(py))))
+}
+
 /// Runs `op`: `inputs` are the NDArray arguments in order, `params` the values of
 /// the op's parameters in declaration order (the null sentinel where not given),
 /// `kwargs` anything else by name. Returns `out` when given, else the new
@@ -147,7 +152,8 @@ fn invoke<'py>(
     let mut given: Vec<(String, Value)> = Vec::with_capacity(params.len());
     for (spec, obj) in def.params.iter().zip(params.iter()) {
         if !is_null(&obj) {
-            given.push((spec.name.to_string(), value_of(&obj)?));
+            let v = value_of(&obj).map_err(|e| param_err(py, def, spec.name, e))?;
+            given.push((spec.name.to_string(), v));
         }
     }
     let mut ctx = None;
@@ -161,7 +167,10 @@ fn invoke<'py>(
                         ctx = Some(ctx_of(&v)?);
                     }
                 }
-                _ => given.push((k, value_of(&v)?)),
+                _ => {
+                    let val = value_of(&v).map_err(|e| param_err(py, def, &k, e))?;
+                    given.push((k, val));
+                }
             }
         }
     }

@@ -316,6 +316,19 @@ def _expand_key(self, key):
     return key
 
 
+def _slice_component(k, size):
+    """(begin, end, step, length) of a slice on an axis of `size`, as the slice op
+    takes them: an empty selection becomes (0, 0, 1); a negative step that runs
+    through index 0 gets end None."""
+    b, e, s = k.indices(size)
+    n = len(range(b, e, s))
+    if n == 0:
+        return 0, 0, 1, 0
+    if s < 0 and e < 0:
+        e = None
+    return b, e, s, n
+
+
 def _is_basic(key):
     ks = key if isinstance(key, tuple) else (key,)
     return all(isinstance(k, (numbers.Integral, slice)) or k is Ellipsis or k is None for k in ks)
@@ -325,7 +338,10 @@ def _getitem(self, key):
     if isinstance(key, numbers.Integral):
         if self.ndim == 0:
             raise MXNetIndexError("too many indices for a 0-d array")
-        return self._at(_norm_int(key, self.shape[0], 0))
+        i = _norm_int(key, self.shape[0], 0)
+        if self.ndim == 1:
+            return self._slice(i, i + 1)  # MXNet keeps shape (1,)
+        return self._at(i)
     if isinstance(key, slice) and (key.step is None or key.step == 1):
         if self.ndim == 0:
             raise MXNetIndexError("cannot slice a 0-d array")
@@ -349,9 +365,7 @@ def _getitem(self, key):
                 begin.append(k), end.append(k + 1), step.append(1)
                 drop.append(ax)
             else:
-                b, e, s = k.indices(size)
-                if s < 0 and e < 0:
-                    e = None
+                b, e, s, _ = _slice_component(k, size)
                 begin.append(b), end.append(e), step.append(s)
         res = _op.slice(self, begin=tuple(begin), end=tuple(end), step=tuple(step))
         if drop:
@@ -418,13 +432,12 @@ def _setitem(self, key, value):
                 begin.append(k), end.append(k + 1), step.append(1)
                 shape.append(1)
             else:
-                b, e, s = k.indices(size)
-                n = len(range(b, e, s))
-                if s < 0 and e < 0:
-                    e = None
+                b, e, s, n = _slice_component(k, size)
                 begin.append(b), end.append(e), step.append(s)
                 shape.append(n)
         shape += list(self.shape[len(key):])
+        if int(np.prod(shape)) == 0:
+            return  # nothing selected, nothing to write
         if isinstance(value, numeric_types) and not isinstance(value, np.ndarray):
             _internal._slice_assign_scalar(self, scalar=float(value), begin=tuple(begin),
                                            end=tuple(end), step=tuple(step), out=self)
@@ -454,7 +467,11 @@ softmax log_softmax softmin squeeze broadcast_to broadcast_like""".split()
 
 def _attach_fluent(op_namespace):
     """Adds MXNet's fluent methods (``a.sum()``, ``a.exp()``...) for the ops that exist."""
+    NDArray.broadcast_to = _broadcast_to
+    NDArray.broadcast_like = _broadcast_like
     for name in _FLUENT:
+        if name in ("broadcast_to", "broadcast_like"):
+            continue
         fn = getattr(op_namespace, name, None)
         if fn is None:
             continue
@@ -464,6 +481,26 @@ def _attach_fluent(op_namespace):
         method.__name__ = name
         method.__doc__ = "Convenience fluent method for :py:func:`%s`." % name
         setattr(NDArray, name, method)
+
+
+def _broadcast_to(self, shape):
+    """Broadcasts the array to ``shape``, adding leading axes as needed (MXNet's method)."""
+    shape = tuple(shape)
+    cur = tuple(self.shape)
+    if len(shape) < len(cur):
+        raise MXNetError("Error in operator broadcast_to: cannot broadcast shape %s to %s"
+                         % (cur, shape))
+    if len(shape) > len(cur):
+        return _op.broadcast_to(self.reshape((1,) * (len(shape) - len(cur)) + cur), shape=shape)
+    return _op.broadcast_to(self, shape=shape)
+
+
+def _broadcast_like(self, other, **kwargs):
+    """Broadcasts the array to the shape of ``other`` (MXNet's method); with
+    ``lhs_axes``/``rhs_axes``, only those axes (the ``broadcast_like`` op)."""
+    if kwargs:
+        return _op.broadcast_like(self, other, **kwargs)
+    return _broadcast_to(self, other.shape)
 
 
 def _install():

@@ -288,7 +288,7 @@ pub fn invoke(op: &'static OpDef, inputs: &[NDArray], params: Params, out: Optio
     let compute = if ctx.is_host() {
         op.cpu
     } else {
-        crate::storage::cuda::ensure_available(ctx)?;
+        crate::storage::cuda::ensure_available(ctx).map_err(|e| Error::op(op.name, e))?;
         op.cuda.ok_or_else(|| Error::op(op.name, format!("no CUDA implementation yet; cannot run on {ctx}")))?
     };
 

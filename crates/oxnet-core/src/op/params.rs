@@ -198,7 +198,7 @@ fn coerce(spec: &ParamSpec, v: Value) -> std::result::Result<Value, ()> {
         (Float | OptFloat, Value::Int(i)) => Ok(Value::Float(i as f64)),
         (Float | OptFloat, Value::Bool(b)) => Ok(Value::Float(b as i64 as f64)),
         (Bool, Value::Bool(b)) => Ok(Value::Bool(b)),
-        (Bool, Value::Int(i)) => Ok(Value::Bool(i != 0)),
+        (Bool, Value::Int(i)) if i == 0 || i == 1 => Ok(Value::Bool(i != 0)),
         (Tuple | OptTuple | OptIntTuple, Value::Tuple(t)) => Ok(Value::Tuple(t)),
         (Tuple | OptTuple | OptIntTuple, Value::Int(i)) => Ok(Value::Tuple(vec![i])),
         (DType | OptDType, Value::DType(d)) => Ok(Value::DType(d)),

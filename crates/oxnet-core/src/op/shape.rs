@@ -64,6 +64,45 @@ fn copy_all(c: &mut OpCall) -> Result<()> {
     Ok(())
 }
 
+// ---------------------------------------------------------------- reshape_like
+
+const RESHAPE_LIKE_PARAMS: &[ParamSpec] = &[
+    ParamSpec::new("lhs_begin", PType::OptInt, Some("None"), "Defaults to 0. The beginning index along which the lhs dimensions are to be reshaped. Supports negative indices."),
+    ParamSpec::new("lhs_end", PType::OptInt, Some("None"), "Defaults to None. The ending index along which the lhs dimensions are to be used for reshaping. Supports negative indices."),
+    ParamSpec::new("rhs_begin", PType::OptInt, Some("None"), "Defaults to 0. The beginning index along which the rhs dimensions are to be used for reshaping. Supports negative indices."),
+    ParamSpec::new("rhs_end", PType::OptInt, Some("None"), "Defaults to None. The ending index along which the rhs dimensions are to be used for reshaping. Supports negative indices."),
+];
+
+/// `[begin, end)` of an axis range with optional, possibly negative, bounds.
+fn axis_range(a: &InferArgs, ndim: usize, begin: Option<i64>, end: Option<i64>, what: &str) -> Result<(usize, usize)> {
+    let n = ndim as i64;
+    let fix = |v: i64| if v < 0 { v + n } else { v };
+    let b = fix(begin.unwrap_or(0));
+    let e = fix(end.unwrap_or(n));
+    if b < 0 || e > n || b > e {
+        return Err(a.err(format!("invalid {what} range [{b}, {e}) for an input of {ndim} dimensions")));
+    }
+    Ok((b as usize, e as usize))
+}
+
+fn reshape_like_infer(a: &InferArgs) -> Out {
+    let (l, r) = (a.shapes[0], a.shapes[1]);
+    let (lb, le) = axis_range(a, l.len(), a.params.opt_int("lhs_begin"), a.params.opt_int("lhs_end"), "lhs")?;
+    let (rb, re) = axis_range(a, r.len(), a.params.opt_int("rhs_begin"), a.params.opt_int("rhs_end"), "rhs")?;
+    let mut out: Shape = Shape::from_slice(&l[..lb]);
+    out.extend_from_slice(&r[rb..re]);
+    out.extend_from_slice(&l[le..]);
+    if crate::shape::size(&out) != crate::shape::size(l) {
+        return Err(a.err(format!(
+            "cannot reshape lhs of shape {} like {}: the new shape {} has a different size",
+            fmt_shape(l),
+            fmt_shape(r),
+            fmt_shape(&out)
+        )));
+    }
+    Ok(vec![(out, a.dtypes[0])])
+}
+
 // ---------------------------------------------------------------- Reshape
 
 /// MXNet's `Reshape` rule: the output shape for input shape `src` and target
@@ -1098,6 +1137,17 @@ fn broadcast_like_infer(a: &InferArgs) -> Out {
 pub(super) fn register(r: &mut Registry) {
     r.add(
         OpDef::new(
+            "reshape_like",
+            "Reshapes some or all dimensions of `lhs` to have the same shape as some or all dimensions of `rhs`.",
+            Arity::Fixed(&["lhs", "rhs"]),
+            RESHAPE_LIKE_PARAMS,
+            reshape_like_infer,
+            copy_all,
+        )
+        .inplace(),
+    );
+    r.add(
+        OpDef::new(
             "Reshape",
             "Reshapes the input array to `shape`, which may use the special values\n\
              0 (copy this input dimension), -1 (infer from the remaining size), -2 (copy all\n\
@@ -1344,6 +1394,21 @@ mod tests {
         let out = call1("transpose", &[arange(shape, 0.0)], &[("axes", t(axes))]).unwrap();
         let cs: f64 = out.to_vec::<f32>().unwrap().iter().enumerate().map(|(i, x)| (i as f64 + 1.0) * *x as f64).sum();
         assert_eq!(cs, want, "transpose {shape:?} by {axes:?}");
+    }
+
+    #[test]
+    fn reshape_like_ranges() {
+        let ctx = Context::cpu(0);
+        let a = NDArray::from_vec(&[2, 3, 4], &(0..24).map(|x| x as f32).collect::<Vec<_>>(), ctx).unwrap();
+        let b = NDArray::from_vec(&[6, 2, 2], &[0f32; 24], ctx).unwrap();
+        let r = call1("reshape_like", &[a.clone(), b.clone()], &[]).unwrap();
+        assert_eq!(r.shape(), &[6, 2, 2]);
+        let c = NDArray::from_vec(&[5, 12], &[0f32; 60], ctx).unwrap();
+        let r = call1("reshape_like", &[a.clone(), c], &[("lhs_begin", Value::Int(1)), ("rhs_begin", Value::Int(-1))]).unwrap();
+        assert_eq!(r.shape(), &[2, 12]);
+        assert_eq!(r.to_vec::<f32>().unwrap()[5], 5.0);
+        let e = call1("reshape_like", &[a, b], &[("lhs_end", Value::Int(1))]).unwrap_err();
+        assert!(e.message().contains("reshape_like"), "{}", e.message());
     }
 
     #[test]
