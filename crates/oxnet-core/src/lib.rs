@@ -9,6 +9,7 @@
 //!
 //! No Python here: a Rust program can use all of it directly (see `examples/`).
 
+pub mod autograd;
 pub mod context;
 pub mod dtype;
 pub mod engine;

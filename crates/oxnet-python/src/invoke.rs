@@ -32,13 +32,14 @@ impl Op {
         match self.def.inputs {
             Arity::Fixed(n) => n.to_vec(),
             Arity::Variadic { name, .. } => vec![name],
+            Arity::Dynamic { all, .. } => all.to_vec(),
         }
     }
     /// The count parameter of a variadic op (e.g. `num_args`), else None.
     #[getter]
     fn variadic(&self) -> Option<&'static str> {
         match self.def.inputs {
-            Arity::Fixed(_) => None,
+            Arity::Fixed(_) | Arity::Dynamic { .. } => None,
             Arity::Variadic { count, .. } => Some(count),
         }
     }
@@ -141,6 +142,7 @@ fn invoke<'py>(
     let names: Vec<&str> = match def.inputs {
         Arity::Fixed(n) => n.to_vec(),
         Arity::Variadic { name, .. } => vec![name],
+        Arity::Dynamic { all, .. } => all.to_vec(),
     };
     let mut arrays = Vec::with_capacity(inputs.len());
     for (i, obj) in inputs.iter().enumerate() {
@@ -184,7 +186,8 @@ fn invoke<'py>(
         Some(o) if !o.is_none() && !is_null(o) => Some(outputs_of(o)?),
         _ => None,
     };
-    let result = op::invoke(def, &arrays, params, out_arrays.as_deref(), ctx).py_err()?;
+    let mut result = op::invoke(def, &arrays, params.clone(), out_arrays.as_deref(), ctx).py_err()?;
+    result.truncate(def.num_visible(&params, result.len()));
     if let Some(o) = out {
         if !o.is_none() && !is_null(o) {
             return Ok(o.clone().unbind());

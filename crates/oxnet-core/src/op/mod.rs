@@ -40,6 +40,10 @@ use std::sync::{Arc, OnceLock};
 pub enum Arity {
     Fixed(&'static [&'static str]),
     Variadic { name: &'static str, count: &'static str },
+    /// Inputs that depend on the parameters (e.g. `no_bias=True` drops `bias`):
+    /// `all` lists every possible input in order, `select` the ones used with
+    /// these parameters (a sub-sequence of `all`).
+    Dynamic { all: &'static [&'static str], select: fn(&Params) -> &'static [&'static str] },
 }
 
 /// A tensor handed to a compute function: raw pointer, shape, dtype.
@@ -84,6 +88,9 @@ pub struct OpCall<'a> {
     pub ctx: Context,
     /// The device's random generator, for ops marked `random`.
     pub rng: Option<&'a mut crate::random::Generator>,
+    /// Training mode (autograd's `train_mode`, an executor's `is_train`) when the op
+    /// was pushed: Dropout drops and BatchNorm uses batch statistics only then.
+    pub is_train: bool,
 }
 
 /// What inference sees: the parameters and the inputs' shapes and dtypes.
@@ -106,6 +113,11 @@ pub type ComputeFn = fn(&mut OpCall) -> Result<()>;
 /// outputs, the gradients of the inputs (None where an input gets none), computed
 /// with registry ops. Filled by the autograd work.
 pub type GradFn = fn(&Params, &[NDArray], &[NDArray], &[NDArray]) -> Result<Vec<Option<NDArray>>>;
+/// Backward shape inference (for symbols): given the parameters and the input
+/// shapes known so far (None where unknown), fills in what the op determines, e.g.
+/// `FullyConnected`'s weight `(num_hidden, in_units)` from its data's shape. Returns
+/// an error when a known shape contradicts the others.
+pub type FillFn = fn(&Params, &mut [Option<Shape>]) -> Result<()>;
 
 /// One operator.
 pub struct OpDef {
@@ -126,11 +138,37 @@ pub struct OpDef {
     pub cost: u32,
     /// The output may live on another host device than the inputs (`_copyto`).
     pub cross_device: bool,
+    /// Indices of the inputs the op also writes (MXNet's mutate inputs: BatchNorm's
+    /// moving statistics, optimizer states). The engine orders them as writes; in a
+    /// symbol they are the auxiliary states.
+    pub mutate: &'static [usize],
+    /// How many of the outputs the user sees (the rest, e.g. Dropout's mask or
+    /// BatchNorm's batch statistics, exist for the backward pass); None: all.
+    pub visible: Option<fn(&Params) -> usize>,
+    /// Backward shape inference for symbols; None: the op infers nothing backward.
+    pub fill: Option<FillFn>,
 }
 
 impl OpDef {
     pub const fn new(name: &'static str, doc: &'static str, inputs: Arity, params: &'static [ParamSpec], infer: InferFn, cpu: ComputeFn) -> OpDef {
-        OpDef { name, aliases: &[], doc, inputs, params, infer, cpu, cuda: None, grad: None, inplace: false, random: false, cost: 1, cross_device: false }
+        OpDef {
+            name,
+            aliases: &[],
+            doc,
+            inputs,
+            params,
+            infer,
+            cpu,
+            cuda: None,
+            grad: None,
+            inplace: false,
+            random: false,
+            cost: 1,
+            cross_device: false,
+            mutate: &[],
+            visible: None,
+            fill: None,
+        }
     }
     pub const fn aliases(mut self, a: &'static [&'static str]) -> Self {
         self.aliases = a;
@@ -156,12 +194,44 @@ impl OpDef {
         self.grad = Some(g);
         self
     }
+    pub const fn cuda(mut self, f: ComputeFn) -> Self {
+        self.cuda = Some(f);
+        self
+    }
+    pub const fn mutate(mut self, m: &'static [usize]) -> Self {
+        self.mutate = m;
+        self
+    }
+    pub const fn visible(mut self, f: fn(&Params) -> usize) -> Self {
+        self.visible = Some(f);
+        self
+    }
+    pub const fn fill(mut self, f: FillFn) -> Self {
+        self.fill = Some(f);
+        self
+    }
+
+    /// Names of the inputs of a call with these parameters (variadic inputs are
+    /// `arg0`, `arg1`, ... as in MXNet's symbols).
+    pub fn input_names(&self, params: &Params) -> Vec<String> {
+        match self.inputs {
+            Arity::Fixed(names) => names.iter().map(|s| s.to_string()).collect(),
+            Arity::Variadic { count, .. } => (0..params.int(count).max(0)).map(|i| format!("arg{i}")).collect(),
+            Arity::Dynamic { select, .. } => select(params).iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// Number of outputs the user sees for these parameters, out of `total`.
+    pub fn num_visible(&self, params: &Params, total: usize) -> usize {
+        self.visible.map(|f| f(params).min(total)).unwrap_or(total)
+    }
 
     /// Number of inputs for a call with these parameters.
     pub fn num_inputs(&self, params: &Params) -> usize {
         match self.inputs {
             Arity::Fixed(names) => names.len(),
             Arity::Variadic { count, .. } => params.int(count).max(0) as usize,
+            Arity::Dynamic { select, .. } => select(params).len(),
         }
     }
 
@@ -186,6 +256,11 @@ impl OpDef {
                 }
             }
             Arity::Variadic { name, .. } => s.push_str(&format!("{name} : NDArray[]\n    List of input arrays.\n")),
+            Arity::Dynamic { all, .. } => {
+                for n in all {
+                    s.push_str(&format!("{n} : NDArray\n    Input array.\n"));
+                }
+            }
         }
         for p in self.params {
             s.push_str(&format!("{} : {}\n    {}\n", p.name, p.type_doc(), p.doc));
@@ -340,6 +415,12 @@ pub fn invoke(op: &'static OpDef, inputs: &[NDArray], params: Params, out: Optio
 
     let reads: SmallVec<[Arc<engine::Var>; 4]> = inputs.iter().map(|a| a.var().clone()).collect();
     let mut writes: SmallVec<[Arc<engine::Var>; 4]> = outputs.iter().map(|a| a.var().clone()).collect();
+    for &i in op.mutate {
+        if let Some(a) = inputs.get(i) {
+            writes.push(a.var().clone());
+        }
+    }
+    let is_train = crate::autograd::is_training();
     let gen = if op.random { Some(crate::random::generator(ctx)) } else { None };
     if let Some(g) = &gen {
         writes.push(g.var.clone());
@@ -361,7 +442,7 @@ pub fn invoke(op: &'static OpDef, inputs: &[NDArray], params: Params, out: Optio
         let _keep = keep;
         let mut guard = gen.as_ref().map(|g| g.state.lock());
         let rng = guard.as_deref_mut();
-        let mut call = OpCall { op, params: &params, inputs: &in_blobs, outputs: &out_blobs, ctx, rng };
+        let mut call = OpCall { op, params: &params, inputs: &in_blobs, outputs: &out_blobs, ctx, rng, is_train };
         compute(&mut call)
     };
     engine::push(func, &reads, &writes, inline_ok)?;
