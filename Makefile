@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 CARGO ?= cargo
 
-.PHONY: all build venv demo test test-rust test-python bench clean
+.PHONY: all build venv demo test test-rust test-python bench bench-setup clean
 
 all: build
 
@@ -30,7 +30,16 @@ test-rust:
 test-python:
 	$(PY) -m pytest tests
 
-bench: build
+# MXNet 1.9.1 (the oracle the benches compare against) needs NumPy < 1.24: own venv.
+MXNET_VENV := benches/.mxnet-venv
+$(MXNET_VENV)/.installed:
+	python3 -m venv $(MXNET_VENV)
+	$(MXNET_VENV)/bin/pip install -q "mxnet==1.9.1" "numpy<1.24"
+	touch $@
+
+bench-setup: $(MXNET_VENV)/.installed
+
+bench: build bench-setup
 	$(PY) benches/bench_ndarray.py
 
 clean:
