@@ -42,4 +42,36 @@ def rand_ndarray(shape, dtype="float32", ctx=None):
 
 
 __all__ = ["default_context", "set_default_context", "almost_equal", "assert_almost_equal",
-           "same", "rand_ndarray"]
+           "same", "rand_ndarray", "get_mnist"]
+
+
+def get_mnist(path=None):
+    """Loads MNIST from the four standard IDX files (``train-images-idx3-ubyte.gz``,
+    ``train-labels-idx1-ubyte.gz``, ``t10k-images-idx3-ubyte.gz``,
+    ``t10k-labels-idx1-ubyte.gz``).
+
+    They are looked for in ``path`` when given, else in the folder named by the
+    environment variable ``OXNET_MNIST_DIR``, else in the working directory (where
+    MXNet's ``get_mnist`` finds them). Nothing is downloaded: missing files raise an
+    ``MXNetError`` (also a ``FileNotFoundError``) naming them.
+
+    Returns
+    -------
+    dict
+        ``train_data`` (N, 1, 28, 28) float32 in [0, 1], ``train_label`` (N,) int8,
+        ``test_data``, ``test_label``.
+    """
+    import os
+    from ._idx import MNIST_FILES, find_files, read_idx
+    dirs = [path] if path is not None else [os.environ.get("OXNET_MNIST_DIR"), "."]
+    d = find_files(MNIST_FILES, dirs, "get_mnist", "OXNET_MNIST_DIR")
+
+    def images(name):
+        img = read_idx(os.path.join(d, name))
+        return img.reshape(img.shape[0], 1, 28, 28).astype(np.float32) / 255
+
+    def labels(name):
+        return read_idx(os.path.join(d, name)).view(np.int8)
+
+    return {"train_data": images(MNIST_FILES[0]), "train_label": labels(MNIST_FILES[1]),
+            "test_data": images(MNIST_FILES[2]), "test_label": labels(MNIST_FILES[3])}
