@@ -15,6 +15,13 @@ from . import ndarray
 from . import ndarray as nd
 from . import random
 from . import test_utils
+from . import name
+from . import initializer
+from . import initializer as init
+from . import io
+from . import metric
+from . import gluon
 
 __all__ = ["nd", "ndarray", "random", "context", "Context", "cpu", "gpu", "cpu_pinned",
-           "current_context", "num_gpus", "MXNetError", "base", "test_utils"]
+           "current_context", "num_gpus", "MXNetError", "base", "test_utils", "name", "initializer", "init", "io",
+           "metric", "gluon"]
