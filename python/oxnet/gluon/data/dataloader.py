@@ -1,17 +1,14 @@
 """``DataLoader``: batches of a ``Dataset``, loaded in parallel.
 
-``num_workers > 0`` loads batches in worker processes (or threads with
-``thread_pool=True``) while the consumer works, up to ``prefetch`` batches ahead,
-and yields them in order. Worker processes are started with the 'spawn' method: a
-forked copy of a process whose compute threads are running cannot use them, so each
-worker imports oxnet afresh and receives the dataset and ``batchify_fn`` by pickle
-(NDArrays pickle by value). A dataset that cannot be pickled (a ``lambda``
-transform, say) is loaded by a thread pool instead, with a warning.
+``num_workers > 0`` loads batches on that many worker threads while the consumer
+works, up to ``prefetch`` batches ahead, and yields them in order. NDArray operations
+run in the Rust engine without holding the GIL, so threads load in parallel.
+MXNet forks worker processes instead; oxnet does not: a forked copy of a process
+whose compute threads are running cannot use them, and spawned processes would re-run
+an unguarded script. ``thread_pool`` is accepted for compatibility (threads are used
+either way).
 """
 
-import multiprocessing
-import pickle
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -45,19 +42,6 @@ def _as_in_context(data, ctx):
     return data
 
 
-_worker_dataset = None
-_worker_batchify = None
-
-
-def _worker_init(payload):
-    global _worker_dataset, _worker_batchify
-    _worker_dataset, _worker_batchify = pickle.loads(payload)
-
-
-def _worker_fn(samples):
-    return _worker_batchify([_worker_dataset[i] for i in samples])
-
-
 def _thread_fn(dataset, batchify_fn, samples):
     return batchify_fn([dataset[i] for i in samples])
 
@@ -82,13 +66,13 @@ class DataLoader:
     batchify_fn : callable
         Turns a list of samples into a batch (default: stack into NDArrays).
     num_workers : int
-        Worker processes (threads with ``thread_pool``); 0 loads in the caller.
+        Worker threads; 0 loads in the caller.
     pin_memory : bool
         Return batches in pinned host memory (``cpu_pinned(pin_device_id)``).
     prefetch : int
         Batches loaded ahead (default ``2 * num_workers``).
     thread_pool : bool
-        Use threads instead of processes.
+        Accepted for compatibility; workers are threads.
     timeout : int
         Seconds to wait for a worker's batch before raising.
     """
@@ -124,21 +108,7 @@ class DataLoader:
         self._batchify_fn = batchify_fn if batchify_fn is not None else default_batchify_fn
         self._worker_pool = None
         if self._num_workers > 0:
-            payload = None
-            if not thread_pool:
-                try:
-                    payload = pickle.dumps((self._dataset, self._batchify_fn))
-                except (pickle.PicklingError, AttributeError, TypeError) as exc:
-                    warnings.warn("DataLoader: the dataset or batchify_fn cannot be pickled "
-                                  "(%s); loading with %d threads instead of processes"
-                                  % (exc, self._num_workers))
-                    self._thread_pool = True
-            if self._thread_pool:
-                self._worker_pool = ThreadPoolExecutor(max_workers=self._num_workers)
-            else:
-                ctx = multiprocessing.get_context("spawn")
-                self._worker_pool = ctx.Pool(self._num_workers, initializer=_worker_init,
-                                             initargs=(payload,))
+            self._worker_pool = ThreadPoolExecutor(max_workers=self._num_workers)
 
     def _pin(self, batch):
         if self._pin_memory:
@@ -155,17 +125,12 @@ class DataLoader:
             yield self._pin(self._batchify_fn([self._dataset[idx] for idx in batch]))
 
     def _submit(self, samples):
-        if self._thread_pool:
-            return self._worker_pool.submit(_thread_fn, self._dataset, self._batchify_fn,
-                                            samples)
-        return self._worker_pool.apply_async(_worker_fn, (samples,))
+        return self._worker_pool.submit(_thread_fn, self._dataset, self._batchify_fn, samples)
 
     def _get(self, fut):
         try:
-            if self._thread_pool:
-                return fut.result(self._timeout)
-            return fut.get(self._timeout)
-        except (multiprocessing.TimeoutError, TimeoutError):
+            return fut.result(self._timeout)
+        except TimeoutError:
             raise RuntimeError("DataLoader: a worker gave no batch within timeout=%s s"
                                % self._timeout) from None
 
@@ -191,10 +156,7 @@ class DataLoader:
         pool = getattr(self, "_worker_pool", None)
         if pool is None:
             return
-        if isinstance(pool, ThreadPoolExecutor):
-            pool.shutdown(wait=False)
-        else:
-            pool.terminate()
+        pool.shutdown(wait=False)
         self._worker_pool = None
 
 
