@@ -349,6 +349,9 @@ class Block:
             return str(shapes)
 
         def _register_summary_hook(block):
+            if isinstance(block, HybridBlock) and block._active:
+                raise MXNetError('"{}" must not be hybridized to print summary.'.format(block.name))
+
             def _summary_hook(block, _, outputs):
                 class_name = block.__class__.__name__
                 block_idx = len(summary) - 1
@@ -367,7 +370,9 @@ class Block:
                     else:
                         seen.add(p)
                 summary[m_key]["n_params"] = params
-            hooks.append(block.register_forward_hook(_summary_hook))
+            from .nn import HybridSequential, Sequential
+            if not isinstance(block, (Sequential, HybridSequential)):
+                hooks.append(block.register_forward_hook(_summary_hook))
 
         summary["Input"] = OrderedDict()
         summary["Input"]["output_shape"] = _get_shape_str(inputs)
