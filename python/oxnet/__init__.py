@@ -15,6 +15,11 @@ from . import ndarray
 from . import ndarray as nd
 from . import random
 from . import test_utils
+from . import lr_scheduler
+from . import optimizer
+from . import kvstore
+from . import kvstore as kv
 
 __all__ = ["nd", "ndarray", "random", "context", "Context", "cpu", "gpu", "cpu_pinned",
-           "current_context", "num_gpus", "MXNetError", "base", "test_utils"]
+           "current_context", "num_gpus", "MXNetError", "base", "test_utils",
+           "kv", "kvstore", "optimizer", "lr_scheduler"]
