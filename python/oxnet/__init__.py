@@ -15,6 +15,10 @@ from . import ndarray
 from . import ndarray as nd
 from . import random
 from . import test_utils
+from . import lr_scheduler
+from . import optimizer
+from . import kvstore
+from . import kvstore as kv
 from . import name
 from . import initializer
 from . import initializer as init
@@ -23,5 +27,6 @@ from . import metric
 from . import gluon
 
 __all__ = ["nd", "ndarray", "random", "context", "Context", "cpu", "gpu", "cpu_pinned",
-           "current_context", "num_gpus", "MXNetError", "base", "test_utils", "name", "initializer", "init", "io",
+           "current_context", "num_gpus", "MXNetError", "base", "test_utils",
+           "kv", "kvstore", "optimizer", "lr_scheduler", "name", "initializer", "init", "io",
            "metric", "gluon"]
