@@ -14,7 +14,8 @@ from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
 from . import ndarray
 from . import ndarray as nd
 from . import random
+from . import autograd
 from . import test_utils
 
-__all__ = ["nd", "ndarray", "random", "context", "Context", "cpu", "gpu", "cpu_pinned",
+__all__ = ["nd", "ndarray", "random", "autograd", "context", "Context", "cpu", "gpu", "cpu_pinned",
            "current_context", "num_gpus", "MXNetError", "base", "test_utils"]

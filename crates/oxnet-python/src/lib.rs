@@ -5,6 +5,7 @@
 use pyo3::prelude::*;
 
 mod array;
+mod autograd;
 mod convert;
 mod invoke;
 mod io;
@@ -100,5 +101,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     invoke::add_functions(m)?;
     array::add_functions(m)?;
     io::add_functions(m)?;
+    autograd::add_functions(m)?;
     Ok(())
 }
