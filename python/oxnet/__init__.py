@@ -14,7 +14,20 @@ from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
 from . import ndarray
 from . import ndarray as nd
 from . import random
+from . import autograd
 from . import test_utils
+from . import lr_scheduler
+from . import optimizer
+from . import kvstore
+from . import kvstore as kv
+from . import name
+from . import initializer
+from . import initializer as init
+from . import io
+from . import metric
+from . import gluon
 
-__all__ = ["nd", "ndarray", "random", "context", "Context", "cpu", "gpu", "cpu_pinned",
-           "current_context", "num_gpus", "MXNetError", "base", "test_utils"]
+__all__ = ["nd", "ndarray", "random", "autograd", "context", "Context", "cpu", "gpu",
+           "cpu_pinned", "current_context", "num_gpus", "MXNetError", "base", "test_utils",
+           "kv", "kvstore", "optimizer", "lr_scheduler", "name", "initializer", "init", "io",
+           "metric", "gluon"]

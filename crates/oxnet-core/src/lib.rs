@@ -16,6 +16,7 @@ pub mod engine;
 pub mod error;
 pub mod io;
 pub mod kernels;
+pub mod kvstore;
 pub mod ndarray;
 pub mod op;
 pub mod random;

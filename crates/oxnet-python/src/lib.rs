@@ -5,9 +5,11 @@
 use pyo3::prelude::*;
 
 mod array;
+mod autograd;
 mod convert;
 mod invoke;
 mod io;
+mod kvstore;
 
 pyo3::create_exception!(_core, MXNetError, pyo3::exceptions::PyRuntimeError, "Error raised by oxnet (MXNet's MXNetError).");
 
@@ -100,5 +102,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     invoke::add_functions(m)?;
     array::add_functions(m)?;
     io::add_functions(m)?;
+    kvstore::add_functions(m)?;
+    autograd::add_functions(m)?;
     Ok(())
 }

@@ -11,6 +11,8 @@ def _call(opname, ctx, out, kwargs, **params):
         params["ctx"] = current_context() if ctx is None else ctx
     else:
         params["ctx"] = out.context
+        if params.get("shape", _Null) is _Null:
+            params["shape"] = out.shape  # MXNet fills `out` whole when no shape is given
     for k, v in list(params.items()):
         if v is _Null:
             del params[k]

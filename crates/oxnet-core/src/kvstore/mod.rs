@@ -1,0 +1,490 @@
+//! The key-value store (MXNet's KVStore), `local` and `device` kinds.
+//!
+//! Keys are ints or strings (one kind per store). Each key holds a stored array.
+//! `push` sums the arrays given for a key (an engine operation over the pooled
+//! memory, parallel inside) and either replaces the stored value with the sum or
+//! hands it to an update: a registry op (the fused optimizer updates, run here with
+//! `out=stored`) or, through [`KVStore::reduce`], the caller's own updater. `pull`
+//! copies the stored value into every given array in one engine operation. Every
+//! operation returns at once; the engine orders them by the vars they touch.
+//!
+//! The key table is papaya's lock-free hash map: threads pushing and pulling
+//! different keys share no lock (each key's own state sits behind its entry).
+//! Every check (unknown key, duplicate init, shape or dtype mismatch, mixed key
+//! kinds) happens before anything is pushed, so a bad call changes nothing.
+//!
+//! This module owns the table and the aggregation; it never parses optimizer
+//! parameters (callers hand it a parsed op call) and knows nothing of Python.
+
+mod kernels;
+
+use crate::context::Context;
+use crate::engine;
+use crate::error::{Error, Result};
+use crate::ndarray::{Chunk, NDArray};
+use crate::op::{self, Blob, OpDef, Params};
+use crate::shape::{fmt_shape, Shape};
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+use std::fmt;
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// A key: an int or a string.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Key {
+    Int(i64),
+    Str(Box<str>),
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Key::Int(i) => write!(f, "{i}"),
+            Key::Str(s) => write!(f, "'{s}'"),
+        }
+    }
+}
+
+impl Key {
+    fn kind(&self) -> u8 {
+        match self {
+            Key::Int(_) => 1,
+            Key::Str(_) => 2,
+        }
+    }
+}
+
+/// The store's kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Local,
+    Device,
+}
+
+/// One key's state.
+struct Entry {
+    stored: NDArray,
+    /// The buffer the pushed arrays are summed into before an update (reused).
+    merge: OnceLock<NDArray>,
+    /// 2-bit compression residuals, one per source position.
+    residuals: Mutex<Vec<NDArray>>,
+}
+
+/// An update applied to the stored value after the sum: `op(stored, merged,
+/// states...)` written back into `stored`.
+pub struct Update {
+    pub op: &'static OpDef,
+    pub params: Params,
+    pub states: Vec<NDArray>,
+}
+
+/// MXNet's kvstore names that belong to other parts of oxnet.
+const NOT_BUILT: &[&str] = &["nccl", "dist_sync", "dist_async", "dist_device_sync", "dist_sync_device", "dist_async_device", "dist", "horovod", "byteps"];
+
+pub struct KVStore {
+    kind: Kind,
+    table: papaya::HashMap<Key, Arc<Entry>>,
+    /// 0: no key yet, 1: int keys, 2: str keys.
+    key_kind: AtomicU8,
+    /// 2-bit compression threshold as f32 bits; 0 when off.
+    threshold: AtomicU32,
+}
+
+fn kind_name(k: u8) -> &'static str {
+    if k == 1 {
+        "int"
+    } else {
+        "str"
+    }
+}
+
+impl KVStore {
+    /// `local` or `device`; the distributed and NCCL kinds are refused with an error
+    /// saying they are not built yet.
+    pub fn create(name: &str) -> Result<KVStore> {
+        let kind = match name {
+            "local" | "local_update_cpu" | "local_allreduce_cpu" => Kind::Local,
+            "device" | "local_allreduce_device" => Kind::Device,
+            n if NOT_BUILT.contains(&n) || n.starts_with("dist") => {
+                return Err(Error::new(format!("kvstore type '{n}' is not built yet in oxnet (it comes with its own issue); use 'local' or 'device'")))
+            }
+            n => return Err(Error::new(format!("unknown kvstore type '{n}'; oxnet provides 'local' and 'device'"))),
+        };
+        Ok(KVStore { kind, table: papaya::HashMap::new(), key_kind: AtomicU8::new(0), threshold: AtomicU32::new(0) })
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// MXNet's type string.
+    pub fn type_name(&self) -> &'static str {
+        match self.kind {
+            Kind::Local => "local",
+            Kind::Device => "device",
+        }
+    }
+
+    /// Number of keys initialised.
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// Turns on MXNet's 2-bit gradient compression (`device` stores only).
+    pub fn set_gradient_compression(&self, kind: &str, threshold: f64) -> Result<()> {
+        if self.kind == Kind::Local {
+            return Err(Error::new("Gradient compression is not supported for this type of kvstore"));
+        }
+        match kind {
+            "2bit" => {}
+            "none" => {
+                self.threshold.store(0, Ordering::Release);
+                return Ok(());
+            }
+            other => return Err(Error::new(format!("Unknown type for gradient compression {other}"))),
+        }
+        if !(threshold > 0.0) || !threshold.is_finite() {
+            return Err(Error::new(format!("gradient compression threshold must be a positive number, got {threshold}")));
+        }
+        self.threshold.store((threshold as f32).to_bits(), Ordering::Release);
+        Ok(())
+    }
+
+    /// The compression threshold, if compression is on.
+    pub fn compression(&self) -> Option<f32> {
+        match self.threshold.load(Ordering::Acquire) {
+            0 => None,
+            b => Some(f32::from_bits(b)),
+        }
+    }
+
+    fn check_kind(&self, key: &Key) -> Result<()> {
+        let k = key.kind();
+        match self.key_kind.compare_exchange(0, k, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => Ok(()),
+            Err(cur) if cur == k => Ok(()),
+            Err(cur) => Err(Error::new(format!(
+                "Mixed key types are not allowed: this kvstore holds {} keys, got the {} key {key}",
+                kind_name(cur),
+                kind_name(k)
+            ))),
+        }
+    }
+
+    fn entry(&self, key: &Key, what: &str) -> Result<Arc<Entry>> {
+        if let Some(k) = match self.key_kind.load(Ordering::Acquire) {
+            0 => None,
+            k => Some(k),
+        } {
+            if k != key.kind() {
+                return Err(Error::new(format!(
+                    "Mixed key types are not allowed: this kvstore holds {} keys, got the {} key {key}",
+                    kind_name(k),
+                    kind_name(key.kind())
+                )));
+            }
+        }
+        self.table.pin().get(key).cloned().ok_or_else(|| Error::new(format!("{what}: key {key} has not been inited")))
+    }
+
+    /// The stored array of `key` (shares memory with the store).
+    pub fn stored(&self, key: &Key) -> Result<NDArray> {
+        Ok(self.entry(key, "kvstore")?.stored.clone())
+    }
+
+    /// Initialises keys with copies of the values. A key given twice, or already
+    /// initialised, is an error and nothing is initialised.
+    pub fn init(&self, items: &[(Key, NDArray)]) -> Result<()> {
+        let pinned = self.table.pin();
+        for (i, (k, _)) in items.iter().enumerate() {
+            self.check_kind(k)?;
+            if pinned.contains_key(k) || items[..i].iter().any(|(k2, _)| k2 == k) {
+                return Err(Error::new(format!(
+                    "init: duplicate init of key {k}. Please double check if you called kv.init or kv.broadcast with this key multiple times"
+                )));
+            }
+        }
+        for (k, v) in items {
+            let ctx = if v.ctx().is_host() { Context::default() } else { v.ctx() };
+            let stored = NDArray::empty(v.shape(), ctx, v.dtype())?;
+            push_sum(&stored, std::slice::from_ref(v), None)?;
+            let e = Arc::new(Entry { stored, merge: OnceLock::new(), residuals: Mutex::new(Vec::new()) });
+            if pinned.try_insert(k.clone(), e).is_err() {
+                return Err(Error::new(format!("init: duplicate init of key {k} (initialised by another thread meanwhile)")));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_values(&self, what: &str, key: &Key, e: &Entry, values: &[NDArray]) -> Result<()> {
+        if values.is_empty() {
+            return Err(Error::new(format!("{what}: no arrays given for key {key}")));
+        }
+        let s = &e.stored;
+        for (i, v) in values.iter().enumerate() {
+            if v.shape() != s.shape() {
+                return Err(Error::new(format!(
+                    "{what}: shape mismatch for key {key}: array {i} has shape {} but the stored value has shape {}",
+                    fmt_shape(v.shape()),
+                    fmt_shape(s.shape())
+                )));
+            }
+            if v.dtype() != s.dtype() {
+                return Err(Error::new(format!(
+                    "{what}: dtype mismatch for key {key}: array {i} is {} but the stored value is {}",
+                    v.dtype().name(),
+                    s.dtype().name()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Sums the values of every key and replaces the stored value with the sum, or
+    /// applies `updates[i]` (when given) to the stored value of key `i`. Every key and
+    /// value is checked before anything runs.
+    pub fn push(&self, items: &[(Key, Vec<NDArray>)], updates: Option<Vec<Update>>) -> Result<()> {
+        let mut entries = Vec::with_capacity(items.len());
+        for (k, vals) in items {
+            let e = self.entry(k, "push")?;
+            self.check_values("push", k, &e, vals)?;
+            entries.push(e);
+        }
+        if let Some(u) = &updates {
+            if u.len() != items.len() {
+                return Err(Error::new(format!("push: {} updates for {} keys", u.len(), items.len())));
+            }
+        }
+        let mut updates = updates.map(|u| u.into_iter());
+        for ((_, vals), e) in items.iter().zip(&entries) {
+            match updates.as_mut().and_then(|u| u.next()) {
+                None => {
+                    let res = self.residuals(e, vals.len())?;
+                    push_sum(&e.stored, vals, self.compression().map(|t| (t, &res[..])))?;
+                }
+                Some(u) => {
+                    let grad = self.merged(e, vals)?;
+                    let mut ins = Vec::with_capacity(2 + u.states.len());
+                    ins.push(e.stored.clone());
+                    ins.push(grad);
+                    ins.extend(u.states);
+                    op::invoke(u.op, &ins, u.params, Some(std::slice::from_ref(&e.stored)), None)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sums the values of `key` into the key's merge buffer and returns it (for an
+    /// updater run by the caller: `updater(key, merged, stored)`).
+    pub fn reduce(&self, key: &Key, values: &[NDArray]) -> Result<NDArray> {
+        let e = self.entry(key, "push")?;
+        self.check_values("push", key, &e, values)?;
+        self.merged(&e, values)
+    }
+
+    fn residuals(&self, e: &Entry, n: usize) -> Result<Vec<NDArray>> {
+        if self.compression().is_none() {
+            return Ok(Vec::new());
+        }
+        if e.stored.dtype() != crate::DType::F32 {
+            return Err(Error::new(format!("gradient compression needs float32 arrays, the key holds {}", e.stored.dtype().name())));
+        }
+        let mut r = e.residuals.lock();
+        while r.len() < n {
+            let z = NDArray::empty(e.stored.shape(), e.stored.ctx(), e.stored.dtype())?;
+            push_fill_zero(&z)?;
+            r.push(z);
+        }
+        Ok(r[..n].to_vec())
+    }
+
+    /// The sum of `values` (the value itself when there is one and no compression).
+    fn merged(&self, e: &Entry, values: &[NDArray]) -> Result<NDArray> {
+        let comp = self.compression();
+        if values.len() == 1 && comp.is_none() && values[0].ctx() == e.stored.ctx() {
+            return Ok(values[0].clone());
+        }
+        let m = match e.merge.get() {
+            Some(m) => m.clone(),
+            None => {
+                let m = NDArray::empty(e.stored.shape(), e.stored.ctx(), e.stored.dtype())?;
+                e.merge.get_or_init(|| m).clone()
+            }
+        };
+        let res = self.residuals(e, values.len())?;
+        push_sum(&m, values, comp.map(|t| (t, &res[..])))?;
+        Ok(m)
+    }
+
+    /// Copies the stored value of each key into every array given for it.
+    pub fn pull(&self, items: &[(Key, Vec<NDArray>)]) -> Result<()> {
+        let mut entries = Vec::with_capacity(items.len());
+        for (k, outs) in items {
+            let e = self.entry(k, "pull")?;
+            self.check_values("pull", k, &e, outs)?;
+            for o in outs {
+                if o.overlaps(&e.stored) {
+                    return Err(Error::new(format!("pull: an output array of key {k} is the stored value itself")));
+                }
+            }
+            entries.push(e);
+        }
+        for ((_, outs), e) in items.iter().zip(&entries) {
+            push_broadcast(&e.stored, outs)?;
+        }
+        Ok(())
+    }
+}
+
+fn blob(a: &NDArray) -> Blob {
+    Blob { ptr: a.data_ptr(), shape: Shape::from_slice(a.shape()), dtype: a.dtype() }
+}
+
+/// Below this many bytes touched, a ready operation runs on the calling thread.
+const INLINE_BYTES: usize = 1 << 17;
+
+/// Pushes `dst = sum(srcs)` (through 2-bit compression when given).
+fn push_sum(dst: &NDArray, srcs: &[NDArray], comp: Option<(f32, &[NDArray])>) -> Result<()> {
+    for s in srcs {
+        if !s.ctx().is_host() {
+            return Err(Error::new(format!("kvstore: arrays on {} are not supported in this build (host arrays only)", s.ctx())));
+        }
+    }
+    let reads: SmallVec<[Arc<engine::Var>; 4]> = srcs.iter().map(|a| a.var().clone()).collect();
+    let mut writes: SmallVec<[Arc<engine::Var>; 4]> = SmallVec::new();
+    writes.push(dst.var().clone());
+    let mut keep: SmallVec<[Arc<Chunk>; 6]> = srcs.iter().map(|a| a.chunk().clone()).collect();
+    keep.push(dst.chunk().clone());
+    let src_b: SmallVec<[Blob; 4]> = srcs.iter().map(blob).collect();
+    let dst_b = blob(dst);
+    let inline_ok = dst.nbytes() * (srcs.len() + 1) <= INLINE_BYTES;
+    match comp {
+        None => engine::push(
+            move || {
+                let _keep = keep;
+                kernels::sum(&dst_b, &src_b)
+            },
+            &reads,
+            &writes,
+            inline_ok,
+        ),
+        Some((t, res)) => {
+            for r in res {
+                writes.push(r.var().clone());
+                keep.push(r.chunk().clone());
+            }
+            let res_b: SmallVec<[Blob; 4]> = res.iter().map(blob).collect();
+            engine::push(
+                move || {
+                    let _keep = keep;
+                    kernels::sum_2bit(&dst_b, &src_b, &res_b, t);
+                    Ok(())
+                },
+                &reads,
+                &writes,
+                inline_ok,
+            )
+        }
+    }
+}
+
+fn push_fill_zero(a: &NDArray) -> Result<()> {
+    let b = blob(a);
+    let keep = a.chunk().clone();
+    let n = a.nbytes();
+    engine::push(
+        move || {
+            let _keep = keep;
+            // SAFETY: the engine holds the array's var for writing.
+            unsafe { std::ptr::write_bytes(b.ptr_as::<u8>(), 0, n) };
+            Ok(())
+        },
+        &[],
+        std::slice::from_ref(a.var()),
+        n <= INLINE_BYTES,
+    )
+}
+
+/// Pushes the copy of `src` into every array of `dsts`.
+fn push_broadcast(src: &NDArray, dsts: &[NDArray]) -> Result<()> {
+    for d in dsts {
+        if !d.ctx().is_host() {
+            return Err(Error::new(format!("kvstore: arrays on {} are not supported in this build (host arrays only)", d.ctx())));
+        }
+    }
+    let mut writes: SmallVec<[Arc<engine::Var>; 4]> = SmallVec::new();
+    let mut keep: SmallVec<[Arc<Chunk>; 6]> = SmallVec::new();
+    let mut dst_b: SmallVec<[Blob; 4]> = SmallVec::new();
+    for d in dsts {
+        writes.push(d.var().clone());
+        keep.push(d.chunk().clone());
+        dst_b.push(blob(d));
+    }
+    keep.push(src.chunk().clone());
+    let src_b = blob(src);
+    let inline_ok = src.nbytes() * (dsts.len() + 1) <= INLINE_BYTES;
+    engine::push(
+        move || {
+            let _keep = keep;
+            kernels::broadcast(&src_b, &dst_b);
+            Ok(())
+        },
+        std::slice::from_ref(src.var()),
+        &writes,
+        inline_ok,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op::Value;
+
+    fn arr(v: &[f32]) -> NDArray {
+        NDArray::from_vec(&[v.len()], v, Context::default()).unwrap()
+    }
+
+    #[test]
+    fn push_sums_and_pull_copies() {
+        let kv = KVStore::create("local").unwrap();
+        kv.init(&[(Key::Int(3), arr(&[2.0, 2.0]))]).unwrap();
+        kv.push(&[(Key::Int(3), vec![arr(&[1.0, 2.0]), arr(&[3.0, 4.0])])], None).unwrap();
+        let (a, b) = (arr(&[0.0, 0.0]), arr(&[0.0, 0.0]));
+        kv.pull(&[(Key::Int(3), vec![a.clone(), b.clone()])]).unwrap();
+        assert_eq!(a.to_vec::<f32>().unwrap(), vec![4.0, 6.0]);
+        assert_eq!(b.to_vec::<f32>().unwrap(), vec![4.0, 6.0]);
+    }
+
+    #[test]
+    fn update_op_runs_in_the_store() {
+        let kv = KVStore::create("device").unwrap();
+        kv.init(&[(Key::Str("w".into()), arr(&[1.0]))]).unwrap();
+        let op = op::lookup("sgd_update").unwrap();
+        let params = op.parse(vec![("lr".into(), Value::Float(0.5))]).unwrap();
+        kv.push(&[(Key::Str("w".into()), vec![arr(&[1.0]), arr(&[1.0])])], Some(vec![Update { op, params, states: vec![] }])).unwrap();
+        assert_eq!(kv.stored(&Key::Str("w".into())).unwrap().to_vec::<f32>().unwrap(), vec![0.0]);
+    }
+
+    #[test]
+    fn bad_calls_change_nothing() {
+        let kv = KVStore::create("local").unwrap();
+        kv.init(&[(Key::Int(1), arr(&[1.0]))]).unwrap();
+        let e = kv.init(&[(Key::Int(2), arr(&[1.0])), (Key::Int(1), arr(&[5.0]))]).unwrap_err();
+        assert!(e.message().contains("duplicate init of key 1"));
+        assert!(kv.stored(&Key::Int(2)).is_err());
+        let e = kv.push(&[(Key::Int(1), vec![arr(&[7.0])]), (Key::Int(9), vec![arr(&[1.0])])], None).unwrap_err();
+        assert!(e.message().contains("key 9 has not been inited"), "{}", e.message());
+        let e = kv.push(&[(Key::Int(1), vec![arr(&[7.0, 1.0])])], None).unwrap_err();
+        assert!(e.message().contains("shape mismatch for key 1"));
+        let e = kv.pull(&[(Key::Str("x".into()), vec![arr(&[0.0])])]).unwrap_err();
+        assert!(e.message().contains("Mixed key types"));
+        assert_eq!(kv.stored(&Key::Int(1)).unwrap().to_vec::<f32>().unwrap(), vec![1.0]);
+        assert!(KVStore::create("nccl").unwrap_err().message().contains("not built yet"));
+        assert!(kv.set_gradient_compression("2bit", 0.5).is_err());
+    }
+}

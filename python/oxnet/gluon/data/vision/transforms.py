@@ -1,0 +1,80 @@
+"""Image transforms as Blocks: ``ToTensor``, ``Normalize``, ``Cast``, ``Compose``.
+They take NDArrays in MXNet's layouts: (H, W, C) or (N, H, W, C) images for
+ToTensor, (C, H, W) or (N, C, H, W) tensors for Normalize."""
+
+import numpy as np
+
+from ....base import MXNetError, numeric_types
+from ...block import Block, HybridBlock
+from ...nn import Lambda, Sequential
+
+__all__ = ["Compose", "Cast", "ToTensor", "Normalize"]
+
+
+class Compose(Sequential):
+    """Applies ``transforms`` in order (plain callables are wrapped in Lambda)."""
+
+    def __init__(self, transforms):
+        super().__init__(prefix="")
+        with self.name_scope():
+            for t in transforms:
+                if not isinstance(t, Block):
+                    t = Lambda(t)
+                self.add(t)
+
+
+class Cast(HybridBlock):
+    """Casts the input to ``dtype``."""
+
+    def __init__(self, dtype="float32"):
+        super().__init__()
+        self._dtype = dtype
+
+    def hybrid_forward(self, F, x):
+        return F.cast(x, dtype=self._dtype)
+
+
+class ToTensor(HybridBlock):
+    """(H, W, C) or (N, H, W, C) values in [0, 255] -> float32 (C, H, W) or
+    (N, C, H, W) in [0, 1]."""
+
+    def __init__(self):
+        super().__init__()
+
+    def hybrid_forward(self, F, x):
+        nd_ = len(x.shape)
+        if nd_ not in (3, 4):
+            raise MXNetError("ToTensor: expected a (H, W, C) or (N, H, W, C) image, got shape %s"
+                             % (x.shape,))
+        axes = (2, 0, 1) if nd_ == 3 else (0, 3, 1, 2)
+        return F.transpose(F.cast(x, dtype="float32"), axes=axes) / 255.0
+
+
+class Normalize(HybridBlock):
+    """``(x - mean) / std`` per channel of a (C, H, W) or (N, C, H, W) tensor;
+    ``mean``/``std`` are numbers or one value per channel."""
+
+    def __init__(self, mean=0.0, std=1.0):
+        super().__init__()
+        self._mean = mean
+        self._std = std
+
+    def _per_channel(self, F, v, c, ndim, ctx, what):
+        if isinstance(v, numeric_types):
+            return float(v)
+        v = np.asarray(v, dtype=np.float32).ravel()
+        if v.size not in (1, c):
+            raise MXNetError("Normalize: %s has %d values for %d channels" % (what, v.size, c))
+        shape = (-1, 1, 1) if ndim == 3 else (1, -1, 1, 1)
+        return F.array(np.broadcast_to(v, (c,)).reshape(shape), ctx=ctx)
+
+    def hybrid_forward(self, F, x):
+        ndim = len(x.shape)
+        if ndim not in (3, 4):
+            raise MXNetError("Normalize: expected a (C, H, W) or (N, C, H, W) tensor, got shape "
+                             "%s" % (x.shape,))
+        c = x.shape[0] if ndim == 3 else x.shape[1]
+        mean = self._per_channel(F, self._mean, c, ndim, x.context, "mean")
+        std = self._per_channel(F, self._std, c, ndim, x.context, "std")
+        out = F.broadcast_sub(x, mean) if not isinstance(mean, float) else x - mean
+        return F.broadcast_div(out, std) if not isinstance(std, float) else out / std

@@ -1,0 +1,232 @@
+"""``gluon.Trainer``: applies an optimizer to a set of Parameters.
+
+With the parameters on one device no KVStore is used (as in MXNet): ``step`` scales
+the gradients by ``1 / batch_size`` and runs the optimizer's fused update op per
+parameter. On several devices the gradients are summed across them first, through a
+KVStore (``kvstore='device'``/``'local'`` or a ``KVStore``); with
+``update_on_kvstore=True`` the store runs the optimizer and devices pull the weights.
+"""
+
+from ..base import MXNetError
+from .parameter import Parameter, ParameterDict
+
+__all__ = ["Trainer"]
+
+
+class Trainer:
+    """Applies an Optimizer on a set of Parameters.
+
+    Parameters
+    ----------
+    params : ParameterDict or list/dict of Parameter
+        The parameters to optimize.
+    optimizer : str or Optimizer
+        The optimizer (``'sgd'``, ``'adam'``, ... or an instance).
+    optimizer_params : dict
+        Keyword arguments of the optimizer (``learning_rate``, ``wd``, ...).
+    kvstore : str or KVStore
+        How gradients of several devices are combined.
+    compression_params : dict
+        Gradient compression of the KVStore.
+    update_on_kvstore : bool
+        Run the optimizer in the KVStore (default: False).
+    """
+
+    def __init__(self, params, optimizer, optimizer_params=None, kvstore="device",
+                 compression_params=None, update_on_kvstore=None):
+        if isinstance(params, (dict, ParameterDict)):
+            params = list(params.values())
+        if not isinstance(params, (list, tuple)):
+            raise ValueError("First argument must be a list or dict of Parameters, got %s."
+                             % type(params))
+        self._params = []
+        seen = set()
+        for param in params:
+            if not isinstance(param, Parameter):
+                raise ValueError("First argument must be a list or dict of Parameters, got "
+                                 "list of %s." % type(param))
+            if id(param) in seen:
+                raise ValueError("Cannot add the same parameter twice: %s" % param.name)
+            seen.add(id(param))
+            self._params.append(param)
+            param._set_trainer(self)
+        self._compression_params = compression_params
+        self._contexts = self._check_contexts()
+        optimizer_params = optimizer_params if optimizer_params else {}
+        self._init_optimizer(optimizer, optimizer_params)
+        self._scale = self._optimizer.rescale_grad
+        self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore}
+        self._kv_initialized = False
+        self._kvstore = None
+        self._update_on_kvstore = None
+        self._params_to_init = []
+
+    def _check_contexts(self):
+        contexts = None
+        for param in self._params:
+            ctx = param.list_ctx()
+            if contexts is not None and contexts != ctx:
+                raise MXNetError("All Parameters must be initialized on the same set of "
+                                 "contexts, but Parameter %s is initialized on %s while previous "
+                                 "Parameters are initialized on %s."
+                                 % (param.name, str(ctx), str(contexts)))
+            contexts = ctx
+        return contexts
+
+    def _init_optimizer(self, optimizer, optimizer_params):
+        from .. import optimizer as opt
+        param_dict = {i: param for i, param in enumerate(self._params)}
+        if isinstance(optimizer, opt.Optimizer):
+            if optimizer_params:
+                raise ValueError("optimizer_params must be None if optimizer is an instance of "
+                                 "Optimizer instead of str")
+            self._optimizer = optimizer
+            self._optimizer.param_dict = param_dict
+        else:
+            self._optimizer = opt.create(optimizer, param_dict=param_dict, **optimizer_params)
+        self._updaters = [opt.get_updater(self._optimizer) for _ in (self._contexts or [None])]
+
+    def _init_kvstore(self):
+        kv = self._kvstore_params["kvstore"]
+        update_on_kv = self._kvstore_params["update_on_kvstore"]
+        ndev = len(self._contexts or [])
+        if ndev > 1 and kv:
+            from .. import kvstore as kvs
+            if isinstance(kv, str):
+                kv = kvs.create(kv)
+            if self._compression_params:
+                kv.set_gradient_compression(self._compression_params)
+            self._kvstore = kv
+            self._update_on_kvstore = bool(update_on_kv)
+            if self._update_on_kvstore:
+                kv.set_optimizer(self._optimizer)
+        else:
+            if update_on_kv:
+                raise MXNetError("Cannot set update_on_kvstore=True when there is no kvstore "
+                                 "(parameters on %d device)" % ndev)
+            self._kvstore = None
+            self._update_on_kvstore = False
+        self._params_to_init = list(self._params)
+        self._kv_initialized = True
+
+    def _init_params(self):
+        if self._kvstore is None:
+            self._params_to_init = []
+            return
+        left = []
+        for i, param in enumerate(self._params_to_init):
+            if param._deferred_init:
+                left.append(param)
+                continue
+            idx = self._params.index(param)
+            self._kvstore.init(idx, param.list_data()[0])
+            if self._update_on_kvstore and param.grad_req != "null":
+                self._kvstore.pull(idx, out=param.list_data())
+        self._params_to_init = left
+
+    def _reset_kvstore(self):
+        self._kv_initialized = False
+        self._kvstore = None
+        self._params_to_init = list(self._params)
+
+    @property
+    def learning_rate(self):
+        """The optimizer's current learning rate."""
+        return self._optimizer.learning_rate
+
+    @property
+    def optimizer(self):
+        """The Optimizer."""
+        return self._optimizer
+
+    def set_learning_rate(self, lr):
+        """Sets the optimizer's learning rate."""
+        self._optimizer.set_learning_rate(lr)
+
+    def _prepare(self):
+        if not self._kv_initialized:
+            self._init_kvstore()
+        if self._params_to_init:
+            self._init_params()
+
+    def step(self, batch_size, ignore_stale_grad=False):
+        """One update: gradients are scaled by ``1 / batch_size``, combined across
+        devices, and applied by the optimizer."""
+        self._optimizer.rescale_grad = self._scale / batch_size
+        self._prepare()
+        self._allreduce_grads()
+        self._update(ignore_stale_grad)
+
+    def allreduce_grads(self):
+        """Sums the gradients across devices (for a manual ``update`` after, e.g.,
+        gradient clipping)."""
+        self._prepare()
+        if self._kvstore is not None and self._update_on_kvstore:
+            raise MXNetError("allreduce_grads() when parameters are updated on kvstore is not "
+                             "supported. Try setting `update_on_kvstore` to False when creating "
+                             "trainer.")
+        self._allreduce_grads()
+
+    def _allreduce_grads(self):
+        if self._kvstore is None:
+            return
+        for i, param in enumerate(self._params):
+            if param.grad_req == "null":
+                continue
+            grads = param.list_grad()
+            if self._update_on_kvstore:
+                self._kvstore.push(i, grads, priority=-i)
+                self._kvstore.pull(i, out=param.list_data(), priority=-i)
+            else:
+                self._kvstore.push(i, grads, priority=-i)
+                self._kvstore.pull(i, out=grads, priority=-i)
+
+    def update(self, batch_size, ignore_stale_grad=False):
+        """Applies the optimizer to the (already combined) gradients."""
+        self._prepare()
+        if self._kvstore is not None and self._update_on_kvstore:
+            raise MXNetError("update() when parameters are updated on kvstore is not "
+                             "supported. Try setting `update_on_kvstore` to False when creating "
+                             "trainer.")
+        self._optimizer.rescale_grad = self._scale / batch_size
+        self._update(ignore_stale_grad)
+
+    def _update(self, ignore_stale_grad=False):
+        if self._update_on_kvstore:
+            return
+        for i, param in enumerate(self._params):
+            if param.grad_req == "null":
+                continue
+            if param._data is None:
+                if ignore_stale_grad:
+                    continue
+                raise MXNetError("Parameter '%s' has not been initialized (it is deferred until "
+                                 "the first forward pass); run a forward and backward pass "
+                                 "before Trainer.step" % param.name)
+            for upd, arr, grad in zip(self._updaters, param.list_data(), param.list_grad()):
+                upd(i, grad, arr)
+
+    def save_states(self, fname):
+        """Saves the optimizer's states (momentum, ...) to ``fname``."""
+        self._prepare()
+        if self._update_on_kvstore:
+            self._kvstore.save_optimizer_states(fname, dump_optimizer=True)
+        else:
+            with open(fname, "wb") as fout:
+                fout.write(self._updaters[0].get_states(dump_optimizer=True))
+
+    def load_states(self, fname):
+        """Loads optimizer states saved by ``save_states``."""
+        self._prepare()
+        if self._update_on_kvstore:
+            self._kvstore.load_optimizer_states(fname)
+            self._optimizer = self._kvstore._updater.optimizer
+        else:
+            with open(fname, "rb") as f:
+                states = f.read()
+            for updater in self._updaters:
+                updater.set_states(states)
+                updater.optimizer = self._updaters[0].optimizer
+            self._optimizer = self._updaters[0].optimizer
+        self._optimizer.param_dict = {i: param for i, param in enumerate(self._params)}
+

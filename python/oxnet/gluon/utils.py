@@ -1,0 +1,77 @@
+"""Gluon helpers: split a batch over devices, clip gradients by global norm, check
+file hashes."""
+
+import hashlib
+import warnings
+
+import numpy as np
+
+from .. import ndarray
+from ..base import MXNetError
+from .parameter import _add_all
+
+__all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1"]
+
+
+def split_data(data, num_slice, batch_axis=0, even_split=True):
+    """Splits ``data`` into ``num_slice`` slices along ``batch_axis``; with
+    ``even_split=False`` the last slice takes the remainder."""
+    size = data.shape[batch_axis]
+    if even_split and size % num_slice != 0:
+        raise ValueError(
+            "data with shape %s cannot be evenly split into %d slices along axis %d. Use a "
+            "batch size that's multiple of %d or set even_split=False to allow uneven "
+            "partitioning of data." % (str(data.shape), num_slice, batch_axis, num_slice))
+    step = size // num_slice
+    if not even_split and size < num_slice:
+        step = 1
+        num_slice = size
+    if batch_axis == 0:
+        return [data[i * step:(i + 1) * step] if i < num_slice - 1 else data[i * step:size]
+                for i in range(num_slice)]
+    return [ndarray.slice_axis(data, axis=batch_axis, begin=i * step,
+                               end=(i + 1) * step if i < num_slice - 1 else size)
+            for i in range(num_slice)]
+
+
+def split_and_load(data, ctx_list, batch_axis=0, even_split=True):
+    """Splits ``data`` (NDArray or NumPy array) into one slice per context and copies
+    each slice to its context."""
+    if isinstance(data, np.ndarray):
+        data = ndarray.array(data, ctx=ctx_list[0])
+    if len(ctx_list) == 1:
+        return [data.as_in_context(ctx_list[0])]
+    slices = split_data(data, len(ctx_list), batch_axis, even_split)
+    return [i.as_in_context(ctx) for i, ctx in zip(slices, ctx_list)]
+
+
+def clip_global_norm(arrays, max_norm, check_isfinite=True):
+    """Rescales ``arrays`` in place so that the 2-norm of all of them together is at
+    most ``max_norm``; returns that norm (before clipping)."""
+    if len(arrays) == 0:
+        raise MXNetError("clip_global_norm: arrays must not be empty")
+    ctx = arrays[0].context
+    total = _add_all([ndarray.sum(ndarray.square(a)).as_in_context(ctx) for a in arrays])
+    total_norm = ndarray.sqrt(total)
+    if check_isfinite and not np.isfinite(total_norm.asscalar()):
+        warnings.warn(UserWarning("nan or inf is detected. Clipping results will be "
+                                  "undefined."), stacklevel=2)
+    scale = max_norm / (total_norm + 1e-8)
+    scale = ndarray.min(ndarray.concat(scale, ndarray.ones((1,), ctx=ctx), dim=0))
+    for arr in arrays:
+        arr *= scale.as_in_context(arr.context)
+    if check_isfinite:
+        return total_norm.asscalar()
+    return total_norm
+
+
+def check_sha1(filename, sha1_hash):
+    """True when the SHA-1 of the file ``filename`` is ``sha1_hash`` (hex)."""
+    sha1 = hashlib.sha1()
+    with open(filename, "rb") as f:
+        while True:
+            data = f.read(1048576)
+            if not data:
+                break
+            sha1.update(data)
+    return sha1.hexdigest() == sha1_hash

@@ -1,0 +1,223 @@
+"""``mx.kv``: the key-value store for data synchronisation (MXNet's KVStore).
+
+The store lives in Rust (``_core.KVStoreHandle``): its key table is lock-free, pushes
+sum the arrays given for a key as engine operations, pulls copy the stored value
+into every output. This module turns MXNet's argument forms (one key or a list of
+keys; for each key one array or a list of per-device arrays) into the handle's
+calls, and runs a Python updater set with ``_set_updater`` during ``push``.
+
+With ``set_optimizer`` the optimizer's fused update op (``sgd_mom_update``, ...) runs
+inside the store, after the sum, in the same Rust call; the per-key learning rate
+and weight decay (schedule, ``lr_mult``) are computed by the Optimizer object as in
+MXNet.
+"""
+
+from . import _core
+from .base import MXNetError
+from .ndarray import NDArray
+from . import optimizer as opt
+
+__all__ = ["KVStore", "create"]
+
+
+def _is_key(k):
+    return isinstance(k, (int, str, bytes)) and not isinstance(k, bool) or hasattr(k, "__index__")
+
+
+def _arrays(v, what, key):
+    if isinstance(v, NDArray):
+        return [v]
+    if isinstance(v, (list, tuple)) and all(isinstance(x, NDArray) for x in v):
+        return list(v)
+    raise MXNetError("%s: the value of key %r must be an NDArray or a list of NDArrays, got %s"
+                     % (what, key, type(v).__name__))
+
+
+def _pairs(key, value, what):
+    """MXNet's forms to ([keys], [[arrays]])."""
+    if isinstance(key, (list, tuple)):
+        keys = list(key)
+        if not isinstance(value, (list, tuple)):
+            raise MXNetError("%s: %d keys need a list of %d values, got %s"
+                             % (what, len(keys), len(keys), type(value).__name__))
+        if len(value) != len(keys):
+            # a flat list of arrays for one key per device is only valid for one key
+            raise MXNetError("%s: %d keys but %d values (the value list must have one entry per key)"
+                             % (what, len(keys), len(value)))
+        vals = [_arrays(v, what, k) for k, v in zip(keys, value)]
+    else:
+        keys = [key]
+        vals = [_arrays(value, what, key)]
+    for k in keys:
+        if not _is_key(k):
+            raise MXNetError("%s: keys must be int or str, got %s" % (what, type(k).__name__))
+    kinds = {isinstance(k, (str, bytes)) for k in keys}
+    if len(kinds) > 1:
+        raise MXNetError("%s: Mixed key types are not allowed (keys %r)" % (what, keys))
+    return keys, vals
+
+
+def _updater_key(k):
+    # MXNet hands string keys to Python updaters as bytes
+    return k.encode() if isinstance(k, str) else k
+
+
+class KVStore:
+    """A key-value store: ``init``, ``push``, ``pull``, ``pushpull``, ``broadcast``;
+    an updater (``_set_updater``) or an optimizer (``set_optimizer``) merges pushes."""
+
+    def __init__(self, handle):
+        self.handle = handle
+        self._updater = None
+        self._updater_func = None
+        self._optimizer = None
+        self._compression = None
+
+    # -- properties -----------------------------------------------------------------
+
+    @property
+    def type(self):
+        """The type of this store: 'local' or 'device'."""
+        return self.handle.type
+
+    @property
+    def rank(self):
+        """The rank of this worker node (0 for single-machine stores)."""
+        return 0
+
+    @property
+    def num_workers(self):
+        """The number of worker nodes (1 for single-machine stores)."""
+        return 1
+
+    def barrier(self):
+        """Synchronises all workers (nothing to wait for with one worker)."""
+
+    _barrier = barrier
+
+    def _send_command_to_servers(self, head, body):
+        """No servers in a single-machine store."""
+
+    # -- data -----------------------------------------------------------------------
+
+    def init(self, key, value):
+        """Initialises one key or a list of keys with values (copied into the store)."""
+        keys, vals = _pairs(key, value, "init")
+        first = []
+        for k, v in zip(keys, vals):
+            first.append([v[0]])
+        self.handle.init(keys, first)
+
+    def push(self, key, value, priority=0):
+        """Pushes one value or a list of per-device values for each key: they are
+        summed, then the updater (if any) merges the sum into the stored value, else
+        the sum replaces it."""
+        keys, vals = _pairs(key, value, "push")
+        if self._optimizer is not None:
+            ops, attrs, states = [], [], []
+            for k in keys:
+                op, a, s = self._fused_step(k)
+                ops.append(op)
+                attrs.append(a)
+                states.append(s)
+            self.handle.push_update(keys, vals, ops, attrs, states)
+        elif self._updater is not None:
+            # every sum is pushed (and checked) before any updater runs
+            merged = [self.handle.reduce(k, v) for k, v in zip(keys, vals)]
+            for k, m in zip(keys, merged):
+                self._updater(_updater_key(k), m, self.handle.stored(k))
+        else:
+            self.handle.push(keys, vals)
+
+    def pull(self, key, out=None, priority=0, ignore_sparse=True):
+        """Copies the stored value of each key into ``out`` (one array or a list of
+        per-device arrays per key)."""
+        if out is None:
+            raise MXNetError("pull: out is required")
+        keys, outs = _pairs(key, out, "pull")
+        self.handle.pull(keys, outs)
+
+    def pushpull(self, key, value, out=None, priority=0):
+        """``push`` then ``pull`` (into ``value`` when ``out`` is None)."""
+        self.push(key, value, priority)
+        self.pull(key, value if out is None else out, priority)
+
+    def broadcast(self, key, value, out, priority=0):
+        """Initialises keys with ``value`` and pulls them into ``out``."""
+        self.init(key, value)
+        self.pull(key, out=out, priority=priority)
+
+    def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
+        """Sparse storage is not built in oxnet: pulls the whole (dense) value."""
+        raise MXNetError("row_sparse_pull: row_sparse storage is not supported by oxnet")
+
+    # -- updaters -------------------------------------------------------------------
+
+    def _set_updater(self, updater):
+        """Sets a Python function ``updater(key, merged, stored)`` called during push."""
+        self._optimizer = None
+        self._updater = updater
+        self._updater_func = updater
+
+    def _fused_step(self, key):
+        """(op name, attrs, state arrays) of the optimizer's update for ``key``."""
+        upd = self._updater
+        index = _updater_key(key)
+        weight = self.handle.stored(key)
+        if index not in upd.states:
+            upd.states[index] = self._optimizer.create_state_multi_precision(index, weight)
+            upd.states_synced[index] = True
+        elif not upd.states_synced.get(index, True):
+            upd.states[index] = upd.sync_state_context(upd.states[index], weight.context)
+            upd.states_synced[index] = True
+        return self._optimizer._fused_op(index, weight, upd.states[index])
+
+    def set_optimizer(self, optimizer):
+        """Registers an optimizer with the store: every push then runs the optimizer's
+        fused update op on the stored weights inside the store."""
+        if not isinstance(optimizer, opt.Optimizer):
+            raise MXNetError("set_optimizer: expected an Optimizer, got %s" % type(optimizer).__name__)
+        updater = opt.get_updater(optimizer)
+        if optimizer._has_fused_op():
+            self._updater = updater
+            self._optimizer = optimizer
+        else:
+            self._set_updater(updater)
+
+    def set_gradient_compression(self, compression_params):
+        """Turns on gradient compression: ``{'type': '2bit', 'threshold': 0.5}``
+        (``device`` stores; a ``local`` store refuses, as MXNet's does)."""
+        if self.type == "local":
+            raise MXNetError("Gradient compression is not supported for this type of kvstore")
+        if not isinstance(compression_params, dict) or "type" not in compression_params:
+            raise MXNetError("compression_params must be a dict with a 'type' entry")
+        kind = str(compression_params["type"])
+        threshold = float(compression_params.get("threshold", 0.5))
+        self.handle.set_gradient_compression(kind, threshold)
+        self._compression = dict(compression_params)
+
+    def save_optimizer_states(self, fname, dump_optimizer=False):
+        """Saves the optimizer (updater) state to a file."""
+        if self._updater is None or not hasattr(self._updater, "get_states"):
+            raise MXNetError("Cannot save states for distributed training" if self._updater is None
+                             else "save_optimizer_states: the updater is a plain function")
+        with open(fname, "wb") as fout:
+            fout.write(self._updater.get_states(dump_optimizer))
+
+    def load_optimizer_states(self, fname):
+        """Loads the optimizer (updater) state from a file."""
+        if self._updater is None or not hasattr(self._updater, "set_states"):
+            raise MXNetError("Cannot load states for distributed training")
+        with open(fname, "rb") as f:
+            self._updater.set_states(f.read())
+        if self._optimizer is not None:
+            self._optimizer = self._updater.optimizer
+
+
+def create(name="local"):
+    """Creates a new KVStore: 'local' or 'device'. ('nccl' and the 'dist_*' kinds
+    are not built yet and raise MXNetError.)"""
+    if not isinstance(name, str):
+        raise TypeError("name must be a string")
+    return KVStore(_core.KVStoreHandle(name))
+
