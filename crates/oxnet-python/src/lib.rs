@@ -8,6 +8,7 @@ mod array;
 mod convert;
 mod invoke;
 mod io;
+mod symbol;
 
 pyo3::create_exception!(_core, MXNetError, pyo3::exceptions::PyRuntimeError, "Error raised by oxnet (MXNet's MXNetError).");
 
@@ -100,5 +101,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     invoke::add_functions(m)?;
     array::add_functions(m)?;
     io::add_functions(m)?;
+    symbol::add_functions(m)?;
     Ok(())
 }
