@@ -14,6 +14,7 @@ pub mod context;
 pub mod dtype;
 pub mod engine;
 pub mod error;
+pub mod graph;
 pub mod io;
 pub mod kernels;
 pub mod kvstore;

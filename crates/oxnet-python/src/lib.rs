@@ -10,6 +10,7 @@ mod convert;
 mod invoke;
 mod io;
 mod kvstore;
+mod symbol;
 
 pyo3::create_exception!(_core, MXNetError, pyo3::exceptions::PyRuntimeError, "Error raised by oxnet (MXNet's MXNetError).");
 
@@ -104,5 +105,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     io::add_functions(m)?;
     kvstore::add_functions(m)?;
     autograd::add_functions(m)?;
+    symbol::add_functions(m)?;
     Ok(())
 }

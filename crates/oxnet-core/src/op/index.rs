@@ -739,6 +739,7 @@ All other entries in output are 0. On duplicate indices the last one wins.",
             infer_topk,
             topk_compute,
         )
+        .outputs(|p| if p.str("ret_typ") == "both" { 2 } else { 1 })
         .cost(8),
     );
     r.add(

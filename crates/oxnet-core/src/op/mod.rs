@@ -149,6 +149,9 @@ pub struct OpDef {
     pub visible: Option<fn(&Params) -> usize>,
     /// Backward shape inference for symbols; None: the op infers nothing backward.
     pub fill: Option<FillFn>,
+    /// Number of outputs for these parameters (symbols need it before shapes are
+    /// known); None: one output.
+    pub num_outputs: Option<fn(&Params) -> usize>,
 }
 
 impl OpDef {
@@ -170,6 +173,7 @@ impl OpDef {
             mutate: &[],
             visible: None,
             fill: None,
+            num_outputs: None,
         }
     }
     pub const fn aliases(mut self, a: &'static [&'static str]) -> Self {
@@ -211,6 +215,14 @@ impl OpDef {
     pub const fn fill(mut self, f: FillFn) -> Self {
         self.fill = Some(f);
         self
+    }
+    pub const fn outputs(mut self, f: fn(&Params) -> usize) -> Self {
+        self.num_outputs = Some(f);
+        self
+    }
+    /// Number of outputs (visible or not) of a call with these parameters.
+    pub fn num_outputs(&self, params: &Params) -> usize {
+        self.num_outputs.map(|f| f(params)).unwrap_or(1)
     }
 
     /// Names of the inputs of a call with these parameters (variadic inputs are

@@ -1233,7 +1233,8 @@ pub(super) fn register(r: &mut Registry) {
             split_infer,
             split_compute,
         )
-        .aliases(&["split"]),
+        .aliases(&["split"])
+        .outputs(|p| p.int("num_outputs").max(1) as usize),
     );
     r.add(
         OpDef::new(

@@ -1,0 +1,227 @@
+//! Shape and dtype inference over a symbol's graph.
+//!
+//! Forward: an op whose input shapes and dtypes are all known gets its outputs from
+//! its registry `infer`. Backward: an op's `fill` derives unknown input shapes from
+//! the known ones (FullyConnected's weight from its data); before that, each known
+//! input is checked against what the others imply, so a conflict names the op, the
+//! argument and both shapes. Unknown variable dtypes take the dtype of the other
+//! inputs of the op they feed, else float32. Passes repeat until nothing changes.
+
+use super::{Node, Symbol};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::shape::{fmt_shape, Shape};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Inference results for every node output.
+pub struct Inferred {
+    pub topo: Vec<Arc<Node>>,
+    pub index: HashMap<usize, usize>,
+    pub shapes: Vec<Vec<Option<Shape>>>,
+    pub dtypes: Vec<Vec<Option<DType>>>,
+}
+
+impl Inferred {
+    pub fn node_id(&self, n: &Arc<Node>) -> usize {
+        self.index[&(Arc::as_ptr(n) as usize)]
+    }
+    pub fn shape_of(&self, e: &super::Entry) -> Option<&Shape> {
+        self.shapes[self.node_id(&e.node)].get(e.index).and_then(|s| s.as_ref())
+    }
+    pub fn dtype_of(&self, e: &super::Entry) -> Option<DType> {
+        self.dtypes[self.node_id(&e.node)].get(e.index).copied().flatten()
+    }
+    /// The shape and dtype recorded for a variable node.
+    pub fn var(&self, n: &Arc<Node>) -> (Option<&Shape>, Option<DType>) {
+        let i = self.node_id(n);
+        (self.shapes[i][0].as_ref(), self.dtypes[i][0])
+    }
+}
+
+/// A `__shape__` attribute, when fully known (MXNet writes 0 for unknown dims).
+fn attr_shape(n: &Node) -> Option<Shape> {
+    let s = n.attrs.read().get("__shape__").cloned()?;
+    let t = s.trim().trim_start_matches(['(', '[']).trim_end_matches([')', ']']);
+    let mut out = Shape::new();
+    for item in t.split(',') {
+        let item = item.trim();
+        if item.is_empty() {
+            continue;
+        }
+        let d: i64 = item.trim_end_matches('L').parse().ok()?;
+        if d <= 0 {
+            return None;
+        }
+        out.push(d as usize);
+    }
+    Some(out)
+}
+
+fn attr_dtype(n: &Node) -> Option<DType> {
+    let s = n.attrs.read().get("__dtype__").cloned()?;
+    s.trim().parse::<i32>().ok().and_then(|f| DType::from_flag(f).ok())
+}
+
+fn node_desc(n: &Node) -> String {
+    format!("{} ({})", n.name, n.op.map(|o| o.name).unwrap_or("null"))
+}
+
+/// Runs inference. `shapes`/`dtypes` give variables by name. With `shapes_needed`
+/// false (infer_type), outputs of ops whose shapes are unknown take the dtype of
+/// their first input (or of their `dtype` parameter).
+pub fn infer(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<String, DType>, shapes_needed: bool) -> Result<Inferred> {
+    let topo = sym.topo();
+    let index: HashMap<usize, usize> = topo.iter().enumerate().map(|(i, n)| (Arc::as_ptr(n) as usize, i)).collect();
+    let mut sh: Vec<Vec<Option<Shape>>> = topo.iter().map(|n| vec![None; n.num_outputs()]).collect();
+    let mut dt: Vec<Vec<Option<DType>>> = topo.iter().map(|n| vec![None; n.num_outputs()]).collect();
+    for (i, n) in topo.iter().enumerate() {
+        if n.is_var() {
+            sh[i][0] = shapes.get(&n.name).cloned().filter(|s| !s.contains(&0)).or_else(|| attr_shape(n));
+            dt[i][0] = dtypes.get(&n.name).copied().or_else(|| attr_dtype(n));
+        }
+    }
+    let id = |n: &Arc<Node>| index[&(Arc::as_ptr(n) as usize)];
+    let mut defaulted = false;
+    for _pass in 0..(topo.len() + 2) {
+        let mut changed = false;
+        for (ni, n) in topo.iter().enumerate() {
+            let Some(op) = n.op else { continue };
+            let ins: Vec<(usize, usize)> = n.inputs.iter().map(|e| (id(&e.node), e.index)).collect();
+            // Dtypes of unknown variable inputs from the other inputs.
+            if let Some(d) = ins.iter().find_map(|&(s, k)| dt[s].get(k).copied().flatten()) {
+                for &(s, k) in &ins {
+                    if topo[s].is_var() && dt[s][k].is_none() {
+                        dt[s][k] = Some(d);
+                        changed = true;
+                    }
+                }
+            }
+            // Backward shape fill, with conflict checks first.
+            if let Some(fill) = op.fill {
+                let known: Vec<Option<Shape>> = ins.iter().map(|&(s, k)| sh[s].get(k).cloned().flatten()).collect();
+                let names = n.input_names();
+                for i in 0..known.len() {
+                    let Some(given) = &known[i] else { continue };
+                    let mut probe = known.clone();
+                    probe[i] = None;
+                    if fill(&n.params, &mut probe).is_ok() {
+                        if let Some(implied) = &probe[i] {
+                            if implied != given {
+                                let (s, _) = ins[i];
+                                let arg = names.get(i).cloned().unwrap_or_else(|| format!("arg{i}"));
+                                let var = if topo[s].is_var() { format!(" ({})", topo[s].name) } else { String::new() };
+                                return Err(Error::new(format!(
+                                    "Error in operator {}: shape inconsistent for argument '{arg}'{var}: provided {}, but the other inputs imply {}",
+                                    node_desc(n),
+                                    fmt_shape(given),
+                                    fmt_shape(implied)
+                                )));
+                            }
+                        }
+                    }
+                }
+                if known.iter().any(|k| k.is_none()) {
+                    let mut filled = known.clone();
+                    fill(&n.params, &mut filled).map_err(|e| Error::new(format!("{} (in node {})", e.message(), n.name)))?;
+                    for (i, f) in filled.into_iter().enumerate() {
+                        if let (None, Some(f)) = (&known[i], f) {
+                            let (s, k) = ins[i];
+                            sh[s][k] = Some(f);
+                            changed = true;
+                        }
+                    }
+                }
+            }
+            let in_sh: Option<Vec<Shape>> = ins.iter().map(|&(s, k)| sh[s].get(k).cloned().flatten()).collect();
+            let in_dt: Option<Vec<DType>> = ins.iter().map(|&(s, k)| dt[s].get(k).copied().flatten()).collect();
+            let done = sh[ni].first().map(|s| s.is_some()).unwrap_or(true) && dt[ni].first().map(|d| d.is_some()).unwrap_or(true);
+            if done {
+                continue;
+            }
+            match (in_sh, in_dt) {
+                (Some(s), Some(d)) => {
+                    let refs: Vec<&[usize]> = s.iter().map(|x| &x[..]).collect();
+                    let out = op.infer(&n.params, &refs, &d).map_err(|e| {
+                        let m = e.message().to_string();
+                        Error::new(if m.contains(&n.name) { m } else { format!("{m} (in node {})", n.name) })
+                    })?;
+                    if sh[ni].len() < out.len() {
+                        sh[ni].resize(out.len(), None);
+                        dt[ni].resize(out.len(), None);
+                    }
+                    for (k, (s, d)) in out.into_iter().enumerate() {
+                        if let Some(prev) = &sh[ni][k] {
+                            if prev != &s {
+                                return Err(Error::new(format!(
+                                    "Error in operator {}: shape inconsistent for output {k}: the consumers imply {}, the operator computes {}",
+                                    node_desc(n),
+                                    fmt_shape(prev),
+                                    fmt_shape(&s)
+                                )));
+                            }
+                        }
+                        sh[ni][k] = Some(s);
+                        dt[ni][k] = Some(d);
+                    }
+                    changed = true;
+                }
+                (_, Some(d)) if !shapes_needed && dt[ni][0].is_none() => {
+                    let od = n.params.dtype("dtype").or_else(|| d.first().copied()).unwrap_or(DType::F32);
+                    for x in dt[ni].iter_mut() {
+                        *x = Some(od);
+                    }
+                    changed = true;
+                }
+                (_, None) if !shapes_needed && ins.is_empty() && dt[ni][0].is_none() => {
+                    let od = n.params.dtype("dtype").unwrap_or(DType::F32);
+                    for x in dt[ni].iter_mut() {
+                        *x = Some(od);
+                    }
+                    changed = true;
+                }
+                _ => {}
+            }
+        }
+        if !changed {
+            if defaulted || !shapes_needed {
+                break;
+            }
+            // Variables nobody constrains are float32, as in MXNet.
+            defaulted = true;
+            for (i, n) in topo.iter().enumerate() {
+                if n.is_var() && dt[i][0].is_none() {
+                    dt[i][0] = Some(DType::F32);
+                }
+            }
+        }
+    }
+    Ok(Inferred { topo, index, shapes: sh, dtypes: dt })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op::lookup;
+
+    #[test]
+    fn forward_and_conflicts() {
+        let a = Symbol::var("a", vec![]).unwrap();
+        let b = Symbol::var("b", vec![("__shape__".into(), "(2, 3)".into())]).unwrap();
+        let s = Symbol::create(lookup("elemwise_add").unwrap(), "p", vec![], vec![("lhs".into(), Some(a)), ("rhs".into(), Some(b))]).unwrap();
+        let e = Symbol::create(lookup("sum").unwrap(), "s", vec![("axis".into(), "1".into())], vec![("data".into(), Some(s))]).unwrap();
+        let mut m = HashMap::new();
+        m.insert("a".to_string(), Shape::from_slice(&[2, 3]));
+        let r = infer(&e, &m, &HashMap::new(), true).unwrap();
+        assert_eq!(r.shape_of(&e.outputs[0]).unwrap().as_slice(), &[2]);
+        assert_eq!(r.dtype_of(&e.outputs[0]), Some(DType::F32));
+        m.insert("a".to_string(), Shape::from_slice(&[2, 4]));
+        let err = infer(&e, &m, &HashMap::new(), true).err().unwrap();
+        assert!(err.message().contains("elemwise_add") && err.message().contains("(2, 4)"), "{}", err.message());
+        // dtype-only inference
+        let mut d = HashMap::new();
+        d.insert("a".to_string(), DType::F64);
+        let r = infer(&e, &HashMap::new(), &d, false).unwrap();
+        assert_eq!(r.dtype_of(&e.outputs[0]), Some(DType::F64));
+    }
+}

@@ -1,0 +1,204 @@
+//! Symbol and executor handles: `mx.sym.Symbol` and `mx.executor.Executor` wrap
+//! these. The graph, its JSON, inference and execution are all in
+//! `oxnet_core::graph`; this file only converts arguments and results.
+
+use crate::array::NDArray as PyND;
+use crate::convert::{ctx_of, dtype_of};
+use crate::invoke::Op;
+use crate::IntoPy;
+use oxnet_core::graph::{self, GradReq};
+use oxnet_core::shape::Shape;
+use oxnet_core::DType;
+use parking_lot::Mutex;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::collections::HashMap;
+
+#[pyclass(name = "SymbolHandle", module = "oxnet._core", frozen)]
+pub struct SymbolHandle {
+    pub(crate) inner: graph::Symbol,
+}
+
+fn wrap(s: graph::Symbol) -> SymbolHandle {
+    SymbolHandle { inner: s }
+}
+
+type ShapeList = Vec<Option<Vec<usize>>>;
+type DTypeList = Vec<Option<&'static str>>;
+
+#[pymethods]
+impl SymbolHandle {
+    fn to_json(&self) -> String {
+        self.inner.to_json()
+    }
+    fn list_arguments(&self) -> Vec<String> {
+        self.inner.list_arguments()
+    }
+    fn list_outputs(&self) -> Vec<String> {
+        self.inner.list_outputs()
+    }
+    fn list_auxiliary_states(&self) -> Vec<String> {
+        self.inner.list_auxiliary_states()
+    }
+    fn list_inputs(&self) -> Vec<String> {
+        self.inner.list_inputs()
+    }
+    #[getter]
+    fn name(&self) -> Option<String> {
+        self.inner.name()
+    }
+    fn num_outputs(&self) -> usize {
+        self.inner.outputs.len()
+    }
+    fn output(&self, i: usize) -> PyResult<SymbolHandle> {
+        self.inner.output(i).py_err().map(wrap)
+    }
+    fn find_output(&self, name: &str) -> PyResult<usize> {
+        self.inner.find_output(name).py_err()
+    }
+    fn get_internals(&self) -> SymbolHandle {
+        wrap(self.inner.get_internals())
+    }
+    fn get_children(&self) -> Option<SymbolHandle> {
+        self.inner.get_children().map(wrap)
+    }
+    fn attr(&self, key: &str) -> Option<String> {
+        self.inner.attr(key)
+    }
+    fn list_attr(&self) -> Vec<(String, String)> {
+        self.inner.list_attr()
+    }
+    fn attr_dict(&self) -> Vec<(String, Vec<(String, String)>)> {
+        self.inner.attr_dict()
+    }
+    fn set_attr(&self, attrs: Vec<(String, String)>) -> PyResult<()> {
+        self.inner.set_attr(&attrs).py_err()
+    }
+    /// (node name, op name or "null") of each output.
+    fn output_nodes(&self) -> Vec<(String, String)> {
+        self.inner.outputs.iter().map(|e| (e.node.name.clone(), e.node.op.map(|o| o.name).unwrap_or("null").to_string())).collect()
+    }
+    fn compose(&self, positional: Vec<PyRef<'_, SymbolHandle>>, named: Vec<(String, PyRef<'_, SymbolHandle>)>) -> PyResult<SymbolHandle> {
+        let pos: Vec<graph::Symbol> = positional.iter().map(|s| s.inner.clone()).collect();
+        let nam: Vec<(String, graph::Symbol)> = named.iter().map(|(k, s)| (k.clone(), s.inner.clone())).collect();
+        self.inner.compose(&pos, &nam).py_err().map(wrap)
+    }
+    fn check_unique_names(&self) -> PyResult<()> {
+        self.inner.check_unique_names().py_err()
+    }
+    /// Shapes of (arguments, outputs, auxiliary states); None where unknown.
+    fn infer_shape(&self, known: HashMap<String, Vec<usize>>) -> PyResult<(ShapeList, ShapeList, ShapeList)> {
+        self.inner.check_unique_names().py_err()?;
+        let shapes: HashMap<String, Shape> = known.into_iter().map(|(k, v)| (k, Shape::from_slice(&v))).collect();
+        let r = graph::infer::infer(&self.inner, &shapes, &HashMap::new(), true).py_err()?;
+        let (args, aux) = self.inner.var_nodes();
+        let v = |n: &std::sync::Arc<graph::Node>| r.var(n).0.map(|s| s.to_vec());
+        Ok((
+            args.iter().map(v).collect(),
+            self.inner.outputs.iter().map(|e| r.shape_of(e).map(|s| s.to_vec())).collect(),
+            aux.iter().map(v).collect(),
+        ))
+    }
+    /// Dtype names of (arguments, outputs, auxiliary states); None where unknown.
+    fn infer_type(&self, known: &Bound<'_, PyDict>) -> PyResult<(DTypeList, DTypeList, DTypeList)> {
+        self.inner.check_unique_names().py_err()?;
+        let mut dtypes: HashMap<String, DType> = HashMap::new();
+        for (k, v) in known.iter() {
+            dtypes.insert(k.extract()?, dtype_of(&v)?);
+        }
+        let r = graph::infer::infer(&self.inner, &HashMap::new(), &dtypes, false).py_err()?;
+        let (args, aux) = self.inner.var_nodes();
+        let v = |n: &std::sync::Arc<graph::Node>| r.var(n).1.map(|d| d.name());
+        Ok((
+            args.iter().map(v).collect(),
+            self.inner.outputs.iter().map(|e| r.dtype_of(e).map(|d| d.name())).collect(),
+            aux.iter().map(v).collect(),
+        ))
+    }
+    fn __repr__(&self) -> String {
+        match self.inner.name() {
+            Some(n) => format!("<Symbol {n}>"),
+            None => format!(
+                "<Symbol group [{}]>",
+                self.inner.outputs.iter().map(|e| e.node.name.clone()).collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+}
+
+#[pyfunction]
+fn sym_var(name: &str, attrs: Vec<(String, String)>) -> PyResult<SymbolHandle> {
+    graph::Symbol::var(name, attrs).py_err().map(wrap)
+}
+
+#[pyfunction]
+fn sym_create(op: &Op, name: &str, attrs: Vec<(String, String)>, inputs: Vec<(String, Option<PyRef<'_, SymbolHandle>>)>) -> PyResult<SymbolHandle> {
+    let ins = inputs.into_iter().map(|(k, s)| (k, s.map(|s| s.inner.clone()))).collect();
+    graph::Symbol::create(op.def, name, attrs, ins).py_err().map(wrap)
+}
+
+#[pyfunction]
+fn sym_group(syms: Vec<PyRef<'_, SymbolHandle>>) -> SymbolHandle {
+    let v: Vec<graph::Symbol> = syms.iter().map(|s| s.inner.clone()).collect();
+    wrap(graph::Symbol::group(&v))
+}
+
+#[pyfunction]
+fn sym_from_json(text: &str) -> PyResult<SymbolHandle> {
+    graph::Symbol::from_json(text).py_err().map(wrap)
+}
+
+#[pyclass(name = "ExecutorHandle", module = "oxnet._core", frozen)]
+pub struct ExecutorHandle {
+    inner: Mutex<graph::Executor>,
+}
+
+#[pymethods]
+impl ExecutorHandle {
+    #[new]
+    fn new(
+        sym: &SymbolHandle,
+        ctx: &Bound<'_, PyAny>,
+        args: Vec<PyRef<'_, PyND>>,
+        grads: Vec<Option<PyRef<'_, PyND>>>,
+        reqs: Vec<String>,
+        aux: Vec<PyRef<'_, PyND>>,
+    ) -> PyResult<ExecutorHandle> {
+        let ctx = ctx_of(ctx)?;
+        let reqs: Vec<GradReq> = reqs.iter().map(|r| GradReq::parse(r)).collect::<Result<_, _>>().py_err()?;
+        let ex = graph::Executor::bind(
+            &sym.inner,
+            ctx,
+            args.iter().map(|a| a.inner.clone()).collect(),
+            grads.iter().map(|g| g.as_ref().map(|g| g.inner.clone())).collect(),
+            reqs,
+            aux.iter().map(|a| a.inner.clone()).collect(),
+        )
+        .py_err()?;
+        Ok(ExecutorHandle { inner: Mutex::new(ex) })
+    }
+    fn forward(&self, py: Python<'_>, is_train: bool) -> PyResult<()> {
+        py.detach(|| self.inner.lock().forward(is_train)).py_err()
+    }
+    fn backward(&self, py: Python<'_>, out_grads: Vec<Option<PyRef<'_, PyND>>>) -> PyResult<()> {
+        let g: Vec<Option<oxnet_core::NDArray>> = out_grads.iter().map(|g| g.as_ref().map(|g| g.inner.clone())).collect();
+        py.detach(|| self.inner.lock().backward(&g)).py_err()
+    }
+    fn outputs(&self) -> Vec<PyND> {
+        self.inner.lock().outputs.iter().map(|a| PyND::new(a.clone())).collect()
+    }
+    /// (planned bytes of intermediate buffers, bytes without reuse).
+    fn planned_bytes(&self) -> (usize, usize) {
+        self.inner.lock().planned_bytes()
+    }
+}
+
+pub(crate) fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<SymbolHandle>()?;
+    m.add_class::<ExecutorHandle>()?;
+    m.add_function(wrap_pyfunction!(sym_var, m)?)?;
+    m.add_function(wrap_pyfunction!(sym_create, m)?)?;
+    m.add_function(wrap_pyfunction!(sym_group, m)?)?;
+    m.add_function(wrap_pyfunction!(sym_from_json, m)?)?;
+    Ok(())
+}
