@@ -604,6 +604,11 @@ CASES = {
     "batch_dot_ta": (lambda a, b: nd.batch_dot(a, b, transpose_a=True), [rn(2, 3, 2), rn(2, 3, 4)]),
     "batch_dot_tb": (lambda a, b: nd.batch_dot(a, b, transpose_b=True), [rn(2, 2, 3), rn(2, 4, 3)]),
     "batch_dot_tatb": (lambda a, b: nd.batch_dot(a, b, transpose_a=True, transpose_b=True), [rn(2, 3, 2), rn(2, 4, 3)]),
+    "_linalg_gemm2": (lambda a, b: nd.linalg.gemm2(a, b, alpha=1.5), [rn(2, 3), rn(3, 4)]),
+    "_linalg_gemm2_batch_t": (lambda a, b: nd.linalg.gemm2(a, b, transpose_a=True, transpose_b=True),
+                              [rn(2, 3, 2), rn(2, 4, 3)]),
+    "_linalg_gemm": (lambda a, b, c: nd.linalg.gemm(a, b, c, alpha=0.5, beta=2.0),
+                     [rn(2, 3), rn(3, 4), rn(2, 4)]),
 }
 
 
@@ -611,6 +616,15 @@ CASES = {
 def test_numeric_gradient(name):
     fn, location = CASES[name]
     check_numeric_gradient(fn, location, rtol=1e-5, atol=1e-7)
+
+
+def test_gemm2_gradient_axis_not_last_is_error():
+    a, b = var(rn(3, 2, 4)), var(rn(4, 2, 5))
+    with ag.record():
+        y = nd.linalg.gemm2(a, b, axis=0)
+    assert y.shape == (3, 2, 5)
+    with pytest.raises(MXNetError, match="_linalg_gemm2.*axis=-2"):
+        y.backward()
 
 
 def test_cast_gradient_returns_to_input_dtype():

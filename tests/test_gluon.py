@@ -536,3 +536,28 @@ def test_gluon_seed_one_epoch_learns():
     assert m, r.stdout
     loss, train_acc, test_acc = (float(v) for v in m.groups())
     assert loss < 2.0 and train_acc > 0.8 and test_acc > 0.8
+
+
+@_needs("FullyConnected", optimizer=True)
+@pytest.mark.parametrize("update_on_kvstore", [False, True])
+def test_trainer_two_devices_sums_gradients(update_on_kvstore):
+    x = np.random.RandomState(3).randn(4, 3).astype(np.float32)
+    y = np.random.RandomState(4).randn(4, 2).astype(np.float32)
+    results = []
+    for ctxs in ([mx.cpu(0)], [mx.cpu(0), mx.cpu(1)]):
+        net = nn.Dense(2, in_units=3)
+        net.initialize(mx.init.Constant(0.3), ctx=ctxs)
+        kw = {"update_on_kvstore": update_on_kvstore} if len(ctxs) > 1 else {}
+        tr = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.5}, **kw)
+        xs = gluon.utils.split_and_load(x, ctxs)
+        ys = gluon.utils.split_and_load(y, ctxs)
+        with mx.autograd.record():
+            losses = [gluon.loss.L2Loss()(net(a), b) for a, b in zip(xs, ys)]
+        for lo in losses:
+            lo.backward()
+        tr.step(4)
+        ws = [_np(net.weight.data(c)) for c in ctxs]
+        for w in ws[1:]:
+            np.testing.assert_allclose(w, ws[0], rtol=1e-6)
+        results.append(ws[0])
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-5)

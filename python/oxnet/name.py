@@ -1,13 +1,12 @@
-"""``mx.name``: automatic naming. ``NameManager`` hands out ``hint`` + counter names
-(``dense0``, ``dense1``); ``Prefix`` is a manager that prepends a prefix. Gluon blocks
-and symbols draw their default names from the thread's current manager."""
+"""Automatic symbol names (MXNet's ``mx.name``): ``NameManager`` numbers names per
+hint (``fullyconnected0``, ``_mul1``); ``Prefix`` also prepends a prefix. Both are
+context managers; the current manager is per thread."""
 
 import threading
 
 
 class NameManager:
-    """Assigns unique default names: ``get(None, 'conv')`` -> ``conv0``, ``conv1``...
-    Usable as ``with NameManager():`` to start a fresh count."""
+    """Gives each unnamed symbol ``hint + counter``."""
 
     _current = threading.local()
 
@@ -16,7 +15,7 @@ class NameManager:
         self._old_manager = None
 
     def get(self, name, hint):
-        """``name`` when given, else the next ``hint<N>``."""
+        """The name to use: ``name`` when given, else ``hint`` numbered."""
         if name:
             return name
         n = self._counter.get(hint, 0)
@@ -33,16 +32,9 @@ class NameManager:
     def __exit__(self, ptype, value, trace):
         NameManager._current.value = self._old_manager
 
-    @classmethod
-    def current(cls):
-        """The thread's current manager."""
-        if not hasattr(cls._current, "value"):
-            cls._current.value = NameManager()
-        return cls._current.value
-
 
 class Prefix(NameManager):
-    """A name manager that prepends ``prefix`` to every name."""
+    """A name manager that prepends ``prefix`` to every name it gives."""
 
     def __init__(self, prefix):
         super().__init__()
@@ -52,4 +44,12 @@ class Prefix(NameManager):
         return self._prefix + super().get(name, hint)
 
 
-__all__ = ["NameManager", "Prefix"]
+def current():
+    """The name manager of this thread."""
+    if not hasattr(NameManager._current, "value"):
+        NameManager._current.value = NameManager()
+    return NameManager._current.value
+
+
+
+__all__ = ["NameManager", "Prefix", "current"]

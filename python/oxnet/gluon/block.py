@@ -43,7 +43,7 @@ class _BlockScope:
         current = getattr(_BlockScope._current, "value", None)
         if current is None:
             if prefix is None:
-                prefix = _name.NameManager.current().get(None, hint) + "_"
+                prefix = _name.current().get(None, hint) + "_"
             if params is None:
                 params = ParameterDict(prefix)
             else:

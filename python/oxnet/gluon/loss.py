@@ -22,8 +22,9 @@ def _apply_weighting(F, loss, weight=None, sample_weight=None):
 
 
 def _reshape_like(F, x, y):
-    if F is ndarray:
-        return x.reshape(y.shape)
+    # the reshape op (not the view method) so that autograd records it
+    if F is ndarray and x.shape == y.shape:
+        return x
     return F.reshape_like(x, y)
 
 
@@ -234,7 +235,7 @@ class CosineEmbeddingLoss(Loss):
 
     def hybrid_forward(self, F, input1, input2, label, sample_weight=None):
         input1 = _reshape_like(F, input1, input2)
-        label = label.reshape((-1, 1))
+        label = F.reshape(label, shape=(-1, 1))
         cos_sim = self._cosine_similarity(F, input1, input2)
         y_1 = label == 1
         y_minus_1 = label == -1
@@ -246,8 +247,8 @@ class CosineEmbeddingLoss(Loss):
 
     @staticmethod
     def _cosine_similarity(F, x, y, axis=-1):
-        x_norm = F.norm(x, axis=axis).reshape((-1, 1))
-        y_norm = F.norm(y, axis=axis).reshape((-1, 1))
-        x_dot_y = F.sum(x * y, axis=axis).reshape((-1, 1))
+        x_norm = F.reshape(F.norm(x, axis=axis), shape=(-1, 1))
+        y_norm = F.reshape(F.norm(y, axis=axis), shape=(-1, 1))
+        x_dot_y = F.reshape(F.sum(x * y, axis=axis), shape=(-1, 1))
         eps = F.full((1, 1), 1e-12, ctx=x.context) if F is ndarray else F.full((1, 1), 1e-12)
         return x_dot_y / F.broadcast_maximum(x_norm * y_norm, eps)

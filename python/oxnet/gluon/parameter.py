@@ -175,11 +175,8 @@ class Parameter:
         self._shape = new_shape
 
     def _set_trainer(self, trainer):
-        if self._trainer is not None and trainer is not None and self._trainer() is not None \
-                and self._trainer() is not trainer:
-            raise ParameterError(
-                "Failed to set the trainer for Parameter '%s' because it was already set. "
-                "More than one trainers for a single Parameter is not supported." % self.name)
+        """Remembers (weakly) the Trainer updating this parameter; a later Trainer
+        replaces it, as in MXNet for dense parameters."""
         import weakref
         self._trainer = weakref.ref(trainer) if trainer is not None else None
 

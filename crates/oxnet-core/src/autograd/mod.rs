@@ -48,7 +48,6 @@ pub fn set_training(on: bool) -> bool {
     TRAINING.with(|c| c.replace(on))
 }
 
-
 /// How a variable's gradient buffer is updated by [`backward`] (MXNet's `grad_req`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GradReq {
@@ -120,6 +119,22 @@ impl Node {
     }
     fn live(&self) -> bool {
         matches!(self.kind, Kind::Var) || !self.state.lock().freed
+    }
+}
+
+impl Drop for Node {
+    /// Frees the graph above this node iteratively: a long recorded chain (an
+    /// unrolled loop) would otherwise drop recursively, one stack frame set per node.
+    fn drop(&mut self) {
+        let mut stack: Vec<NDArray> = std::mem::take(&mut self.state.get_mut().inputs);
+        while let Some(mut a) = stack.pop() {
+            let Some(e) = a.ag_entry().cloned() else { continue };
+            a.set_ag_entry(None);
+            drop(a);
+            if let Some(mut node) = Arc::into_inner(e.node) {
+                stack.append(&mut node.state.get_mut().inputs);
+            }
+        }
     }
 }
 
@@ -307,7 +322,11 @@ pub fn backward(
             for (i, v) in vs.iter().enumerate() {
                 match v.ag_entry() {
                     Some(e) if e.is_variable() => keys.push(e.key()),
-                    _ => return Err(Error::new(format!("autograd.grad: variable {i} is not marked for gradients (call attach_grad or mark_variables first)"))),
+                    _ => {
+                        return Err(Error::new(format!(
+                            "autograd.grad: variable {i} is not marked for gradients (call attach_grad or mark_variables first)"
+                        )))
+                    }
                 }
             }
             Some(keys)
@@ -417,7 +436,8 @@ pub fn backward(
                         op::invoke(op::lookup("zeros_like")?, &[buf.clone()], Params::default(), Some(out), None)?;
                     }
                     (GradReq::Add, Some(g)) => {
-                        let g = if g.dtype() != buf.dtype() { op::call1("Cast", &[g], &[("dtype", Value::DType(buf.dtype()))])? } else { g };
+                        let g =
+                            if g.dtype() != buf.dtype() { op::call1("Cast", &[g], &[("dtype", Value::DType(buf.dtype()))])? } else { g };
                         op::invoke(op::lookup("elemwise_add")?, &[buf.clone(), g], Params::default(), Some(out), None)?;
                     }
                     (GradReq::Add, None) => {}
@@ -572,6 +592,18 @@ mod tape_tests {
         };
         let e = backward(&[y], &[None], None, false, true, false).unwrap_err();
         assert!(e.message().contains("Operator argmax_channel is non-differentiable"), "{}", e.message());
+    }
+
+    #[test]
+    fn long_chain_drops_without_deep_recursion() {
+        let x = var(&[1.0], GradReq::Write);
+        let _r = Rec::on();
+        let mut y = x.clone();
+        for _ in 0..200_000 {
+            y = call1("_plus_scalar", &[y], &[("scalar", Value::Float(1.0))]).unwrap();
+        }
+        drop(y);
+        assert!(x.ag_entry().unwrap().is_variable());
     }
 
     #[test]

@@ -62,7 +62,8 @@ pub fn sum_to(g: &NDArray, shape: &[usize]) -> Result<NDArray> {
     }
     let lead = gs.len() - shape.len();
     let axes: Vec<i64> = (0..gs.len()).filter(|&i| i < lead || (shape[i - lead] == 1 && gs[i] != 1)).map(|i| i as i64).collect();
-    let s = if axes.is_empty() { g.clone() } else { c("sum", &[g.clone()], &[("axis", Value::Tuple(axes)), ("keepdims", Value::Bool(true))])? };
+    let s =
+        if axes.is_empty() { g.clone() } else { c("sum", &[g.clone()], &[("axis", Value::Tuple(axes)), ("keepdims", Value::Bool(true))])? };
     reshape(&s, shape)
 }
 
@@ -271,7 +272,11 @@ fn g_reshape_like(_: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Gr
 fn g_transpose(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
     let nd = i[0].ndim();
     let axes = p.tuple("axes");
-    let perm: Vec<usize> = if axes.is_empty() { (0..nd).rev().collect() } else { axes.iter().map(|&a| if a < 0 { (a + nd as i64) as usize } else { a as usize }).collect() };
+    let perm: Vec<usize> = if axes.is_empty() {
+        (0..nd).rev().collect()
+    } else {
+        axes.iter().map(|&a| if a < 0 { (a + nd as i64) as usize } else { a as usize }).collect()
+    };
     let mut inv = vec![0usize; nd];
     for (k, &a) in perm.iter().enumerate() {
         inv[a] = k;
@@ -385,7 +390,11 @@ fn g_cast(_: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
 
 /// Indices made valid per `mode` ("clip" or "wrap"), as float positions of g's dtype.
 fn fix_indices(idx: &NDArray, n: usize, mode: &str) -> Result<NDArray> {
-    let idx = if mode == "wrap" { sc("_mod_scalar", idx, n as f64)? } else { c("clip", &[idx.clone()], &[("a_min", Value::Float(0.0)), ("a_max", Value::Float(n as f64 - 1.0))])? };
+    let idx = if mode == "wrap" {
+        sc("_mod_scalar", idx, n as f64)?
+    } else {
+        c("clip", &[idx.clone()], &[("a_min", Value::Float(0.0)), ("a_max", Value::Float(n as f64 - 1.0))])?
+    };
     Ok(idx)
 }
 fn g_take(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
@@ -511,6 +520,38 @@ fn g_batch_dot(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads
     Ok(vec![Some(ga), Some(gb)])
 }
 
+/// `_linalg_gemm2` (`alpha * op(A) op(B)`) and `_linalg_gemm` (`+ beta * C`), with
+/// the matrix axes last (`axis=-2`).
+fn gemm_grads(p: &Params, i: &[NDArray], g: &[NDArray], name: &str) -> Result<(NDArray, NDArray)> {
+    let nd = i[0].ndim();
+    if nd < 2 || norm_ax(p.int("axis"), nd) != nd as i64 - 2 {
+        return Err(Error::op(name, "gradient is only implemented for axis=-2 (matrix axes last)"));
+    }
+    let alpha = p.float("alpha");
+    let to3 = |a: &NDArray| {
+        let s = a.shape();
+        let n = s.len();
+        reshape(a, &[s[..n - 2].iter().product(), s[n - 2], s[n - 1]])
+    };
+    let (a, b, g3) = (to3(&i[0])?, to3(&i[1])?, to3(&g[0])?);
+    let mut r = g_batch_dot(p, &[a, b], &[], &[g3])?;
+    let (ga, gb) = (r.remove(0), r.remove(0));
+    let fix = |x: Option<NDArray>, like: &NDArray| -> Result<NDArray> {
+        let x = x.ok_or_else(|| Error::op(name, "missing gradient"))?;
+        reshape(&sc("_mul_scalar", &x, alpha)?, like.shape())
+    };
+    Ok((fix(ga, &i[0])?, fix(gb, &i[1])?))
+}
+fn g_gemm2(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
+    let (ga, gb) = gemm_grads(p, i, g, "_linalg_gemm2")?;
+    Ok(vec![Some(ga), Some(gb)])
+}
+fn g_gemm(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
+    let (ga, gb) = gemm_grads(p, i, g, "_linalg_gemm")?;
+    let gc = sc("_mul_scalar", &g[0], p.float("beta"))?;
+    Ok(vec![Some(ga), Some(gb), Some(gc)])
+}
+
 /// The gradient registered for the op named `name`, if this module has one.
 pub(super) fn lookup(name: &str) -> Option<GradFn> {
     let f: GradFn = match name {
@@ -594,12 +635,24 @@ pub(super) fn lookup(name: &str) -> Option<GradFn> {
         "softmin" => g_softmin,
         "dot" => g_dot,
         "batch_dot" => g_batch_dot,
+        "_linalg_gemm2" => g_gemm2,
+        "_linalg_gemm" => g_gemm,
         // zero gradient everywhere, as in MXNet
-        "sign" | "floor" | "ceil" | "round" | "rint" | "trunc" | "fix" | "logical_not" | "argmax" | "argmin" | "argsort"
-        | "one_hot" | "zeros_like" | "ones_like" => zero,
-        n if n.starts_with("_equal") || n.starts_with("_not_equal") || n.starts_with("_greater") || n.starts_with("_lesser")
-            || n.starts_with("_logical") || n.starts_with("broadcast_equal") || n.starts_with("broadcast_not_equal")
-            || n.starts_with("broadcast_greater") || n.starts_with("broadcast_lesser") || n.starts_with("broadcast_logical") => zero,
+        "sign" | "floor" | "ceil" | "round" | "rint" | "trunc" | "fix" | "logical_not" | "argmax" | "argmin" | "argsort" | "one_hot"
+        | "zeros_like" | "ones_like" => zero,
+        n if n.starts_with("_equal")
+            || n.starts_with("_not_equal")
+            || n.starts_with("_greater")
+            || n.starts_with("_lesser")
+            || n.starts_with("_logical")
+            || n.starts_with("broadcast_equal")
+            || n.starts_with("broadcast_not_equal")
+            || n.starts_with("broadcast_greater")
+            || n.starts_with("broadcast_lesser")
+            || n.starts_with("broadcast_logical") =>
+        {
+            zero
+        }
         _ => return None,
     };
     Some(f)
