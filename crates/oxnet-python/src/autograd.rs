@@ -42,7 +42,7 @@ fn mark_variable(var: &PyND, grad: &PyND, grad_req: &str) -> PyResult<()> {
 #[pyfunction]
 fn attach_grad(var: &PyND, grad_req: &str) -> PyResult<()> {
     let req = GradReq::parse(grad_req).py_err()?;
-    let g = op::call1("zeros_like", &[var.inner.clone()], &[]).py_err()?;
+    let g = op::call1("zeros_like", std::slice::from_ref(&var.inner), &[]).py_err()?;
     let mut v = var.inner.clone();
     ag::mark_variable(&mut v, g, req).py_err()?;
     *var.ag.lock() = v.ag_entry().cloned();

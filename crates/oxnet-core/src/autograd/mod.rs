@@ -433,7 +433,7 @@ pub fn backward(
                         op::invoke(o, &[g], o.parse(p)?, Some(out), None)?;
                     }
                     (GradReq::Write, None) => {
-                        op::invoke(op::lookup("zeros_like")?, &[buf.clone()], Params::default(), Some(out), None)?;
+                        op::invoke(op::lookup("zeros_like")?, std::slice::from_ref(&buf), Params::default(), Some(out), None)?;
                     }
                     (GradReq::Add, Some(g)) => {
                         let g =

@@ -33,13 +33,13 @@ fn sub(a: &NDArray, b: &NDArray) -> Result<NDArray> {
     c("broadcast_sub", &[a.clone(), b.clone()], &[])
 }
 fn neg(a: &NDArray) -> Result<NDArray> {
-    c("negative", &[a.clone()], &[])
+    c("negative", std::slice::from_ref(a), &[])
 }
 fn un(name: &str, a: &NDArray) -> Result<NDArray> {
-    c(name, &[a.clone()], &[])
+    c(name, std::slice::from_ref(a), &[])
 }
 fn sc(name: &str, a: &NDArray, s: f64) -> Result<NDArray> {
-    c(name, &[a.clone()], &[("scalar", Value::Float(s)), ("is_int", Value::Bool(false))])
+    c(name, std::slice::from_ref(a), &[("scalar", Value::Float(s)), ("is_int", Value::Bool(false))])
 }
 fn tuple(v: &[usize]) -> Value {
     Value::Tuple(v.iter().map(|&x| x as i64).collect())
@@ -63,7 +63,7 @@ pub fn sum_to(g: &NDArray, shape: &[usize]) -> Result<NDArray> {
     let lead = gs.len() - shape.len();
     let axes: Vec<i64> = (0..gs.len()).filter(|&i| i < lead || (shape[i - lead] == 1 && gs[i] != 1)).map(|i| i as i64).collect();
     let s =
-        if axes.is_empty() { g.clone() } else { c("sum", &[g.clone()], &[("axis", Value::Tuple(axes)), ("keepdims", Value::Bool(true))])? };
+        if axes.is_empty() { g.clone() } else { c("sum", std::slice::from_ref(g), &[("axis", Value::Tuple(axes)), ("keepdims", Value::Bool(true))])? };
     reshape(&s, shape)
 }
 
@@ -294,7 +294,7 @@ fn norm_ax(a: i64, nd: usize) -> i64 {
     }
 }
 fn slice_axis(g: &NDArray, axis: usize, b: usize, e: usize) -> Result<NDArray> {
-    c("slice_axis", &[g.clone()], &[("axis", Value::Int(axis as i64)), ("begin", Value::Int(b as i64)), ("end", Value::Int(e as i64))])
+    c("slice_axis", std::slice::from_ref(g), &[("axis", Value::Int(axis as i64)), ("begin", Value::Int(b as i64)), ("end", Value::Int(e as i64))])
 }
 fn g_concat(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
     let ax = norm_ax(p.int("dim"), i[0].ndim()) as usize;
@@ -393,7 +393,7 @@ fn fix_indices(idx: &NDArray, n: usize, mode: &str) -> Result<NDArray> {
     let idx = if mode == "wrap" {
         sc("_mod_scalar", idx, n as f64)?
     } else {
-        c("clip", &[idx.clone()], &[("a_min", Value::Float(0.0)), ("a_max", Value::Float(n as f64 - 1.0))])?
+        c("clip", std::slice::from_ref(idx), &[("a_min", Value::Float(0.0)), ("a_max", Value::Float(n as f64 - 1.0))])?
     };
     Ok(idx)
 }
@@ -453,7 +453,7 @@ fn softmax_common(p: &Params, i: &[NDArray], o: &[NDArray], g: &[NDArray], kind:
     } else {
         (o[0].clone(), g[0].clone())
     };
-    let ssum = |v: &NDArray| c("sum", &[v.clone()], &[("axis", ax.clone()), ("keepdims", Value::Bool(true))]);
+    let ssum = |v: &NDArray| c("sum", std::slice::from_ref(v), &[("axis", ax.clone()), ("keepdims", Value::Bool(true))]);
     let gx = if kind == 1 {
         sub(&gy, &mul(&un("exp", &y)?, &ssum(&gy)?)?)?
     } else {
