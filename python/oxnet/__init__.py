@@ -14,7 +14,16 @@ from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
 from . import ndarray
 from . import ndarray as nd
 from . import random
+from . import name
+from . import attribute
+from .attribute import AttrScope
+from . import symbol
+from . import symbol as sym
+from . import executor
+from . import visualization
+from . import visualization as viz
 from . import test_utils
 
 __all__ = ["nd", "ndarray", "random", "context", "Context", "cpu", "gpu", "cpu_pinned",
-           "current_context", "num_gpus", "MXNetError", "base", "test_utils"]
+           "current_context", "num_gpus", "MXNetError", "base", "test_utils",
+           "sym", "symbol", "executor", "name", "attribute", "AttrScope", "viz", "visualization"]
