@@ -14,6 +14,7 @@ from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
 from . import ndarray
 from . import ndarray as nd
 from . import random
+from . import autograd
 from . import name
 from . import attribute
 from .attribute import AttrScope
@@ -24,6 +25,6 @@ from . import visualization
 from . import visualization as viz
 from . import test_utils
 
-__all__ = ["nd", "ndarray", "random", "context", "Context", "cpu", "gpu", "cpu_pinned",
+__all__ = ["nd", "ndarray", "random", "autograd", "context", "Context", "cpu", "gpu", "cpu_pinned",
            "current_context", "num_gpus", "MXNetError", "base", "test_utils",
            "sym", "symbol", "executor", "name", "attribute", "AttrScope", "viz", "visualization"]

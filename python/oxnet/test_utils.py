@@ -41,5 +41,120 @@ def rand_ndarray(shape, dtype="float32", ctx=None):
     return nd.array(np.random.uniform(-1, 1, size=shape), ctx=ctx, dtype=dtype)
 
 
+def rand_shape_2d(dim0=10, dim1=10, allow_zero_size=False):
+    """A random 2-D shape with dims in [1, dim0] x [1, dim1] (0 allowed if asked)."""
+    low = 0 if allow_zero_size else 1
+    return np.random.randint(low, dim0 + 1), np.random.randint(low, dim1 + 1)
+
+
+def rand_shape_3d(dim0=10, dim1=10, dim2=10, allow_zero_size=False):
+    """A random 3-D shape with dims up to dim0, dim1, dim2."""
+    low = 0 if allow_zero_size else 1
+    return (np.random.randint(low, dim0 + 1), np.random.randint(low, dim1 + 1),
+            np.random.randint(low, dim2 + 1))
+
+
+def rand_shape_nd(num_dim, dim=10, allow_zero_size=False):
+    """A random shape of ``num_dim`` dims, each in [1, dim] (or [0, dim])."""
+    low = 0 if allow_zero_size else 1
+    return tuple(np.random.randint(low, dim + 1, size=num_dim))
+
+
+def random_arrays(*shapes):
+    """Standard-normal float32 NumPy arrays of the given shapes (one array for one shape)."""
+    arrays = [np.array(np.random.randn(), dtype=np.float32) if len(s) == 0
+              else np.random.randn(*s).astype(np.float32) for s in shapes]
+    return arrays[0] if len(arrays) == 1 else arrays
+
+
+def numeric_grad(f, location, eps=1e-4, head_grads=None, dtype=np.float64):
+    """Gradients by central differences.
+
+    ``f`` maps a list of NumPy arrays (``location``) to a list of NumPy outputs; the
+    result is, for each array of ``location``, the gradient of
+    ``sum_k sum(outputs[k] * head_grads[k])`` (head_grads default to ones) with
+    respect to it, in ``dtype``. This is the core that the NDArray and Symbol forms
+    of ``check_numeric_gradient`` share."""
+    location = [np.array(x, dtype=dtype) for x in location]
+    outs = [np.asarray(o, dtype=dtype) for o in f([x.copy() for x in location])]
+    if head_grads is None:
+        head_grads = [np.ones_like(o) for o in outs]
+    head_grads = [np.asarray(h, dtype=dtype) for h in head_grads]
+
+    def loss(loc):
+        return sum(float(np.sum(np.asarray(o, dtype=dtype) * h))
+                   for o, h in zip(f(loc), head_grads))
+
+    grads = []
+    for i, x in enumerate(location):
+        g = np.zeros_like(x)
+        flat = g.reshape(-1)
+        for j in range(x.size):
+            loc = [y.copy() for y in location]
+            loc[i].reshape(-1)[j] += eps
+            fp = loss(loc)
+            loc[i].reshape(-1)[j] -= 2 * eps
+            fm = loss(loc)
+            flat[j] = (fp - fm) / (2 * eps)
+        grads.append(g)
+    return grads
+
+
+def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rtol=None,
+                           atol=None, grad_nodes=None, use_forward_train=True, ctx=None,
+                           grad_stype_dict=None, dtype=np.float64, head_grads=None):
+    """Checks the gradients autograd computes for ``sym`` against central differences.
+
+    ``sym`` is a function of NDArrays returning an NDArray or a list of NDArrays;
+    ``location`` a list (or dict, passed as keyword arguments) of array-likes.
+    ``grad_nodes`` (indices or names) restricts which inputs are checked. Random
+    head gradients are used unless ``head_grads`` is given."""
+    from . import autograd
+    from . import ndarray as nd
+    if not callable(sym):
+        raise TypeError("check_numeric_gradient: expected a function of NDArrays, got %s"
+                        % type(sym).__name__)
+    if aux_states is not None:
+        raise ValueError("check_numeric_gradient: aux_states apply to symbols only")
+    names = list(location.keys()) if isinstance(location, dict) else None
+    values = list(location.values()) if isinstance(location, dict) else list(location)
+    values = [np.array(_as_np(v), dtype=dtype) for v in values]
+    ctx = ctx or default_context()
+    numeric_eps = numeric_eps or (1e-6 if np.dtype(dtype) == np.float64 else 1e-3)
+    rtol = rtol or (1e-4 if np.dtype(dtype) == np.float64 else 1e-2)
+    atol = atol if atol is not None else rtol
+
+    def call(arrays):
+        if names is None:
+            out = sym(*arrays)
+        else:
+            out = sym(**dict(zip(names, arrays)))
+        return [out] if isinstance(out, nd.NDArray) else list(out)
+
+    def forward_np(loc):
+        with autograd.pause(train_mode=use_forward_train):
+            return [o.asnumpy() for o in call([nd.array(x, ctx=ctx, dtype=dtype) for x in loc])]
+
+    outs = forward_np(values)
+    if head_grads is None:
+        head_grads = [np.random.normal(size=o.shape).astype(dtype) for o in outs]
+    checked = range(len(values))
+    if grad_nodes is not None:
+        checked = [names.index(n) if isinstance(n, str) else n for n in grad_nodes]
+    arrays = [nd.array(x, ctx=ctx, dtype=dtype) for x in values]
+    for i in checked:
+        arrays[i].attach_grad()
+    with autograd.record(train_mode=use_forward_train):
+        ys = call(arrays)
+    autograd.backward(ys, [nd.array(h, ctx=ctx, dtype=dtype) for h in head_grads],
+                      train_mode=use_forward_train)
+    numeric = numeric_grad(forward_np, values, eps=numeric_eps, head_grads=head_grads, dtype=dtype)
+    for i in checked:
+        label = names[i] if names else "input %d" % i
+        assert_almost_equal(arrays[i].grad.asnumpy(), numeric[i], rtol=rtol, atol=atol,
+                            names=("autograd gradient of %s" % label, "numeric gradient"))
+
+
 __all__ = ["default_context", "set_default_context", "almost_equal", "assert_almost_equal",
-           "same", "rand_ndarray"]
+           "same", "rand_ndarray", "rand_shape_2d", "rand_shape_3d", "rand_shape_nd",
+           "random_arrays", "numeric_grad", "check_numeric_gradient"]

@@ -15,13 +15,44 @@ use std::sync::OnceLock;
 
 #[pyclass(name = "NDArray", module = "oxnet.ndarray", subclass, weakref, frozen)]
 pub struct NDArray {
+    /// The array, without its autograd entry (kept in `ag`).
     pub(crate) inner: oxnet_core::NDArray,
     pub(crate) writable: bool,
+    /// The autograd entry (set by attach_grad and by recorded ops writing here).
+    pub(crate) ag: parking_lot::Mutex<Option<oxnet_core::autograd::Entry>>,
 }
 
 impl NDArray {
-    pub(crate) fn new(inner: oxnet_core::NDArray) -> Self {
-        NDArray { inner, writable: true }
+    pub(crate) fn new(mut inner: oxnet_core::NDArray) -> Self {
+        let e = inner.ag_entry().cloned();
+        if e.is_some() {
+            inner.set_ag_entry(None);
+        }
+        NDArray { inner, writable: true, ag: parking_lot::Mutex::new(e) }
+    }
+    pub(crate) fn view(inner: oxnet_core::NDArray, writable: bool) -> Self {
+        NDArray { inner, writable, ag: parking_lot::Mutex::new(None) }
+    }
+    /// The array with its autograd entry while recording (the entry matters only
+    /// to recorded ops); outside recording, just the array.
+    pub(crate) fn arr(&self) -> oxnet_core::NDArray {
+        let mut a = self.inner.clone();
+        if oxnet_core::autograd::is_recording() {
+            a.set_ag_entry(self.ag.lock().clone());
+        }
+        a
+    }
+    /// The array with its autograd entry, always.
+    pub(crate) fn with_entry(&self) -> oxnet_core::NDArray {
+        let mut a = self.inner.clone();
+        a.set_ag_entry(self.ag.lock().clone());
+        a
+    }
+    /// Takes the entry a recorded op gave to `res` (an array written in place).
+    pub(crate) fn take_entry_of(&self, res: &oxnet_core::NDArray) {
+        if oxnet_core::autograd::is_recording() {
+            *self.ag.lock() = res.ag_entry().cloned();
+        }
     }
 }
 
@@ -118,23 +149,24 @@ impl NDArray {
         let (arr_op, sc_op, rsc_op) = hot().bin[kind as usize];
         let out_vec;
         let out = if inplace {
-            out_vec = [me.inner.clone()];
+            out_vec = [me.arr()];
             Some(&out_vec[..])
         } else {
             None
         };
         let res = if let Ok(o) = other.cast::<NDArray>() {
-            let o = &o.get().inner;
-            let ins = if reverse { [o.clone(), me.inner.clone()] } else { [me.inner.clone(), o.clone()] };
+            let o = o.get().arr();
+            let ins = if reverse { [o, me.arr()] } else { [me.arr(), o] };
             op::invoke(arr_op, &ins, Params::default(), out, None)
         } else if let Some((v, is_int)) = scalar_of(other) {
             let op = if reverse { rsc_op.unwrap_or(sc_op) } else { sc_op };
-            op::invoke(op, std::slice::from_ref(&me.inner), scalar_params(v, is_int), out, None)
+            op::invoke(op, &[me.arr()], scalar_params(v, is_int), out, None)
         } else {
             return Ok(py.NotImplemented());
         };
         let mut res = res.py_err()?;
         if inplace {
+            me.take_entry_of(&res[0]);
             return Ok(slf.clone().into_any().unbind());
         }
         Ok(Py::new(py, NDArray::new(res.remove(0)))?.into_any())
@@ -249,15 +281,15 @@ impl NDArray {
 
     /// The view `self[begin:end]` along the first axis (shares memory).
     fn _slice(&self, begin: usize, end: usize) -> PyResult<NDArray> {
-        Ok(NDArray { inner: self.inner.slice_view(begin, end).py_err()?, writable: self.writable })
+        Ok(NDArray::view(self.inner.slice_view(begin, end).py_err()?, self.writable))
     }
     /// The view `self[i]` (shares memory).
     fn _at(&self, i: usize) -> PyResult<NDArray> {
-        Ok(NDArray { inner: self.inner.at(i).py_err()?, writable: self.writable })
+        Ok(NDArray::view(self.inner.at(i).py_err()?, self.writable))
     }
     /// A view with another shape of the same size (shares memory).
     fn _reshape_view(&self, shape: Vec<usize>) -> PyResult<NDArray> {
-        Ok(NDArray { inner: self.inner.reshape_view(&shape).py_err()?, writable: self.writable })
+        Ok(NDArray::view(self.inner.reshape_view(&shape).py_err()?, self.writable))
     }
     /// True when both arrays share memory.
     fn _same_chunk(&self, other: &NDArray) -> bool {
@@ -265,7 +297,7 @@ impl NDArray {
     }
     /// A read-only (or writable) handle on the same data.
     fn _with_writable(&self, writable: bool) -> NDArray {
-        NDArray { inner: self.inner.clone(), writable }
+        NDArray::view(self.inner.clone(), writable)
     }
     /// Copies a C-contiguous NumPy array of exactly this size and dtype into the array
     /// (blocks until written).
@@ -350,7 +382,7 @@ impl NDArray {
         Self::binary(slf, o, Bin::Pow, true, false)
     }
     fn __neg__(slf: &Bound<'_, Self>) -> PyResult<NDArray> {
-        let r = op::invoke(hot().neg, std::slice::from_ref(&slf.get().inner), Params::default(), None, None).py_err()?;
+        let r = op::invoke(hot().neg, &[slf.get().arr()], Params::default(), None, None).py_err()?;
         Ok(NDArray::new(r.into_iter().next().unwrap()))
     }
     fn __richcmp__(slf: &Bound<'_, Self>, o: &Bound<'_, PyAny>, cmp: CompareOp) -> PyResult<Py<PyAny>> {
@@ -403,12 +435,16 @@ fn copyto(src: &NDArray, dst: &NDArray) -> PyResult<()> {
         Some(d) => def.parse(vec![("dtype".to_string(), Value::DType(d))]).py_err()?,
         None => Params::default(),
     };
+    let dst_arr = [dst.arr()];
     if s == "Cast" && src.inner.ctx() != dst.inner.ctx() {
-        let tmp = op::invoke(def, std::slice::from_ref(&src.inner), params, None, None).py_err()?;
-        op::invoke(op::lookup("_copyto").py_err()?, &tmp, Params::default(), Some(std::slice::from_ref(&dst.inner)), None).py_err()?;
+        let tmp = op::invoke(def, &[src.arr()], params, None, None).py_err()?;
+        let res = op::invoke(op::lookup("_copyto").py_err()?, &tmp, Params::default(), Some(&dst_arr), None).py_err()?;
+        dst.take_entry_of(&res[0]);
         return Ok(());
     }
-    op::invoke(def, std::slice::from_ref(&src.inner), params, Some(std::slice::from_ref(&dst.inner)), None).py_err()?;
+    // Recorded while recording (MXNet's copyto is the `_copyto` op).
+    let res = op::invoke(def, &[src.arr()], params, Some(&dst_arr), None).py_err()?;
+    dst.take_entry_of(&res[0]);
     Ok(())
 }
 

@@ -82,7 +82,7 @@ fn collect_inputs<'py>(def: &'static OpDef, obj: &Bound<'py, PyAny>, names: &[&s
         return Err(err(Error::op(def.name, format!("required input '{}' is missing", names.get(idx).unwrap_or(&"data")))));
     }
     if let Ok(a) = obj.cast::<PyND>() {
-        out.push(a.get().inner.clone());
+        out.push(a.get().arr());
         return Ok(());
     }
     if matches!(def.inputs, Arity::Variadic { .. }) && (obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>()) {
@@ -106,15 +106,31 @@ fn outputs_of(obj: &Bound<'_, PyAny>) -> PyResult<Vec<oxnet_core::NDArray>> {
         if !a.get().writable {
             return Err(err(Error::new("trying to write to a readonly NDArray")));
         }
-        return Ok(vec![a.get().inner.clone()]);
+        return Ok(vec![a.get().arr()]);
     }
     let mut v = Vec::new();
     for item in obj.try_iter()? {
         let item = item?;
         let a = item.cast::<PyND>().map_err(|_| err(Error::new("out must be an NDArray or a list of NDArrays")))?;
-        v.push(a.get().inner.clone());
+        v.push(a.get().arr());
     }
     Ok(v)
+}
+
+/// Hands the autograd entries of a recorded op's outputs to the `out` arrays.
+fn give_entries(obj: &Bound<'_, PyAny>, res: &[oxnet_core::NDArray]) -> PyResult<()> {
+    if let Ok(a) = obj.cast::<PyND>() {
+        if let Some(r) = res.first() {
+            a.get().take_entry_of(r);
+        }
+        return Ok(());
+    }
+    for (item, r) in obj.try_iter()?.zip(res) {
+        if let Ok(a) = item?.cast::<PyND>() {
+            a.get().take_entry_of(r);
+        }
+    }
+    Ok(())
 }
 
 /// A parameter conversion error, naming the op and the parameter.
@@ -190,6 +206,9 @@ fn invoke<'py>(
     result.truncate(def.num_visible(&params, result.len()));
     if let Some(o) = out {
         if !o.is_none() && !is_null(o) {
+            if oxnet_core::autograd::is_recording() {
+                give_entries(o, &result)?;
+            }
             return Ok(o.clone().unbind());
         }
     }

@@ -5,6 +5,7 @@
 use pyo3::prelude::*;
 
 mod array;
+mod autograd;
 mod convert;
 mod invoke;
 mod io;
@@ -102,5 +103,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     array::add_functions(m)?;
     io::add_functions(m)?;
     symbol::add_functions(m)?;
+    autograd::add_functions(m)?;
     Ok(())
 }

@@ -503,6 +503,59 @@ def _broadcast_like(self, other, **kwargs):
     return _broadcast_to(self, other.shape)
 
 
+# ---------------------------------------------------------------------------
+# Autograd methods (the tape is in Rust: oxnet_core::autograd)
+
+
+def _attach_grad(self, grad_req='write', stype=None):
+    """Attach a gradient buffer to this NDArray, so that `backward`
+    can compute gradient with respect to it.
+
+    The gradient is initialized to zeros.
+
+    Parameters
+    ----------
+    grad_req : {'write', 'add', 'null'}
+        How gradient will be accumulated.
+        - 'write': gradient will be overwritten on every backward.
+        - 'add': gradient will be added to existing value on every backward.
+        - 'null': do not compute gradient for this NDArray.
+    stype : str, optional
+        The storage type of the gradient array. Defaults to the same stype of this NDArray
+        (only 'default' is supported).
+    """
+    if stype is not None and stype != "default":
+        raise MXNetError("attach_grad: only stype='default' gradients are supported, got %r" % (stype,))
+    _core.attach_grad(self, grad_req)
+
+
+def _grad(self):
+    """Returns gradient buffer attached to this NDArray."""
+    return _core.get_grad(self)
+
+
+def _detach(self):
+    """Returns a new NDArray, detached from the current graph."""
+    return _core.detach(self)
+
+
+def _backward(self, out_grad=None, retain_graph=False, train_mode=True):
+    """Compute the gradients of this NDArray w.r.t variables.
+
+    Parameters
+    ----------
+    out_grad : NDArray, optional
+        Gradient with respect to head.
+    retain_graph : bool, optional
+        Whether to retain the computaion graph for another backward
+        pass on the same graph. By default the computaion history
+        is cleared.
+    train_mode : bool, optional
+        Whether to compute gradient for training or inference.
+    """
+    _core.backward([self], [out_grad], None, bool(retain_graph), bool(train_mode), False)
+
+
 def _install():
     NDArray.context = property(_context)
     NDArray.ctx = property(_context)
@@ -527,6 +580,12 @@ def _install():
     NDArray.T = property(_T)
     NDArray.reshape = _reshape
     NDArray.__array_priority__ = 1000.0
+    NDArray.attach_grad = _attach_grad
+    NDArray.grad = property(_grad)
+    NDArray.detach = _detach
+    NDArray.backward = _backward
+    NDArray._fresh_grad = property(lambda self: _core.get_fresh_grad(self),
+                                   lambda self, v: _core.set_fresh_grad(self, bool(v)))
 
 
 _install()

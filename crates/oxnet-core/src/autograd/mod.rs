@@ -3,10 +3,25 @@
 //! not record another thread's ops). [`crate::op::invoke`] reads the training flag
 //! when it pushes an op and hands it to the compute as `OpCall::is_train`.
 //!
-//! The tape itself (recording invoked ops and running their registry gradients
-//! backward) lives here too.
+//! The tape: while recording, [`crate::op::invoke`] calls [`record`] for every op
+//! one of whose inputs is in a graph (a variable marked by [`mark_variable`], i.e.
+//! `attach_grad`, or the output of a recorded op). A recorded op becomes a [`Node`]
+//! holding the op, its parameters, its input arrays (with their entries: the graph's
+//! edges) and its output arrays; each output array gets an [`Entry`] pointing at the
+//! node. [`backward`] walks the nodes reachable from the heads in reverse
+//! topological order, calls each op's registry gradient (which runs registry ops,
+//! so it is asynchronous like any op), sums the gradients of arrays used several
+//! times and writes or adds them into the variables' gradient buffers.
+//!
+//! Ops invoked while not recording pay one thread-local flag check.
 
+use crate::error::{Error, Result};
+use crate::ndarray::NDArray;
+use crate::op::{self, OpDef, Params, Value};
+use parking_lot::Mutex;
 use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::Arc;
 
 thread_local! {
     static RECORDING: Cell<bool> = const { Cell::new(false) };
@@ -33,6 +48,403 @@ pub fn set_training(on: bool) -> bool {
     TRAINING.with(|c| c.replace(on))
 }
 
+
+/// How a variable's gradient buffer is updated by [`backward`] (MXNet's `grad_req`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GradReq {
+    Null,
+    Write,
+    Add,
+}
+
+impl GradReq {
+    /// Parses MXNet's names (`'null'`, `'write'`, `'add'`; `'inplace'` is `write`).
+    pub fn parse(s: &str) -> Result<GradReq> {
+        match s {
+            "null" => Ok(GradReq::Null),
+            "write" | "inplace" => Ok(GradReq::Write),
+            "add" => Ok(GradReq::Add),
+            _ => Err(Error::new(format!("grad_req must be one of 'null', 'write', 'add', got '{s}'"))),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            GradReq::Null => "null",
+            GradReq::Write => "write",
+            GradReq::Add => "add",
+        }
+    }
+}
+
+/// A gradient computed outside the registry (a Python `autograd.Function`): gets
+/// the gradients of the outputs, returns those of the inputs (None: zero).
+pub trait CustomGrad: Send + Sync {
+    fn name(&self) -> &str;
+    fn backward(&self, out_grads: &[NDArray], is_train: bool) -> Result<Vec<Option<NDArray>>>;
+}
+
+enum Kind {
+    Var,
+    Op { op: &'static OpDef, params: Params },
+    Custom(Arc<dyn CustomGrad>),
+}
+
+#[derive(Default)]
+struct State {
+    /// Inputs as given to the op, with their entries (the edges of the graph).
+    inputs: Vec<NDArray>,
+    /// Outputs, without entries (an entry points back at this node).
+    outputs: Vec<NDArray>,
+    /// Set once a backward without `retain_graph` has run through the node.
+    freed: bool,
+    /// Variables: the gradient buffer and how it is updated.
+    grad: Option<NDArray>,
+    req: Option<GradReq>,
+    /// Variables: set by backward, cleared by the user (MXNet's `_fresh_grad`).
+    fresh: bool,
+}
+
+/// One node of a recorded graph: a variable or a recorded op.
+pub struct Node {
+    kind: Kind,
+    state: Mutex<State>,
+}
+
+impl Node {
+    fn name(&self) -> &str {
+        match &self.kind {
+            Kind::Var => "variable",
+            Kind::Op { op, .. } => op.name,
+            Kind::Custom(c) => c.name(),
+        }
+    }
+    fn live(&self) -> bool {
+        matches!(self.kind, Kind::Var) || !self.state.lock().freed
+    }
+}
+
+/// An array's place in a graph: the node that produced it and which output it is.
+#[derive(Clone)]
+pub struct Entry {
+    node: Arc<Node>,
+    index: usize,
+}
+
+impl Entry {
+    fn key(&self) -> (usize, usize) {
+        (Arc::as_ptr(&self.node) as usize, self.index)
+    }
+    /// True for a variable's entry (made by [`mark_variable`]).
+    pub fn is_variable(&self) -> bool {
+        matches!(self.node.kind, Kind::Var)
+    }
+    /// True while the entry can still be differentiated (variables always; op
+    /// outputs until a backward without `retain_graph` frees their graph).
+    pub fn is_live(&self) -> bool {
+        self.node.live()
+    }
+    /// A variable's gradient buffer.
+    pub fn grad(&self) -> Option<NDArray> {
+        self.node.state.lock().grad.clone()
+    }
+    /// A variable's grad_req.
+    pub fn grad_req(&self) -> Option<GradReq> {
+        self.node.state.lock().req
+    }
+    /// A variable's fresh-gradient flag (set by backward).
+    pub fn fresh_grad(&self) -> bool {
+        self.node.state.lock().fresh
+    }
+    pub fn set_fresh_grad(&self, v: bool) {
+        self.node.state.lock().fresh = v;
+    }
+}
+
+fn live_entry(a: &NDArray) -> Option<&Entry> {
+    a.ag_entry().filter(|e| e.is_live())
+}
+
+/// Makes `var` a variable of autograd with gradient buffer `grad` (same shape)
+/// updated per `req` (MXNet's `mark_variables`, behind `attach_grad`).
+pub fn mark_variable(var: &mut NDArray, grad: NDArray, req: GradReq) -> Result<()> {
+    if grad.shape() != var.shape() {
+        return Err(Error::new(format!(
+            "mark_variables: gradient buffer of shape {} for a variable of shape {}",
+            crate::shape::fmt_shape(grad.shape()),
+            crate::shape::fmt_shape(var.shape())
+        )));
+    }
+    let state = State { grad: Some(grad.detach()), req: Some(req), ..State::default() };
+    var.set_ag_entry(Some(Entry { node: Arc::new(Node { kind: Kind::Var, state: Mutex::new(state) }), index: 0 }));
+    Ok(())
+}
+
+const IN_GRAPH_MSG: &str = "Assigning to NDArrays that are already in a computational graph will cause undefined behavior when evaluating gradients. Please call backward first to clear the graph or do this out side of a record section. Also note that you cannot use inplace operations like +=, *=, relu(x, out=x), y[idx]=x, etc inside a record section.";
+
+/// While recording, writing into an array that is in a graph is an error (as in
+/// MXNet). Called by invoke before anything is pushed.
+pub fn check_outputs(op_name: &str, outs: &[NDArray]) -> Result<()> {
+    if outs.iter().any(|o| live_entry(o).is_some()) {
+        return Err(Error::op(op_name, IN_GRAPH_MSG));
+    }
+    Ok(())
+}
+
+fn record_node(kind: Kind, inputs: &[NDArray], outputs: &mut [NDArray]) {
+    if !inputs.iter().any(|a| live_entry(a).is_some()) {
+        for o in outputs.iter_mut() {
+            o.set_ag_entry(None);
+        }
+        return;
+    }
+    let state = State { inputs: inputs.to_vec(), outputs: outputs.iter().map(|o| o.detach()).collect(), ..State::default() };
+    let node = Arc::new(Node { kind, state: Mutex::new(state) });
+    for (i, o) in outputs.iter_mut().enumerate() {
+        o.set_ag_entry(Some(Entry { node: node.clone(), index: i }));
+    }
+}
+
+/// Records one invoked op (called by [`crate::op::invoke`] while recording): when
+/// an input is in a graph, the outputs get entries pointing at a new node.
+pub fn record(op: &'static OpDef, params: &Params, inputs: &[NDArray], outputs: &mut [NDArray]) {
+    record_node(Kind::Op { op, params: params.clone() }, inputs, outputs)
+}
+
+/// Records a custom function (Python's `autograd.Function`): `outputs` get entries
+/// whose backward calls `grad`.
+pub fn record_custom(grad: Arc<dyn CustomGrad>, inputs: &[NDArray], outputs: &mut [NDArray]) {
+    record_node(Kind::Custom(grad), inputs, outputs)
+}
+
+/// Restores the recording and training flags when dropped.
+struct FlagGuard(bool, bool);
+impl Drop for FlagGuard {
+    fn drop(&mut self) {
+        set_recording(self.0);
+        set_training(self.1);
+    }
+}
+
+const NOT_IN_GRAPH_MSG: &str = "Cannot differentiate node because it is not in a computational graph. You need to set is_recording to true or use autograd.record() to save computational graphs for backward. If you want to differentiate the same graph twice, you need to pass retain_graph=True to backward.";
+
+fn add_grad(grads: &mut HashMap<(usize, usize), NDArray>, key: (usize, usize), g: NDArray) -> Result<()> {
+    let g = match grads.remove(&key) {
+        Some(prev) => op::call1("elemwise_add", &[prev, g], &[])?,
+        None => g,
+    };
+    grads.insert(key, g);
+    Ok(())
+}
+
+/// Nodes reachable from `heads`, inputs before the nodes that use them.
+fn topo_order(heads: &[&Entry]) -> Vec<Arc<Node>> {
+    let mut order = Vec::new();
+    let mut seen: std::collections::HashSet<usize> = std::collections::HashSet::new();
+    // Iterative post-order DFS: (node, expanded?).
+    let mut stack: Vec<(Arc<Node>, bool)> = heads.iter().rev().map(|e| (e.node.clone(), false)).collect();
+    while let Some((node, expanded)) = stack.pop() {
+        let key = Arc::as_ptr(&node) as usize;
+        if expanded {
+            order.push(node);
+            continue;
+        }
+        if !seen.insert(key) {
+            continue;
+        }
+        let children: Vec<Arc<Node>> = node.state.lock().inputs.iter().filter_map(|a| live_entry(a).map(|e| e.node.clone())).collect();
+        stack.push((node, true));
+        for c in children.into_iter().rev() {
+            if !seen.contains(&(Arc::as_ptr(&c) as usize)) {
+                stack.push((c, false));
+            }
+        }
+    }
+    order
+}
+
+/// Runs backward from `heads` (MXNet's `autograd.backward`): `head_grads[i]` is the
+/// gradient of `heads[i]` (None: ones). Without `variables`, every variable reached
+/// gets its gradient written or added into its buffer per its grad_req, and None is
+/// returned; with `variables`, their gradients are returned instead (MXNet's
+/// `autograd.grad`) and no buffer is touched. Without `retain_graph` the graph is
+/// freed: a second backward through it is an error. Ops run in training mode when
+/// `train_mode`. Higher-order gradients (`create_graph`) are not supported yet.
+pub fn backward(
+    heads: &[NDArray],
+    head_grads: &[Option<NDArray>],
+    variables: Option<&[NDArray]>,
+    retain_graph: bool,
+    train_mode: bool,
+    create_graph: bool,
+) -> Result<Option<Vec<NDArray>>> {
+    if create_graph {
+        return Err(Error::new("autograd: create_graph=True (higher-order gradients) is not supported by oxnet yet"));
+    }
+    if heads.is_empty() {
+        return Err(Error::new("autograd.backward: heads must not be empty"));
+    }
+    if head_grads.len() != heads.len() {
+        return Err(Error::new(format!("autograd.backward: {} heads but {} head gradients", heads.len(), head_grads.len())));
+    }
+    let mut head_entries = Vec::with_capacity(heads.len());
+    for h in heads {
+        head_entries.push(live_entry(h).ok_or_else(|| Error::new(NOT_IN_GRAPH_MSG))?);
+    }
+    for (i, (h, g)) in heads.iter().zip(head_grads).enumerate() {
+        if let Some(g) = g {
+            if g.shape() != h.shape() {
+                return Err(Error::new(format!(
+                    "autograd.backward: head gradient {i} has shape {} but the head has shape {}",
+                    crate::shape::fmt_shape(g.shape()),
+                    crate::shape::fmt_shape(h.shape())
+                )));
+            }
+        }
+    }
+    let var_keys: Option<Vec<(usize, usize)>> = match variables {
+        Some(vs) => {
+            let mut keys = Vec::with_capacity(vs.len());
+            for (i, v) in vs.iter().enumerate() {
+                match v.ag_entry() {
+                    Some(e) if e.is_variable() => keys.push(e.key()),
+                    _ => return Err(Error::new(format!("autograd.grad: variable {i} is not marked for gradients (call attach_grad or mark_variables first)"))),
+                }
+            }
+            Some(keys)
+        }
+        None => None,
+    };
+    let order = topo_order(&head_entries);
+    let wants = |n: &Node| matches!(n.kind, Kind::Var) && n.state.lock().req.is_some_and(|r| r != GradReq::Null);
+    if variables.is_none() && !order.iter().any(|n| wants(n)) {
+        return Err(Error::new("There are no inputs in computation graph that require gradients."));
+    }
+
+    let _guard = FlagGuard(set_recording(false), set_training(train_mode));
+    let mut grads: HashMap<(usize, usize), NDArray> = HashMap::new();
+    for ((h, e), g) in heads.iter().zip(&head_entries).zip(head_grads) {
+        let g = match g {
+            Some(g) => g.detach(),
+            None => op::call1("ones_like", &[h.detach()], &[])?,
+        };
+        add_grad(&mut grads, e.key(), g)?;
+    }
+
+    for node in order.iter().rev() {
+        let ptr = Arc::as_ptr(node) as usize;
+        if matches!(node.kind, Kind::Var) {
+            continue;
+        }
+        let (inputs, outputs) = {
+            let st = node.state.lock();
+            (st.inputs.clone(), st.outputs.clone())
+        };
+        let mut any = false;
+        let mut out_grads = Vec::with_capacity(outputs.len());
+        for (i, o) in outputs.iter().enumerate() {
+            match grads.remove(&(ptr, i)) {
+                Some(g) => {
+                    any = true;
+                    out_grads.push(g);
+                }
+                None => out_grads.push(op::call1("zeros_like", std::slice::from_ref(o), &[])?),
+            }
+        }
+        if !any {
+            continue;
+        }
+        let plain_inputs: Vec<NDArray> = inputs.iter().map(|a| a.detach()).collect();
+        let in_grads = match &node.kind {
+            Kind::Op { op, params } => {
+                let f = op.grad.ok_or_else(|| {
+                    Error::new(format!("Operator {} is non-differentiable because it didn't register FGradient attribute.", op.name))
+                })?;
+                f(params, &plain_inputs, &outputs, &out_grads)?
+            }
+            Kind::Custom(c) => c.backward(&out_grads, train_mode)?,
+            Kind::Var => unreachable_var()?,
+        };
+        if in_grads.len() != inputs.len() {
+            return Err(Error::new(format!(
+                "Error in operator {}: its gradient returned {} input gradients for {} inputs",
+                node.name(),
+                in_grads.len(),
+                inputs.len()
+            )));
+        }
+        for (a, g) in inputs.iter().zip(in_grads) {
+            let (Some(e), Some(g)) = (live_entry(a), g) else { continue };
+            if g.shape() != a.shape() {
+                return Err(Error::new(format!(
+                    "Error in operator {}: gradient of shape {} for an input of shape {}",
+                    node.name(),
+                    crate::shape::fmt_shape(g.shape()),
+                    crate::shape::fmt_shape(a.shape())
+                )));
+            }
+            let g = if g.dtype() != a.dtype() { op::call1("Cast", &[g], &[("dtype", Value::DType(a.dtype()))])? } else { g };
+            add_grad(&mut grads, e.key(), g)?;
+        }
+    }
+
+    let result = match var_keys {
+        Some(keys) => {
+            let vs = variables.unwrap_or_default();
+            let mut out = Vec::with_capacity(keys.len());
+            for (k, v) in keys.iter().zip(vs) {
+                out.push(match grads.get(k) {
+                    Some(g) => g.clone(),
+                    None => op::call1("zeros_like", &[v.detach()], &[])?,
+                });
+            }
+            Some(out)
+        }
+        None => {
+            for node in order.iter().filter(|n| matches!(n.kind, Kind::Var)) {
+                let mut st = node.state.lock();
+                let (Some(buf), Some(req)) = (st.grad.clone(), st.req) else { continue };
+                let g = grads.remove(&(Arc::as_ptr(node) as usize, 0));
+                let out = std::slice::from_ref(&buf);
+                match (req, g) {
+                    (GradReq::Null, _) => continue,
+                    (GradReq::Write, Some(g)) => {
+                        let name = if g.dtype() == buf.dtype() { "_copyto" } else { "Cast" };
+                        let p = if name == "Cast" { vec![("dtype".to_string(), Value::DType(buf.dtype()))] } else { vec![] };
+                        let o = op::lookup(name)?;
+                        op::invoke(o, &[g], o.parse(p)?, Some(out), None)?;
+                    }
+                    (GradReq::Write, None) => {
+                        op::invoke(op::lookup("zeros_like")?, &[buf.clone()], Params::default(), Some(out), None)?;
+                    }
+                    (GradReq::Add, Some(g)) => {
+                        let g = if g.dtype() != buf.dtype() { op::call1("Cast", &[g], &[("dtype", Value::DType(buf.dtype()))])? } else { g };
+                        op::invoke(op::lookup("elemwise_add")?, &[buf.clone(), g], Params::default(), Some(out), None)?;
+                    }
+                    (GradReq::Add, None) => {}
+                }
+                st.fresh = true;
+            }
+            None
+        }
+    };
+
+    if !retain_graph {
+        for node in &order {
+            if !matches!(node.kind, Kind::Var) {
+                let mut st = node.state.lock();
+                st.inputs.clear();
+                st.outputs.clear();
+                st.freed = true;
+            }
+        }
+    }
+    Ok(result)
+}
+
+fn unreachable_var() -> Result<Vec<Option<NDArray>>> {
+    Err(Error::new("autograd: internal error: a variable node has no gradient function"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -47,5 +459,135 @@ mod tests {
         std::thread::spawn(|| assert!(!is_recording() && !is_training())).join().unwrap();
         set_recording(false);
         set_training(false);
+    }
+}
+
+#[cfg(test)]
+mod tape_tests {
+    use super::*;
+    use crate::op::call1;
+    use crate::Context;
+
+    fn arr(v: &[f64]) -> NDArray {
+        NDArray::from_vec(&[v.len()], v, Context::default()).unwrap()
+    }
+    fn var(v: &[f64], req: GradReq) -> NDArray {
+        let mut x = arr(v);
+        let g = call1("zeros_like", &[x.clone()], &[]).unwrap();
+        mark_variable(&mut x, g, req).unwrap();
+        x
+    }
+    fn grad_of(x: &NDArray) -> Vec<f64> {
+        x.ag_entry().unwrap().grad().unwrap().to_vec::<f64>().unwrap()
+    }
+    struct Rec(bool, bool);
+    impl Rec {
+        fn on() -> Rec {
+            Rec(set_recording(true), set_training(true))
+        }
+    }
+    impl Drop for Rec {
+        fn drop(&mut self) {
+            set_recording(self.0);
+            set_training(self.1);
+        }
+    }
+
+    #[test]
+    fn chain_and_reuse_sum_gradients() {
+        let x = var(&[1.0, 2.0, 3.0], GradReq::Write);
+        let z = {
+            let _r = Rec::on();
+            let y = call1("_mul_scalar", &[x.clone()], &[("scalar", Value::Float(2.0))]).unwrap();
+            // z = y * y + x: dz/dx = 8x + 1
+            let yy = call1("elemwise_mul", &[y.clone(), y], &[]).unwrap();
+            call1("elemwise_add", &[yy, x.clone()], &[]).unwrap()
+        };
+        backward(&[z], &[None], None, false, true, false).unwrap();
+        assert_eq!(grad_of(&x), vec![9.0, 17.0, 25.0]);
+    }
+
+    #[test]
+    fn not_recorded_without_flag_or_variables() {
+        let x = var(&[1.0], GradReq::Write);
+        let y = call1("exp", &[x.clone()], &[]).unwrap();
+        assert!(y.ag_entry().is_none());
+        let _r = Rec::on();
+        let c = call1("exp", &[arr(&[1.0])], &[]).unwrap();
+        assert!(c.ag_entry().is_none());
+        let e = backward(&[c], &[None], None, false, true, false).unwrap_err();
+        assert!(e.message().contains("not in a computational graph"));
+    }
+
+    #[test]
+    fn add_req_accumulates_and_graph_is_freed() {
+        let x = var(&[1.0, 2.0], GradReq::Add);
+        for _ in 0..2 {
+            let y = {
+                let _r = Rec::on();
+                call1("square", &[x.clone()], &[]).unwrap()
+            };
+            backward(&[y.clone()], &[None], None, false, true, false).unwrap();
+            let e = backward(&[y], &[None], None, false, true, false).unwrap_err();
+            assert!(e.message().contains("retain_graph"));
+        }
+        assert_eq!(grad_of(&x), vec![4.0, 8.0]);
+    }
+
+    #[test]
+    fn retain_graph_head_grads_and_grad_mode() {
+        let x = var(&[1.0, 2.0], GradReq::Write);
+        let y = {
+            let _r = Rec::on();
+            call1("_mul_scalar", &[x.clone()], &[("scalar", Value::Float(3.0))]).unwrap()
+        };
+        let hg = arr(&[1.0, 10.0]);
+        backward(&[y.clone()], &[Some(hg)], None, true, true, false).unwrap();
+        assert_eq!(grad_of(&x), vec![3.0, 30.0]);
+        let g = backward(&[y], &[None], Some(&[x.clone()]), false, true, false).unwrap().unwrap();
+        assert_eq!(g[0].to_vec::<f64>().unwrap(), vec![3.0, 3.0]);
+        assert_eq!(grad_of(&x), vec![3.0, 30.0]);
+    }
+
+    #[test]
+    fn writing_into_graph_arrays_while_recording_fails() {
+        let x = var(&[1.0], GradReq::Write);
+        let _r = Rec::on();
+        let op = crate::op::lookup("_plus_scalar").unwrap();
+        let p = op.parse(vec![("scalar".into(), Value::Float(1.0))]).unwrap();
+        let e = crate::op::invoke(op, &[x.clone()], p, Some(&[x.clone()]), None).unwrap_err();
+        assert!(e.message().contains("_plus_scalar") && e.message().contains("already in a computational graph"));
+        assert_eq!(x.to_vec::<f64>().unwrap(), vec![1.0]);
+    }
+
+    #[test]
+    fn op_without_gradient_is_named() {
+        let x = NDArray::from_vec(&[1, 3], &[1.0f64, 5.0, 2.0], Context::default()).unwrap();
+        let mut x = x;
+        let g = call1("zeros_like", &[x.clone()], &[]).unwrap();
+        mark_variable(&mut x, g, GradReq::Write).unwrap();
+        let y = {
+            let _r = Rec::on();
+            call1("argmax_channel", &[x.clone()], &[]).unwrap()
+        };
+        let e = backward(&[y], &[None], None, false, true, false).unwrap_err();
+        assert!(e.message().contains("Operator argmax_channel is non-differentiable"), "{}", e.message());
+    }
+
+    #[test]
+    fn broadcast_gradient_is_reduced_to_input_shape() {
+        let mut a = NDArray::from_vec(&[2, 3], &[1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], Context::default()).unwrap();
+        let ga = call1("zeros_like", &[a.clone()], &[]).unwrap();
+        mark_variable(&mut a, ga, GradReq::Write).unwrap();
+        let mut b = NDArray::from_vec(&[1, 3], &[1.0f64, 2.0, 3.0], Context::default()).unwrap();
+        let gb = call1("zeros_like", &[b.clone()], &[]).unwrap();
+        mark_variable(&mut b, gb, GradReq::Write).unwrap();
+        let y = {
+            let _r = Rec::on();
+            call1("broadcast_mul", &[a.clone(), b.clone()], &[]).unwrap()
+        };
+        backward(&[y], &[None], None, false, true, false).unwrap();
+        assert_eq!(grad_of(&a), vec![1.0, 2.0, 3.0, 1.0, 2.0, 3.0]);
+        assert_eq!(grad_of(&b), vec![5.0, 7.0, 9.0]);
     }
 }

@@ -26,6 +26,10 @@ pub struct NDArray {
     offset: usize,
     shape: Shape,
     dtype: DType,
+    /// Autograd identity: the recorded node (and output index) that produced this
+    /// array, or the variable node `attach_grad` made. None for arrays outside any
+    /// graph; views made by [`NDArray::reshape_view`] and friends start with none.
+    ag: Option<crate::autograd::Entry>,
 }
 
 impl NDArray {
@@ -33,7 +37,7 @@ impl NDArray {
     pub fn empty(shape: &[usize], ctx: Context, dtype: DType) -> Result<NDArray> {
         let bytes = shape::size(shape).checked_mul(dtype.size()).ok_or_else(|| Error::new("array too large"))?;
         let storage = Storage::alloc(ctx, bytes)?;
-        Ok(NDArray { chunk: Arc::new(Chunk { storage, var: Var::new() }), offset: 0, shape: Shape::from_slice(shape), dtype })
+        Ok(NDArray { chunk: Arc::new(Chunk { storage, var: Var::new() }), offset: 0, shape: Shape::from_slice(shape), dtype, ag: None })
     }
 
     /// An array holding a copy of `data`.
@@ -105,7 +109,7 @@ impl NDArray {
                 format!("cannot reshape array of shape {} into shape {}", fmt_shape(&self.shape), fmt_shape(shape)),
             ));
         }
-        Ok(NDArray { chunk: self.chunk.clone(), offset: self.offset, shape: Shape::from_slice(shape), dtype: self.dtype })
+        Ok(NDArray { chunk: self.chunk.clone(), offset: self.offset, shape: Shape::from_slice(shape), dtype: self.dtype, ag: None })
     }
 
     /// The view `self[begin:end]` along the first axis (shares memory).
@@ -122,7 +126,7 @@ impl NDArray {
         let row: usize = self.shape[1..].iter().product();
         let mut shape = self.shape.clone();
         shape[0] = end - begin;
-        Ok(NDArray { chunk: self.chunk.clone(), offset: self.offset + begin * row, shape, dtype: self.dtype })
+        Ok(NDArray { chunk: self.chunk.clone(), offset: self.offset + begin * row, shape, dtype: self.dtype, ag: None })
     }
 
     /// The view `self[i]` (drops the first axis; shares memory).
@@ -136,6 +140,19 @@ impl NDArray {
         let v = self.slice_view(i, i + 1)?;
         let shape: Shape = Shape::from_slice(&self.shape[1..]);
         Ok(NDArray { shape, ..v })
+    }
+
+    /// The autograd entry (see [`crate::autograd`]).
+    pub fn ag_entry(&self) -> Option<&crate::autograd::Entry> {
+        self.ag.as_ref()
+    }
+    /// Replaces the autograd entry.
+    pub fn set_ag_entry(&mut self, e: Option<crate::autograd::Entry>) {
+        self.ag = e;
+    }
+    /// The same array (same memory) outside any autograd graph (MXNet's `detach`).
+    pub fn detach(&self) -> NDArray {
+        NDArray { ag: None, ..self.clone() }
     }
 
     /// Blocks until pending writes finish; returns (and clears) a deferred error.

@@ -20,6 +20,7 @@ mod reduce;
 mod index;
 mod softmax;
 mod linalg;
+mod grads;
 
 pub use params::{PType, ParamSpec, Params, Value};
 pub use util::*;
@@ -303,7 +304,10 @@ impl Registry {
         r
     }
     /// Adds an op (called by the families' `register`).
-    pub fn add(&mut self, op: OpDef) {
+    pub fn add(&mut self, mut op: OpDef) {
+        if op.grad.is_none() {
+            op.grad = grads::lookup(op.name);
+        }
         let op: &'static OpDef = Box::leak(Box::new(op));
         assert!(self.by_name.insert(op.name, op).is_none(), "op {} registered twice", op.name);
         for a in op.aliases {
@@ -369,6 +373,12 @@ pub fn invoke(op: &'static OpDef, inputs: &[NDArray], params: Params, out: Optio
         }
         None => params.ctx("ctx").or(ctx).unwrap_or_default(),
     };
+    let recording = crate::autograd::is_recording();
+    if recording {
+        if let Some(o) = out {
+            crate::autograd::check_outputs(op.name, o)?;
+        }
+    }
     let shapes: SmallVec<[&[usize]; 4]> = inputs.iter().map(|a| a.shape()).collect();
     let dtypes: SmallVec<[DType; 4]> = inputs.iter().map(|a| a.dtype()).collect();
     let outs_info = op.infer(&params, &shapes, &dtypes)?;
@@ -450,6 +460,7 @@ pub fn invoke(op: &'static OpDef, inputs: &[NDArray], params: Params, out: Optio
         out_blobs.push(blob_of(a));
         keep.push(a.chunk().clone());
     }
+    let rec_params = if recording { Some(params.clone()) } else { None };
     let func = move || {
         let _keep = keep;
         let mut guard = gen.as_ref().map(|g| g.state.lock());
@@ -460,6 +471,9 @@ pub fn invoke(op: &'static OpDef, inputs: &[NDArray], params: Params, out: Optio
     engine::push(func, &reads, &writes, inline_ok)?;
 
     if copy_back.is_empty() {
+        if let Some(p) = rec_params {
+            crate::autograd::record(op, &p, inputs, &mut outputs);
+        }
         return Ok(outputs);
     }
     let copy_op = lookup("_copyto")?;
@@ -474,6 +488,9 @@ pub fn invoke(op: &'static OpDef, inputs: &[NDArray], params: Params, out: Optio
             }
             _ => result.push(o),
         }
+    }
+    if let Some(p) = rec_params {
+        crate::autograd::record(op, &p, inputs, &mut result);
     }
     Ok(result)
 }

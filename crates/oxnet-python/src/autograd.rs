@@ -1,0 +1,217 @@
+//! Autograd glue: the recording/training flags, attach_grad / mark_variables,
+//! backward and grad, and custom Python functions (`autograd.Function`), over
+//! `oxnet_core::autograd`. python/oxnet/autograd.py is the user-facing module.
+
+use crate::array::NDArray as PyND;
+use crate::{err, IntoPy};
+use oxnet_core::autograd::{self as ag, CustomGrad, GradReq};
+use oxnet_core::op;
+use oxnet_core::Error;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use std::sync::Arc;
+
+#[pyfunction]
+fn is_recording() -> bool {
+    ag::is_recording()
+}
+#[pyfunction]
+fn is_training() -> bool {
+    ag::is_training()
+}
+#[pyfunction]
+fn set_recording(on: bool) -> bool {
+    ag::set_recording(on)
+}
+#[pyfunction]
+fn set_training(on: bool) -> bool {
+    ag::set_training(on)
+}
+
+/// Marks `var` as a variable with gradient buffer `grad` (MXNet's mark_variables).
+#[pyfunction]
+fn mark_variable(var: &PyND, grad: &PyND, grad_req: &str) -> PyResult<()> {
+    let req = GradReq::parse(grad_req).py_err()?;
+    let mut v = var.inner.clone();
+    ag::mark_variable(&mut v, grad.inner.clone(), req).py_err()?;
+    *var.ag.lock() = v.ag_entry().cloned();
+    Ok(())
+}
+
+/// `attach_grad`: a zero gradient buffer like the array, and the array marked.
+#[pyfunction]
+fn attach_grad(var: &PyND, grad_req: &str) -> PyResult<()> {
+    let req = GradReq::parse(grad_req).py_err()?;
+    let g = op::call1("zeros_like", &[var.inner.clone()], &[]).py_err()?;
+    let mut v = var.inner.clone();
+    ag::mark_variable(&mut v, g, req).py_err()?;
+    *var.ag.lock() = v.ag_entry().cloned();
+    Ok(())
+}
+
+/// The gradient buffer of a variable, or None.
+#[pyfunction]
+fn get_grad(var: &PyND) -> Option<PyND> {
+    let e = var.ag.lock().clone()?;
+    if !e.is_variable() {
+        return None;
+    }
+    e.grad().map(PyND::new)
+}
+
+/// The grad_req of a variable ('null', 'write', 'add'), or None.
+#[pyfunction]
+fn get_grad_req(var: &PyND) -> Option<&'static str> {
+    let e = var.ag.lock().clone()?;
+    e.grad_req().map(|r| r.name())
+}
+
+#[pyfunction]
+fn get_fresh_grad(var: &PyND) -> bool {
+    var.ag.lock().as_ref().map(|e| e.fresh_grad()).unwrap_or(false)
+}
+
+#[pyfunction]
+fn set_fresh_grad(var: &PyND, v: bool) {
+    if let Some(e) = var.ag.lock().as_ref() {
+        e.set_fresh_grad(v);
+    }
+}
+
+/// The same data outside any graph.
+#[pyfunction]
+fn detach(a: &PyND) -> PyND {
+    PyND::view(a.inner.clone(), a.writable)
+}
+
+/// True when the array is the output of a recorded op or a variable.
+#[pyfunction]
+fn in_graph(a: &PyND) -> bool {
+    a.ag.lock().as_ref().map(|e| e.is_live()).unwrap_or(false)
+}
+
+fn arrays(list: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<oxnet_core::NDArray>> {
+    let mut v = Vec::new();
+    for item in list.try_iter()? {
+        let item = item?;
+        let a = item.cast::<PyND>().map_err(|_| err(Error::new(format!("{what} must be NDArrays"))))?;
+        v.push(a.get().with_entry());
+    }
+    Ok(v)
+}
+
+/// Runs backward from `heads`; `head_grads` items may be None (ones). With
+/// `variables`, returns their gradients (autograd.grad) instead of writing buffers.
+#[pyfunction]
+#[pyo3(signature = (heads, head_grads, variables=None, retain_graph=false, train_mode=true, create_graph=false))]
+fn backward<'py>(
+    py: Python<'py>,
+    heads: &Bound<'py, PyAny>,
+    head_grads: &Bound<'py, PyAny>,
+    variables: Option<&Bound<'py, PyAny>>,
+    retain_graph: bool,
+    train_mode: bool,
+    create_graph: bool,
+) -> PyResult<Option<Py<PyList>>> {
+    let hs = arrays(heads, "heads")?;
+    let mut hg = Vec::new();
+    for item in head_grads.try_iter()? {
+        let item = item?;
+        if item.is_none() {
+            hg.push(None);
+        } else {
+            let a = item.cast::<PyND>().map_err(|_| err(Error::new("head_grads must be NDArrays or None")))?;
+            hg.push(Some(a.get().inner.clone()));
+        }
+    }
+    let vs = match variables {
+        Some(v) => Some(arrays(v, "variables")?),
+        None => None,
+    };
+    let res = ag::backward(&hs, &hg, vs.as_deref(), retain_graph, train_mode, create_graph).py_err()?;
+    match res {
+        None => Ok(None),
+        Some(gs) => {
+            let list = PyList::empty(py);
+            for g in gs {
+                list.append(Py::new(py, PyND::new(g))?)?;
+            }
+            Ok(Some(list.unbind()))
+        }
+    }
+}
+
+/// A Python `autograd.Function`'s backward, called by the core's backward.
+struct PyFunction {
+    name: String,
+    func: Py<PyAny>,
+}
+
+impl CustomGrad for PyFunction {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn backward(&self, out_grads: &[oxnet_core::NDArray], _is_train: bool) -> oxnet_core::Result<Vec<Option<oxnet_core::NDArray>>> {
+        Python::attach(|py| {
+            let fail = |e: PyErr| Error::new(format!("Error in custom function {}.backward: {}", self.name, e.value(py)));
+            let mut gs = Vec::with_capacity(out_grads.len());
+            for g in out_grads {
+                gs.push(Py::new(py, PyND::new(g.clone())).map_err(fail)?);
+            }
+            let args = PyTuple::new(py, gs).map_err(fail)?;
+            let ret = self.func.bind(py).call1(args).map_err(fail)?;
+            let mut out = Vec::new();
+            for item in ret.try_iter().map_err(fail)? {
+                let item = item.map_err(fail)?;
+                if item.is_none() {
+                    out.push(None);
+                } else {
+                    let a = item
+                        .cast::<PyND>()
+                        .map_err(|_| Error::new(format!("custom function {}.backward must return NDArrays", self.name)))?;
+                    out.push(Some(a.get().inner.clone()));
+                }
+            }
+            Ok(out)
+        })
+    }
+}
+
+/// Records a custom function: `outputs` (computed from `inputs` outside recording)
+/// get entries whose backward calls `backward_fn(*out_grads)`, which returns the
+/// list of input gradients.
+#[pyfunction]
+fn record_custom(name: String, inputs: &Bound<'_, PyAny>, outputs: &Bound<'_, PyAny>, backward_fn: Py<PyAny>) -> PyResult<()> {
+    let ins = arrays(inputs, "inputs")?;
+    let mut outs = Vec::new();
+    let mut handles = Vec::new();
+    for item in outputs.try_iter()? {
+        let item = item?;
+        let a = item.cast::<PyND>().map_err(|_| err(Error::new("Function outputs must be NDArrays")))?.clone();
+        outs.push(a.get().inner.clone());
+        handles.push(a);
+    }
+    ag::record_custom(Arc::new(PyFunction { name, func: backward_fn }), &ins, &mut outs);
+    for (h, o) in handles.iter().zip(&outs) {
+        *h.get().ag.lock() = o.ag_entry().cloned();
+    }
+    Ok(())
+}
+
+pub(crate) fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(is_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(is_training, m)?)?;
+    m.add_function(wrap_pyfunction!(set_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(set_training, m)?)?;
+    m.add_function(wrap_pyfunction!(mark_variable, m)?)?;
+    m.add_function(wrap_pyfunction!(attach_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(get_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(get_grad_req, m)?)?;
+    m.add_function(wrap_pyfunction!(get_fresh_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(set_fresh_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(detach, m)?)?;
+    m.add_function(wrap_pyfunction!(in_graph, m)?)?;
+    m.add_function(wrap_pyfunction!(backward, m)?)?;
+    m.add_function(wrap_pyfunction!(record_custom, m)?)?;
+    Ok(())
+}
