@@ -78,7 +78,8 @@ class Executor:
         self.outputs = self._handle.outputs()
         names = symbol.list_arguments()
         self.arg_dict = dict(zip(names, self.arg_arrays))
-        self.grad_dict = {n: g for n, g in zip(names, self.grad_arrays) if g is not None}
+        self.grad_dict = {n: g for n, g, r in zip(names, self.grad_arrays, reqs)
+                          if g is not None and r != "null"}
         self.aux_dict = dict(zip(symbol.list_auxiliary_states(), self.aux_arrays))
         self.output_dict = dict(zip(symbol.list_outputs(), self.outputs))
 

@@ -329,14 +329,27 @@ def _from_json_state(text):
     return Symbol(_core.sym_from_json(text))
 
 
+# Initializers MXNet attaches to the variables an op creates for its inputs
+# (read by mx.init / Module to initialise auxiliary states).
+_INPUT_INIT = {("BatchNorm", "moving_mean"): '["zero", {}]',
+               ("BatchNorm", "moving_var"): '["one", {}]'}
+
+
 def _create_op(opname, hint, inputs, attrs, name=None, attr=None):
     op = _core.get_op(opname)
     scope = _attribute.current().get(attr)
     all_attrs = dict(attrs)
     all_attrs.update(scope)
     name = _name.current().get(name, hint)
-    return Symbol(_core.sym_create(op, name, list(all_attrs.items()),
-                                   [(k, None if s is None else s.handle) for k, s in inputs]))
+    handles = []
+    for k, s in inputs:
+        if s is None and (op.name, k) in _INPUT_INIT:
+            var_attrs = dict(all_attrs)
+            var_attrs["__init__"] = _INPUT_INIT[(op.name, k)]
+            handles.append((k, _core.sym_var("%s_%s" % (name, k), list(var_attrs.items()))))
+        else:
+            handles.append((k, None if s is None else s.handle))
+    return Symbol(_core.sym_create(op, name, list(all_attrs.items()), handles))
 
 
 def _symbol_invoke(op, hint, inputs, params, name, kwargs):
