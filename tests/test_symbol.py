@@ -226,3 +226,13 @@ def test_eval_and_variadic():
     x, y = np.arange(6, dtype=np.float32).reshape(2, 3), np.ones((2, 2), np.float32)
     out = c.eval(ctx=mx.cpu(), a=mx.nd.array(x), b=mx.nd.array(y))
     np.testing.assert_array_equal(out[0].asnumpy(), np.concatenate([x, y], 1))
+
+
+def test_fluent_methods_and_constructors():
+    x = mx.sym.Variable("x")
+    s = x.reshape((2, -1)).sum(axis=1)
+    assert s.infer_shape(x=(2, 3, 4)) == ([(2, 3, 4)], [(2,)], [])
+    assert x.astype("float16").infer_type(x="float32")[1] == [np.float16]
+    z = mx.sym.zeros((2, 3))
+    np.testing.assert_array_equal(z.eval(ctx=mx.cpu())[0].asnumpy(), np.zeros((2, 3)))
+    np.testing.assert_array_equal(mx.sym.ones((2,)).eval(ctx=mx.cpu())[0].asnumpy(), np.ones(2))

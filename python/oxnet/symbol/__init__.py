@@ -19,3 +19,47 @@ _register.generate(op, _internal, {"contrib": contrib, "linalg": linalg},
 for _name in dir(op):
     if not _name.startswith("__") and _name not in globals():
         globals()[_name] = getattr(op, _name)
+
+
+def _attach_fluent():
+    """MXNet's fluent methods on symbols (``s.reshape(...)``, ``s.sum(axis=1)``)."""
+    from ..ndarray.ndarray import _FLUENT
+    for _n in _FLUENT:
+        fn = getattr(op, _n, None)
+        if fn is None or hasattr(Symbol, _n):
+            continue
+
+        def method(self, *args, __fn=fn, **kwargs):
+            return __fn(self, *args, **kwargs)
+        method.__name__ = _n
+        method.__doc__ = "Convenience fluent method for :py:func:`%s`." % _n
+        setattr(Symbol, _n, method)
+
+
+_attach_fluent()
+
+
+def zeros(shape, dtype=None, **kwargs):
+    """A symbol of zeros of ``shape`` (``_zeros`` op)."""
+    return _internal._zeros(shape=shape, dtype="float32" if dtype is None else dtype, **kwargs)
+
+
+def ones(shape, dtype=None, **kwargs):
+    """A symbol of ones of ``shape`` (``_ones`` op)."""
+    return _internal._ones(shape=shape, dtype="float32" if dtype is None else dtype, **kwargs)
+
+
+def _reshape(self, *shape, **kwargs):
+    """Fluent ``Reshape``: ``s.reshape((2, -1))`` or ``s.reshape(shape=(2, -1))``."""
+    if shape:
+        kwargs["shape"] = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    return op.Reshape(self, **kwargs)
+
+
+def _astype(self, dtype):
+    """Fluent ``Cast``."""
+    return op.Cast(self, dtype=dtype)
+
+
+Symbol.reshape = _reshape
+Symbol.astype = _astype
