@@ -208,7 +208,8 @@ mod tests {
     fn forward_and_conflicts() {
         let a = Symbol::var("a", vec![]).unwrap();
         let b = Symbol::var("b", vec![("__shape__".into(), "(2, 3)".into())]).unwrap();
-        let s = Symbol::create(lookup("elemwise_add").unwrap(), "p", vec![], vec![("lhs".into(), Some(a)), ("rhs".into(), Some(b))]).unwrap();
+        let s =
+            Symbol::create(lookup("elemwise_add").unwrap(), "p", vec![], vec![("lhs".into(), Some(a)), ("rhs".into(), Some(b))]).unwrap();
         let e = Symbol::create(lookup("sum").unwrap(), "s", vec![("axis".into(), "1".into())], vec![("data".into(), Some(s))]).unwrap();
         let mut m = HashMap::new();
         m.insert("a".to_string(), Shape::from_slice(&[2, 3]));
