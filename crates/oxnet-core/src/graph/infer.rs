@@ -146,10 +146,9 @@ pub fn infer(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<Str
                         let m = e.message().to_string();
                         Error::new(if m.contains(&n.name) { m } else { format!("{m} (in node {})", n.name) })
                     })?;
-                    if sh[ni].len() < out.len() {
-                        sh[ni].resize(out.len(), None);
-                        dt[ni].resize(out.len(), None);
-                    }
+                    // The registry's infer is the truth on how many outputs there are.
+                    sh[ni].resize(out.len(), None);
+                    dt[ni].resize(out.len(), None);
                     for (k, (s, d)) in out.into_iter().enumerate() {
                         if let Some(prev) = &sh[ni][k] {
                             if prev != &s {

@@ -21,6 +21,7 @@ mod index;
 mod softmax;
 mod linalg;
 mod grads;
+mod nn;
 
 pub use params::{PType, ParamSpec, Params, Value};
 pub use util::*;
@@ -301,6 +302,7 @@ impl Registry {
         index::register(&mut r);
         softmax::register(&mut r);
         linalg::register(&mut r);
+        nn::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).
