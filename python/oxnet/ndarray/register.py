@@ -18,7 +18,7 @@ _PREFIXES = {"_contrib_": "contrib", "_linalg_": "linalg", "_sparse_": "sparse",
 def _make_symbol_function(name, op, invoke, module):
     """Like :func:`_make_function` for ``mx.sym``: no ``out``; ``name`` and ``attr``
     go to ``invoke(op, hint, inputs, params, name, kwargs)``."""
-    params = [p for p in op.param_names if not keyword.iskeyword(p)]
+    params = [p for p in op.param_names if not keyword.iskeyword(p) and p not in op.input_names]
     if op.variadic is not None:
         src = (
             "def {name}(*{data}, **kwargs):\n"
@@ -35,7 +35,7 @@ def _make_symbol_function(name, op, invoke, module):
             "    return _invoke(_op, _hint, ({inputs}), ({params}), name, kwargs)\n"
         ).format(name=name, args=", ".join(args),
                  inputs="".join("%s, " % i for i in inputs),
-                 params="".join("%s, " % p for p in params))
+                 params="".join("%s, " % (p if p in params else "_Null") for p in op.param_names))
     env = {"_invoke": invoke, "_op": op, "_Null": _Null, "_params": tuple(op.param_names),
            "_hint": name.lower()}
     exec(compile(src, "<oxnet symbol op %s>" % name, "exec"), env)  # noqa: S102 - generated from the registry
@@ -47,7 +47,7 @@ def _make_symbol_function(name, op, invoke, module):
 
 def _make_function(name, op):
     """Builds the Python function for one registered name of ``op``."""
-    params = [p for p in op.param_names if not keyword.iskeyword(p)]
+    params = [p for p in op.param_names if not keyword.iskeyword(p) and p not in op.input_names]
     if op.variadic is not None:
         src = (
             "def {name}(*{data}, **kwargs):\n"
@@ -65,7 +65,7 @@ def _make_function(name, op):
             "    return _invoke(_op, ({inputs}), ({params}), out, kwargs)\n"
         ).format(name=name, args=", ".join(args),
                  inputs="".join("%s, " % i for i in inputs),
-                 params="".join("%s, " % p for p in params))
+                 params="".join("%s, " % (p if p in params else "_Null") for p in op.param_names))
     env = {"_invoke": _core.invoke, "_op": op, "_Null": _Null, "_params": tuple(op.param_names)}
     exec(compile(src, "<oxnet op %s>" % name, "exec"), env)  # noqa: S102 - generated from the registry
     fn = env[name]
