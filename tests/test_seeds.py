@@ -9,7 +9,7 @@ import pytest
 SEEDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seeds")
 
 
-@pytest.mark.parametrize("seed", ["nd_seed", "kv_seed"])
+@pytest.mark.parametrize("seed", ["nd_seed", "kv_seed", "viz_seed"])
 def test_seed_output_matches_mxnet(seed):
     r = subprocess.run([sys.executable, os.path.join(SEEDS, seed + ".py"), "oxnet"],
                        capture_output=True, text=True, timeout=300)

@@ -15,12 +15,19 @@ from . import ndarray
 from . import ndarray as nd
 from . import random
 from . import autograd
+from . import name
+from . import attribute
+from .attribute import AttrScope
+from . import symbol
+from . import symbol as sym
+from . import executor
+from . import visualization
+from . import visualization as viz
 from . import test_utils
 from . import lr_scheduler
 from . import optimizer
 from . import kvstore
 from . import kvstore as kv
-from . import name
 from . import initializer
 from . import initializer as init
 from . import io
@@ -30,4 +37,5 @@ from . import gluon
 __all__ = ["nd", "ndarray", "random", "autograd", "context", "Context", "cpu", "gpu",
            "cpu_pinned", "current_context", "num_gpus", "MXNetError", "base", "test_utils",
            "kv", "kvstore", "optimizer", "lr_scheduler", "name", "initializer", "init", "io",
-           "metric", "gluon"]
+           "metric", "gluon", "sym", "symbol", "executor", "attribute", "AttrScope", "viz",
+           "visualization"]

@@ -111,6 +111,10 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
     head gradients are used unless ``head_grads`` is given."""
     from . import autograd
     from . import ndarray as nd
+    from .symbol import Symbol
+    if isinstance(sym, Symbol):
+        return _check_numeric_gradient_symbol(sym, location, aux_states, numeric_eps, rtol, atol,
+                                              grad_nodes, use_forward_train, ctx, dtype)
     if not callable(sym):
         raise TypeError("check_numeric_gradient: expected a function of NDArrays, got %s"
                         % type(sym).__name__)
@@ -155,7 +159,7 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
                             names=("autograd gradient of %s" % label, "numeric gradient"))
 
 
-__all__ = ["default_context", "set_default_context", "almost_equal", "assert_almost_equal",
+__all__ = ["check_symbolic_forward", "check_symbolic_backward", "default_context", "set_default_context", "almost_equal", "assert_almost_equal",
            "same", "rand_ndarray", "rand_shape_2d", "rand_shape_3d", "rand_shape_nd",
            "random_arrays", "numeric_grad", "check_numeric_gradient", "get_mnist"]
 
@@ -190,3 +194,149 @@ def get_mnist(path=None):
 
     return {"train_data": images(MNIST_FILES[0]), "train_label": labels(MNIST_FILES[1]),
             "test_data": images(MNIST_FILES[2]), "test_label": labels(MNIST_FILES[3])}
+
+
+
+# ---- symbols ---------------------------------------------------------------------
+
+def _sym_location(sym, location, dtype=None):
+    """``location`` (list in list_arguments order, or dict) as a name → NumPy dict."""
+    names = sym.list_arguments()
+    if isinstance(location, dict):
+        missing = [n for n in names if n not in location]
+        if missing:
+            raise ValueError("location is missing arguments %s" % missing)
+        loc = {k: _as_np(location[k]) for k in names}
+    else:
+        if len(location) != len(names):
+            raise ValueError("location has %d arrays, the symbol has %d arguments %s"
+                             % (len(location), len(names), names))
+        loc = {k: _as_np(v) for k, v in zip(names, location)}
+    if dtype is not None:
+        loc = {k: np.asarray(v, dtype=dtype) for k, v in loc.items()}
+    return loc
+
+
+def _sym_aux(sym, aux_states, dtype=None):
+    names = sym.list_auxiliary_states()
+    if aux_states is None:
+        return None
+    if isinstance(aux_states, dict):
+        return {k: np.asarray(_as_np(aux_states[k]), dtype=dtype) for k in names}
+    return {k: np.asarray(_as_np(v), dtype=dtype) for k, v in zip(names, aux_states)}
+
+
+def _bind_sym(sym, loc, aux, ctx, grad_req="null"):
+    from . import ndarray as nd
+    args = {k: nd.array(v, ctx=ctx, dtype=v.dtype) for k, v in loc.items()}
+    grads = None
+    if grad_req != "null" and not (isinstance(grad_req, dict) and
+                                   all(r == "null" for r in grad_req.values())):
+        grads = {k: nd.zeros(v.shape, ctx=ctx, dtype=v.dtype) for k, v in loc.items()}
+    auxs = None
+    if sym.list_auxiliary_states():
+        if aux is None:
+            _, _, aux_shapes = sym.infer_shape(**{k: v.shape for k, v in loc.items()})
+            aux = {k: np.zeros(s, np.float32)
+                   for k, s in zip(sym.list_auxiliary_states(), aux_shapes)}
+        auxs = {k: nd.array(v, ctx=ctx, dtype=v.dtype) for k, v in aux.items()}
+    return sym.bind(ctx, args, args_grad=grads, grad_req=grad_req, aux_states=auxs)
+
+
+def check_symbolic_forward(sym, location, expected, rtol=1E-4, atol=None, aux_states=None,
+                           ctx=None, equal_nan=False, dtype=np.float32):
+    """Binds ``sym`` to ``location``, runs forward, compares the outputs with
+    ``expected`` (a list, or a dict by output name). Returns the outputs as NumPy."""
+    ctx = ctx or default_context()
+    loc = _sym_location(sym, location, dtype)
+    ex = _bind_sym(sym, loc, _sym_aux(sym, aux_states, dtype), ctx)
+    outputs = [o.asnumpy() for o in ex.forward(is_train=False)]
+    if isinstance(expected, dict):
+        expected = [expected[k] for k in sym.list_outputs()]
+    for name, out, exp in zip(sym.list_outputs(), outputs, expected):
+        assert_almost_equal(out, exp, rtol=rtol, atol=atol if atol is not None else 1e-20,
+                            names=("output %s" % name, "expected"), equal_nan=equal_nan)
+    return outputs
+
+
+def check_symbolic_backward(sym, location, out_grads, expected, rtol=1e-5, atol=None,
+                            aux_states=None, grad_req="write", ctx=None, grad_stypes=None,
+                            equal_nan=False, dtype=np.float32):
+    """Binds ``sym``, runs forward (training) and backward with ``out_grads``,
+    compares the arguments' gradients with ``expected`` (list or dict by name).
+    With grad_req='add' the gradient arrays start from random values, as in MXNet.
+    Returns the gradients as a dict of NumPy arrays."""
+    from . import ndarray as nd
+    ctx = ctx or default_context()
+    loc = _sym_location(sym, location, dtype)
+    names = sym.list_arguments()
+    if isinstance(expected, (list, tuple)):
+        expected = dict(zip(names, expected))
+    reqs = grad_req if isinstance(grad_req, dict) else {k: grad_req for k in names}
+    ex = _bind_sym(sym, loc, _sym_aux(sym, aux_states, dtype), ctx, reqs)
+    initial = {}
+    for k, g in ex.grad_dict.items():
+        if reqs.get(k) == "add":
+            initial[k] = np.random.normal(size=g.shape).astype(g.dtype)
+            g[:] = initial[k]
+    ex.forward(is_train=True)
+    if out_grads is not None:
+        if isinstance(out_grads, dict):
+            out_grads = [out_grads[k] for k in sym.list_outputs()]
+        out_grads = [nd.array(_as_np(g), ctx=ctx, dtype=dtype) for g in out_grads]
+    ex.backward(out_grads)
+    grads = {k: g.asnumpy() for k, g in ex.grad_dict.items()}
+    for k, exp in expected.items():
+        if reqs.get(k, "null") == "null":
+            continue
+        want = np.asarray(exp) + initial.get(k, 0)
+        assert_almost_equal(grads[k], want, rtol=rtol, atol=atol if atol is not None else 1e-20,
+                            names=("gradient of %s" % k, "expected"), equal_nan=equal_nan)
+    return grads
+
+
+def _check_numeric_gradient_symbol(sym, location, aux_states, numeric_eps, rtol, atol, grad_nodes,
+                                   use_forward_train, ctx, dtype):
+    """Executor gradients of sum(outputs * random head grads) against central differences."""
+    from . import ndarray as nd
+    ctx = ctx or default_context()
+    dtype = np.float64 if dtype is None else dtype
+    numeric_eps = numeric_eps or (1e-6 if np.dtype(dtype) == np.float64 else 1e-3)
+    rtol = rtol or (1e-4 if np.dtype(dtype) == np.float64 else 1e-2)
+    atol = atol if atol is not None else rtol
+    loc = _sym_location(sym, location, dtype)
+    aux = _sym_aux(sym, aux_states, dtype)
+    names = sym.list_arguments()
+    if grad_nodes is None:
+        grad_nodes = names
+    elif isinstance(grad_nodes, dict):
+        grad_nodes = list(grad_nodes)
+    reqs = {k: ("write" if k in grad_nodes else "null") for k in names}
+    ex = _bind_sym(sym, loc, aux, ctx, reqs)
+    outs = ex.forward(is_train=use_forward_train)
+    heads = [np.random.normal(size=o.shape).astype(dtype) for o in outs]
+    ex.backward([nd.array(h, ctx=ctx, dtype=dtype) for h in heads])
+    analytic = {k: ex.grad_dict[k].asnumpy() for k in grad_nodes}
+    probe = _bind_sym(sym, loc, aux, ctx)
+
+    def value():
+        return sum(float(np.sum(o.asnumpy().astype(np.float64) * h))
+                   for o, h in zip(probe.forward(is_train=use_forward_train), heads))
+
+    for k in grad_nodes:
+        x = loc[k].copy()
+        num = np.zeros(x.shape, np.float64)
+        flat = x.reshape(-1)
+        for i in range(flat.size):
+            old = flat[i]
+            flat[i] = old + numeric_eps
+            probe.arg_dict[k][:] = x
+            up = value()
+            flat[i] = old - numeric_eps
+            probe.arg_dict[k][:] = x
+            down = value()
+            flat[i] = old
+            num.reshape(-1)[i] = (up - down) / (2 * numeric_eps)
+        probe.arg_dict[k][:] = x
+        assert_almost_equal(analytic[k], num, rtol=rtol, atol=atol,
+                            names=("executor gradient of %s" % k, "numeric gradient"))

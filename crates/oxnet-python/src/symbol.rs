@@ -118,10 +118,7 @@ impl SymbolHandle {
     fn __repr__(&self) -> String {
         match self.inner.name() {
             Some(n) => format!("<Symbol {n}>"),
-            None => format!(
-                "<Symbol group [{}]>",
-                self.inner.outputs.iter().map(|e| e.node.name.clone()).collect::<Vec<_>>().join(", ")
-            ),
+            None => format!("<Symbol group [{}]>", self.inner.outputs.iter().map(|e| e.node.name.clone()).collect::<Vec<_>>().join(", ")),
         }
     }
 }
@@ -132,7 +129,12 @@ fn sym_var(name: &str, attrs: Vec<(String, String)>) -> PyResult<SymbolHandle> {
 }
 
 #[pyfunction]
-fn sym_create(op: &Op, name: &str, attrs: Vec<(String, String)>, inputs: Vec<(String, Option<PyRef<'_, SymbolHandle>>)>) -> PyResult<SymbolHandle> {
+fn sym_create(
+    op: &Op,
+    name: &str,
+    attrs: Vec<(String, String)>,
+    inputs: Vec<(String, Option<PyRef<'_, SymbolHandle>>)>,
+) -> PyResult<SymbolHandle> {
     let ins = inputs.into_iter().map(|(k, s)| (k, s.map(|s| s.inner.clone()))).collect();
     graph::Symbol::create(op.def, name, attrs, ins).py_err().map(wrap)
 }

@@ -78,8 +78,14 @@ fn plan(topo: &[Arc<Node>], info: &[Vec<(Shape, DType)>], srcs: &[Vec<Src>], hea
         }
         for (k, (s, d)) in info[ni].iter().enumerate() {
             let need: usize = s.iter().product::<usize>().max(1);
-            let fit = free.iter().enumerate().filter(|(_, &b)| slots[b].0 == *d && slots[b].1 >= need).min_by_key(|(_, &b)| slots[b].1).map(|(i, _)| i);
-            let pick = fit.or_else(|| free.iter().enumerate().filter(|(_, &b)| slots[b].0 == *d).max_by_key(|(_, &b)| slots[b].1).map(|(i, _)| i));
+            let fit = free
+                .iter()
+                .enumerate()
+                .filter(|(_, &b)| slots[b].0 == *d && slots[b].1 >= need)
+                .min_by_key(|(_, &b)| slots[b].1)
+                .map(|(i, _)| i);
+            let pick =
+                fit.or_else(|| free.iter().enumerate().filter(|(_, &b)| slots[b].0 == *d).max_by_key(|(_, &b)| slots[b].1).map(|(i, _)| i));
             let b = match pick {
                 Some(i) => {
                     let b = free.swap_remove(i);
@@ -136,7 +142,11 @@ pub struct Executor {
 
 fn zero_into(a: &NDArray) -> Result<()> {
     let shape: Vec<i64> = a.shape().iter().map(|&d| d as i64).collect();
-    let p = Params::parse("_zeros", op::lookup("_zeros")?.params, vec![("shape".into(), Value::Tuple(shape)), ("dtype".into(), Value::DType(a.dtype()))])?;
+    let p = Params::parse(
+        "_zeros",
+        op::lookup("_zeros")?.params,
+        vec![("shape".into(), Value::Tuple(shape)), ("dtype".into(), Value::DType(a.dtype()))],
+    )?;
     op::invoke(op::lookup("_zeros")?, &[], p, Some(std::slice::from_ref(a)), Some(a.ctx()))?;
     Ok(())
 }
@@ -144,7 +154,14 @@ fn zero_into(a: &NDArray) -> Result<()> {
 impl Executor {
     /// Binds `sym` to arrays given in `list_arguments` / `list_auxiliary_states`
     /// order. `grads[i]` must be given where `reqs[i]` is not `Null`.
-    pub fn bind(sym: &Symbol, ctx: Context, args: Vec<NDArray>, grads: Vec<Option<NDArray>>, reqs: Vec<GradReq>, aux: Vec<NDArray>) -> Result<Executor> {
+    pub fn bind(
+        sym: &Symbol,
+        ctx: Context,
+        args: Vec<NDArray>,
+        grads: Vec<Option<NDArray>>,
+        reqs: Vec<GradReq>,
+        aux: Vec<NDArray>,
+    ) -> Result<Executor> {
         sym.check_unique_names()?;
         let (arg_vars, aux_vars) = sym.var_nodes();
         if args.len() != arg_vars.len() {
@@ -221,10 +238,19 @@ impl Executor {
         }
         let srcs: Vec<Vec<Src>> = topo
             .iter()
-            .map(|n| n.inputs.iter().map(|e| {
-                let s = inf.node_id(&e.node);
-                if e.node.is_var() { Src::Var(s) } else { Src::Out(s, e.index) }
-            }).collect())
+            .map(|n| {
+                n.inputs
+                    .iter()
+                    .map(|e| {
+                        let s = inf.node_id(&e.node);
+                        if e.node.is_var() {
+                            Src::Var(s)
+                        } else {
+                            Src::Out(s, e.index)
+                        }
+                    })
+                    .collect()
+            })
             .collect();
         let heads: Vec<(usize, usize)> = sym.outputs.iter().map(|e| (inf.node_id(&e.node), e.index)).collect();
         let keep_all = reqs.iter().any(|r| *r != GradReq::Null);
@@ -402,7 +428,8 @@ impl Executor {
             }
             let gf = op.grad.ok_or_else(|| Error::op(op.name, format!("no gradient is defined for this operator (node {})", node.name)))?;
             let inputs = self.input_arrays(ni);
-            let gin = gf(&node.params, &inputs, outs, &ograds).map_err(|e| Error::new(format!("{} (in the backward of node {})", e.message(), node.name)))?;
+            let gin = gf(&node.params, &inputs, outs, &ograds)
+                .map_err(|e| Error::new(format!("{} (in the backward of node {})", e.message(), node.name)))?;
             for (i, g) in gin.into_iter().enumerate() {
                 let (Some(g), Some(src)) = (g, self.srcs[ni].get(i)) else { continue };
                 let key = match *src {

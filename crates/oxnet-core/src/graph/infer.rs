@@ -67,6 +67,34 @@ fn node_desc(n: &Node) -> String {
     format!("{} ({})", n.name, n.op.map(|o| o.name).unwrap_or("null"))
 }
 
+/// The first known input that contradicts what the op's fill derives from the
+/// other inputs, as an error naming the op, the argument and both shapes.
+fn conflict(n: &Node, fill: crate::op::FillFn, known: &[Option<Shape>], ins: &[(usize, usize)], topo: &[Arc<Node>]) -> Option<Error> {
+    let names = n.input_names();
+    for i in 0..known.len() {
+        let Some(given) = &known[i] else { continue };
+        let mut probe = known.to_vec();
+        probe[i] = None;
+        if fill(&n.params, &mut probe).is_err() {
+            continue;
+        }
+        let Some(implied) = &probe[i] else { continue };
+        if implied == given {
+            continue;
+        }
+        let (s, _) = ins[i];
+        let arg = names.get(i).cloned().unwrap_or_else(|| format!("arg{i}"));
+        let var = if topo[s].is_var() { format!(" ({})", topo[s].name) } else { String::new() };
+        return Some(Error::new(format!(
+            "Error in operator {}: shape inconsistent for argument '{arg}'{var}: provided {}, but the other inputs imply {}",
+            node_desc(n),
+            fmt_shape(given),
+            fmt_shape(implied)
+        )));
+    }
+    None
+}
+
 /// Runs inference. `shapes`/`dtypes` give variables by name. With `shapes_needed`
 /// false (infer_type), outputs of ops whose shapes are unknown take the dtype of
 /// their first input (or of their `dtype` parameter).
@@ -97,39 +125,20 @@ pub fn infer(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<Str
                     }
                 }
             }
-            // Backward shape fill, with conflict checks first.
+            // Backward shape fill. When the op rejects the known shapes, each known
+            // input is compared with what the others imply, to name the argument.
             if let Some(fill) = op.fill {
                 let known: Vec<Option<Shape>> = ins.iter().map(|&(s, k)| sh[s].get(k).cloned().flatten()).collect();
-                let names = n.input_names();
-                for i in 0..known.len() {
-                    let Some(given) = &known[i] else { continue };
-                    let mut probe = known.clone();
-                    probe[i] = None;
-                    if fill(&n.params, &mut probe).is_ok() {
-                        if let Some(implied) = &probe[i] {
-                            if implied != given {
-                                let (s, _) = ins[i];
-                                let arg = names.get(i).cloned().unwrap_or_else(|| format!("arg{i}"));
-                                let var = if topo[s].is_var() { format!(" ({})", topo[s].name) } else { String::new() };
-                                return Err(Error::new(format!(
-                                    "Error in operator {}: shape inconsistent for argument '{arg}'{var}: provided {}, but the other inputs imply {}",
-                                    node_desc(n),
-                                    fmt_shape(given),
-                                    fmt_shape(implied)
-                                )));
-                            }
-                        }
-                    }
+                let mut filled = known.clone();
+                if let Err(e) = fill(&n.params, &mut filled) {
+                    return Err(conflict(n, fill, &known, &ins, &topo)
+                        .unwrap_or_else(|| Error::new(format!("{} (in node {})", e.message(), n.name))));
                 }
-                if known.iter().any(|k| k.is_none()) {
-                    let mut filled = known.clone();
-                    fill(&n.params, &mut filled).map_err(|e| Error::new(format!("{} (in node {})", e.message(), n.name)))?;
-                    for (i, f) in filled.into_iter().enumerate() {
-                        if let (None, Some(f)) = (&known[i], f) {
-                            let (s, k) = ins[i];
-                            sh[s][k] = Some(f);
-                            changed = true;
-                        }
+                for (i, f) in filled.into_iter().enumerate() {
+                    if let (None, Some(f)) = (&known[i], f) {
+                        let (s, k) = ins[i];
+                        sh[s][k] = Some(f);
+                        changed = true;
                     }
                 }
             }
@@ -143,13 +152,15 @@ pub fn infer(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<Str
                 (Some(s), Some(d)) => {
                     let refs: Vec<&[usize]> = s.iter().map(|x| &x[..]).collect();
                     let out = op.infer(&n.params, &refs, &d).map_err(|e| {
-                        let m = e.message().to_string();
-                        Error::new(if m.contains(&n.name) { m } else { format!("{m} (in node {})", n.name) })
+                        let known: Vec<Option<Shape>> = s.iter().cloned().map(Some).collect();
+                        op.fill.and_then(|f| conflict(n, f, &known, &ins, &topo)).unwrap_or_else(|| {
+                            let m = e.message().to_string();
+                            Error::new(if m.contains(&n.name) { m } else { format!("{m} (in node {})", n.name) })
+                        })
                     })?;
-                    if sh[ni].len() < out.len() {
-                        sh[ni].resize(out.len(), None);
-                        dt[ni].resize(out.len(), None);
-                    }
+                    // The registry's infer is the truth on how many outputs there are.
+                    sh[ni].resize(out.len(), None);
+                    dt[ni].resize(out.len(), None);
                     for (k, (s, d)) in out.into_iter().enumerate() {
                         if let Some(prev) = &sh[ni][k] {
                             if prev != &s {
@@ -208,7 +219,8 @@ mod tests {
     fn forward_and_conflicts() {
         let a = Symbol::var("a", vec![]).unwrap();
         let b = Symbol::var("b", vec![("__shape__".into(), "(2, 3)".into())]).unwrap();
-        let s = Symbol::create(lookup("elemwise_add").unwrap(), "p", vec![], vec![("lhs".into(), Some(a)), ("rhs".into(), Some(b))]).unwrap();
+        let s =
+            Symbol::create(lookup("elemwise_add").unwrap(), "p", vec![], vec![("lhs".into(), Some(a)), ("rhs".into(), Some(b))]).unwrap();
         let e = Symbol::create(lookup("sum").unwrap(), "s", vec![("axis".into(), "1".into())], vec![("data".into(), Some(s))]).unwrap();
         let mut m = HashMap::new();
         m.insert("a".to_string(), Shape::from_slice(&[2, 3]));

@@ -75,13 +75,7 @@ impl Node {
         self.op.map(|op| op.input_names(&self.params)).unwrap_or_default()
     }
     fn copy(&self, inputs: Vec<Entry>) -> Node {
-        Node {
-            op: self.op,
-            name: self.name.clone(),
-            params: self.params.clone(),
-            attrs: RwLock::new(self.attrs.read().clone()),
-            inputs,
-        }
+        Node { op: self.op, name: self.name.clone(), params: self.params.clone(), attrs: RwLock::new(self.attrs.read().clone()), inputs }
     }
 }
 
@@ -399,7 +393,10 @@ impl Symbol {
         }
         let single = |s: &Symbol, what: &str| -> Result<Entry> {
             if s.outputs.len() != 1 {
-                return Err(Error::new(format!("compose: the symbol given for '{what}' has {} outputs; it must have one", s.outputs.len())));
+                return Err(Error::new(format!(
+                    "compose: the symbol given for '{what}' has {} outputs; it must have one",
+                    s.outputs.len()
+                )));
             }
             Ok(s.outputs[0].clone())
         };
@@ -469,7 +466,13 @@ mod tests {
     fn build_and_list() {
         let a = v("a");
         let b = v("b");
-        let s = Symbol::create(lookup("elemwise_add").unwrap(), "_plus0", vec![], vec![("lhs".into(), Some(a.clone())), ("rhs".into(), Some(b))]).unwrap();
+        let s = Symbol::create(
+            lookup("elemwise_add").unwrap(),
+            "_plus0",
+            vec![],
+            vec![("lhs".into(), Some(a.clone())), ("rhs".into(), Some(b))],
+        )
+        .unwrap();
         let e = Symbol::create(lookup("exp").unwrap(), "exp0", vec![], vec![("data".into(), Some(s.clone()))]).unwrap();
         assert_eq!(e.list_arguments(), vec!["a", "b"]);
         assert_eq!(e.list_outputs(), vec!["exp0_output"]);
@@ -479,7 +482,9 @@ mod tests {
         assert_eq!(c.list_arguments(), vec!["z", "b"]);
         assert_eq!(e.list_arguments(), vec!["a", "b"]);
         assert!(e.compose(&[], &[("nope".into(), v("z"))]).is_err());
-        let sp = Symbol::create(lookup("split").unwrap(), "split0", vec![("num_outputs".into(), "3".into())], vec![("data".into(), Some(a))]).unwrap();
+        let sp =
+            Symbol::create(lookup("split").unwrap(), "split0", vec![("num_outputs".into(), "3".into())], vec![("data".into(), Some(a))])
+                .unwrap();
         assert_eq!(sp.list_outputs(), vec!["split0_output0", "split0_output1", "split0_output2"]);
         let err = Symbol::create(lookup("exp").unwrap(), "x", vec![("foo".into(), "1".into())], vec![]).err().unwrap();
         assert!(err.message().contains("foo"));

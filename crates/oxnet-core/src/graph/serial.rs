@@ -130,11 +130,16 @@ pub fn from_json(text: &str) -> Result<Symbol> {
             let map: BTreeMap<String, String> = attrs.into_iter().map(|(k, v)| (super::attr_key(&k), v)).collect();
             Node { op: None, name: name.to_string(), params: Params::default(), attrs: RwLock::new(map), inputs }
         } else {
-            let op = lookup(opname).map_err(|_| Error::new(format!("cannot load symbol: node '{name}' uses operator '{opname}', which is not registered")))?;
-            let (params, map) = Symbol::parse_attrs(op, attrs).map_err(|e| Error::new(format!("cannot load node '{name}': {}", e.message())))?;
+            let op = lookup(opname)
+                .map_err(|_| Error::new(format!("cannot load symbol: node '{name}' uses operator '{opname}', which is not registered")))?;
+            let (params, map) =
+                Symbol::parse_attrs(op, attrs).map_err(|e| Error::new(format!("cannot load node '{name}': {}", e.message())))?;
             let want = op.num_inputs(&params);
             if inputs.len() != want {
-                return Err(Error::op(op.name, format!("node '{name}' has {} inputs in the JSON but the operator takes {want}", inputs.len())));
+                return Err(Error::op(
+                    op.name,
+                    format!("node '{name}' has {} inputs in the JSON but the operator takes {want}", inputs.len()),
+                ));
             }
             Node { op: Some(op), name: name.to_string(), params, attrs: RwLock::new(map), inputs }
         };

@@ -22,6 +22,7 @@ mod softmax;
 mod linalg;
 mod optimizer;
 mod grads;
+mod nn;
 
 pub use params::{PType, ParamSpec, Params, Value};
 pub use util::*;
@@ -303,6 +304,7 @@ impl Registry {
         softmax::register(&mut r);
         linalg::register(&mut r);
         optimizer::register(&mut r);
+        nn::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).

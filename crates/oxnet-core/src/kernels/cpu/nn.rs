@@ -1,0 +1,892 @@
+//! Host kernels of the neural-network ops in `op/nn.rs`: activations (forward and
+//! backward), batch/layer/instance normalisation statistics and their gradients,
+//! dropout masks, embedding gather and scatter-add, and the output layers'
+//! special gradients.
+//!
+//! Every kernel works on float storage (`f32`, `f64`, `f16`) through [`Store`]:
+//! arithmetic happens in the storage's compute type ([`Real`]: `f32` for
+//! `f32`/`f16`, `f64` for `f64`); sums over many elements accumulate in `f64`.
+//! Loops are split over rows or channels with rayon when they are large enough.
+//! The slices come from the blobs of one engine operation, which orders every access.
+
+use super::{par_for, SendPtr};
+use half::f16;
+use rayon::prelude::*;
+
+/// The arithmetic type of a float element (`f32` or `f64`).
+pub trait Real:
+    Copy
+    + Send
+    + Sync
+    + PartialOrd
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::Neg<Output = Self>
+    + 'static
+{
+    const ZERO: Self;
+    const ONE: Self;
+    fn c(v: f64) -> Self;
+    fn f(self) -> f64;
+    fn exp(self) -> Self;
+    fn ln_1p(self) -> Self;
+    fn tanh(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn abs(self) -> Self;
+}
+
+macro_rules! real {
+    ($t:ty) => {
+        impl Real for $t {
+            const ZERO: $t = 0.0;
+            const ONE: $t = 1.0;
+            #[inline(always)]
+            fn c(v: f64) -> $t {
+                v as $t
+            }
+            #[inline(always)]
+            fn f(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn exp(self) -> $t {
+                <$t>::exp(self)
+            }
+            #[inline(always)]
+            fn ln_1p(self) -> $t {
+                <$t>::ln_1p(self)
+            }
+            #[inline(always)]
+            fn tanh(self) -> $t {
+                <$t>::tanh(self)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> $t {
+                <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn abs(self) -> $t {
+                <$t>::abs(self)
+            }
+        }
+    };
+}
+real!(f32);
+real!(f64);
+
+/// A float storage type and its compute type.
+pub trait Store: Copy + Send + Sync + 'static {
+    type R: Real;
+    fn ld(self) -> Self::R;
+    fn st(v: Self::R) -> Self;
+}
+impl Store for f32 {
+    type R = f32;
+    #[inline(always)]
+    fn ld(self) -> f32 {
+        self
+    }
+    #[inline(always)]
+    fn st(v: f32) -> f32 {
+        v
+    }
+}
+impl Store for f64 {
+    type R = f64;
+    #[inline(always)]
+    fn ld(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn st(v: f64) -> f64 {
+        v
+    }
+}
+impl Store for f16 {
+    type R = f32;
+    #[inline(always)]
+    fn ld(self) -> f32 {
+        self.to_f32()
+    }
+    #[inline(always)]
+    fn st(v: f32) -> f16 {
+        f16::from_f32(v)
+    }
+}
+
+const GRAIN: usize = 1 << 13;
+
+/// The error function, accurate to about 1e-15 (series near 0, continued fraction
+/// for the complement in the tails).
+pub fn erf(x: f64) -> f64 {
+    let a = x.abs();
+    let r = if a < 3.0 {
+        // erf(x) = 2/sqrt(pi) * sum_n (-1)^n x^(2n+1) / (n! (2n+1))
+        let x2 = a * a;
+        let mut term = a;
+        let mut sum = a;
+        let mut n = 0.0;
+        while term.abs() > 1e-17 * sum.abs() {
+            n += 1.0;
+            term *= -x2 / n;
+            sum += term / (2.0 * n + 1.0);
+            if n > 200.0 {
+                break;
+            }
+        }
+        sum * std::f64::consts::FRAC_2_SQRT_PI
+    } else if a > 6.5 {
+        1.0
+    } else {
+        // erfc(x) = exp(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...)))), from the tail up.
+        let mut f = a;
+        for k in (1..60).rev() {
+            f = a + (k as f64 * 0.5) / f;
+        }
+        1.0 - (-a * a).exp() / std::f64::consts::PI.sqrt() / f
+    };
+    if x < 0.0 {
+        -r
+    } else {
+        r
+    }
+}
+
+// ---- activations ---------------------------------------------------------------
+
+const SELU_ALPHA: f64 = 1.673_263_242_354_377_3;
+const SELU_LAMBDA: f64 = 1.050_700_987_355_480_5;
+
+/// An elementwise activation (Activation's and LeakyReLU's act_types other than
+/// prelu and rrelu, which need more inputs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Act {
+    Relu,
+    Sigmoid,
+    Tanh,
+    SoftRelu,
+    SoftSign,
+    Leaky(f64),
+    Elu(f64),
+    Selu,
+    Gelu,
+}
+
+#[inline(always)]
+fn act_one<R: Real>(x: R, a: Act) -> R {
+    match a {
+        Act::Relu => {
+            if x > R::ZERO {
+                x
+            } else {
+                R::ZERO
+            }
+        }
+        Act::Sigmoid => R::ONE / (R::ONE + (-x).exp()),
+        Act::Tanh => x.tanh(),
+        Act::SoftRelu => {
+            // log(1 + exp(x)), stable for large |x|.
+            if x > R::c(20.0) {
+                x
+            } else {
+                x.exp().ln_1p()
+            }
+        }
+        Act::SoftSign => x / (R::ONE + x.abs()),
+        Act::Leaky(s) => {
+            if x > R::ZERO {
+                x
+            } else {
+                R::c(s) * x
+            }
+        }
+        Act::Elu(s) => {
+            if x > R::ZERO {
+                x
+            } else {
+                R::c(s) * (x.exp() - R::ONE)
+            }
+        }
+        Act::Selu => {
+            let l = R::c(SELU_LAMBDA);
+            if x > R::ZERO {
+                l * x
+            } else {
+                l * R::c(SELU_ALPHA) * (x.exp() - R::ONE)
+            }
+        }
+        Act::Gelu => R::c(0.5 * x.f() * (1.0 + erf(x.f() * std::f64::consts::FRAC_1_SQRT_2))),
+    }
+}
+
+/// d out / d x, from the input `x` and the output `y`.
+#[inline(always)]
+fn act_deriv<R: Real>(x: R, y: R, a: Act) -> R {
+    match a {
+        Act::Relu => {
+            if y > R::ZERO {
+                R::ONE
+            } else {
+                R::ZERO
+            }
+        }
+        Act::Sigmoid => y * (R::ONE - y),
+        Act::Tanh => R::ONE - y * y,
+        Act::SoftRelu => R::ONE / (R::ONE + (-x).exp()),
+        Act::SoftSign => {
+            let d = R::ONE + x.abs();
+            R::ONE / (d * d)
+        }
+        Act::Leaky(s) => {
+            if x > R::ZERO {
+                R::ONE
+            } else {
+                R::c(s)
+            }
+        }
+        Act::Elu(s) => {
+            if x > R::ZERO {
+                R::ONE
+            } else {
+                y + R::c(s)
+            }
+        }
+        Act::Selu => {
+            if x > R::ZERO {
+                R::c(SELU_LAMBDA)
+            } else {
+                y + R::c(SELU_LAMBDA * SELU_ALPHA)
+            }
+        }
+        Act::Gelu => {
+            let xf = x.f();
+            let cdf = 0.5 * (1.0 + erf(xf * std::f64::consts::FRAC_1_SQRT_2));
+            let pdf = (-0.5 * xf * xf).exp() / (2.0 * std::f64::consts::PI).sqrt();
+            R::c(cdf + xf * pdf)
+        }
+    }
+}
+
+/// `y = act(x)`.
+pub fn act_forward<T: Store>(x: &[T], y: &mut [T], a: Act) {
+    let yp = SendPtr(y.as_mut_ptr());
+    par_for(x.len(), GRAIN, |s, e| {
+        // SAFETY: disjoint ranges of y.
+        let y = unsafe { std::slice::from_raw_parts_mut(yp.get().add(s), e - s) };
+        for (o, v) in y.iter_mut().zip(&x[s..e]) {
+            *o = T::st(act_one(v.ld(), a));
+        }
+    });
+}
+
+/// `dx = g * act'(x)`.
+pub fn act_backward<T: Store>(g: &[T], x: &[T], y: &[T], dx: &mut [T], a: Act) {
+    let dp = SendPtr(dx.as_mut_ptr());
+    par_for(x.len(), GRAIN, |s, e| {
+        // SAFETY: disjoint ranges of dx.
+        let dx = unsafe { std::slice::from_raw_parts_mut(dp.get().add(s), e - s) };
+        for i in s..e {
+            dx[i - s] = T::st(g[i].ld() * act_deriv(x[i].ld(), y[i].ld(), a));
+        }
+    });
+}
+
+/// PReLU over `(outer, c, inner)`: `y = x > 0 ? x : gamma[ch] * x`, `gamma` of
+/// length `c` or 1.
+pub fn prelu_forward<T: Store>(x: &[T], gamma: &[T], y: &mut [T], c: usize, inner: usize) {
+    let yp = SendPtr(y.as_mut_ptr());
+    let one = gamma.len() == 1;
+    par_for(x.len(), GRAIN, |s, e| {
+        // SAFETY: disjoint ranges of y.
+        let y = unsafe { std::slice::from_raw_parts_mut(yp.get().add(s), e - s) };
+        for i in s..e {
+            let v = x[i].ld();
+            let gm = gamma[if one { 0 } else { (i / inner) % c }].ld();
+            y[i - s] = T::st(if v > <T::R as Real>::ZERO { v } else { gm * v });
+        }
+    });
+}
+
+/// PReLU gradients: `dx = g * (x > 0 ? 1 : gamma)`, `dgamma[ch] = sum g * min(x, 0)`.
+pub fn prelu_backward<T: Store>(g: &[T], x: &[T], gamma: &[T], dx: &mut [T], dgamma: &mut [T], c: usize, inner: usize) {
+    let one = gamma.len() == 1;
+    let outer = if c * inner == 0 { 0 } else { x.len() / (c * inner) };
+    let dp = SendPtr(dx.as_mut_ptr());
+    let sums: Vec<f64> = (0..c)
+        .into_par_iter()
+        .with_min_len(((1 << 14) / (outer * inner).max(1)).max(1))
+        .map(|ch| {
+            let gm = gamma[if one { 0 } else { ch }].ld();
+            let mut acc = 0.0f64;
+            for o in 0..outer {
+                let base = (o * c + ch) * inner;
+                for i in base..base + inner {
+                    let v = x[i].ld();
+                    let gi = g[i].ld();
+                    let d = if v > <T::R as Real>::ZERO {
+                        gi
+                    } else {
+                        acc += (gi * v).f();
+                        gi * gm
+                    };
+                    // SAFETY: each (o, ch) block of dx is written by one task.
+                    unsafe { *dp.get().add(i) = T::st(d) };
+                }
+            }
+            acc
+        })
+        .collect();
+    if one {
+        dgamma[0] = T::st(<T::R as Real>::c(sums.iter().sum()));
+    } else {
+        for (d, s) in dgamma.iter_mut().zip(sums) {
+            *d = T::st(<T::R as Real>::c(s));
+        }
+    }
+}
+
+/// RReLU: `y = x > 0 ? x : mask * x`; in training the mask holds one slope per
+/// element drawn uniformly from `[lower, upper)`, else the mean slope.
+pub fn rrelu_forward<T: Store>(x: &[T], y: &mut [T], mask: &mut [T], slope: impl Fn(usize) -> f64 + Sync) {
+    let yp = SendPtr(y.as_mut_ptr());
+    let mp = SendPtr(mask.as_mut_ptr());
+    par_for(x.len(), GRAIN, |s, e| {
+        for i in s..e {
+            let a = <T::R as Real>::c(slope(i));
+            let v = x[i].ld();
+            // SAFETY: disjoint ranges of y and mask.
+            unsafe {
+                *mp.get().add(i) = T::st(a);
+                *yp.get().add(i) = T::st(if v > <T::R as Real>::ZERO { v } else { a * v });
+            }
+        }
+    });
+}
+
+/// RReLU gradient: `dx = g * (x > 0 ? 1 : mask)`.
+pub fn rrelu_backward<T: Store>(g: &[T], x: &[T], mask: &[T], dx: &mut [T]) {
+    let dp = SendPtr(dx.as_mut_ptr());
+    par_for(x.len(), GRAIN, |s, e| {
+        for i in s..e {
+            let d = if x[i].ld() > <T::R as Real>::ZERO { g[i].ld() } else { g[i].ld() * mask[i].ld() };
+            // SAFETY: disjoint ranges of dx.
+            unsafe { *dp.get().add(i) = T::st(d) };
+        }
+    });
+}
+
+// ---- per-channel sums over (outer, c, inner) -------------------------------------
+
+/// For each channel `ch` of a `(outer, c, inner)` array, the sums over every
+/// element of the channel of the two values `f(i, ch)` returns (`i` the flat index).
+/// Parallel over channels when the inner blocks are long, else over row chunks with
+/// per-chunk partial sums.
+pub fn channel_sums2(outer: usize, c: usize, inner: usize, f: impl Fn(usize, usize) -> (f64, f64) + Sync) -> Vec<(f64, f64)> {
+    if c == 0 {
+        return Vec::new();
+    }
+    let per_ch = outer * inner;
+    if inner >= 32 || outer < 64 {
+        (0..c)
+            .into_par_iter()
+            .with_min_len(((1 << 14) / per_ch.max(1)).max(1))
+            .map(|ch| {
+                let (mut a, mut b) = (0.0f64, 0.0f64);
+                for o in 0..outer {
+                    let base = (o * c + ch) * inner;
+                    for i in base..base + inner {
+                        let (u, v) = f(i, ch);
+                        a += u;
+                        b += v;
+                    }
+                }
+                (a, b)
+            })
+            .collect()
+    } else {
+        let rows_per = ((1 << 14) / (c * inner).max(1)).max(1);
+        (0..outer)
+            .into_par_iter()
+            .with_min_len(rows_per)
+            .fold(
+                || vec![(0.0f64, 0.0f64); c],
+                |mut acc, o| {
+                    for ch in 0..c {
+                        let base = (o * c + ch) * inner;
+                        for i in base..base + inner {
+                            let (u, v) = f(i, ch);
+                            acc[ch].0 += u;
+                            acc[ch].1 += v;
+                        }
+                    }
+                    acc
+                },
+            )
+            .reduce(
+                || vec![(0.0f64, 0.0f64); c],
+                |mut a, b| {
+                    for (x, y) in a.iter_mut().zip(b) {
+                        x.0 += y.0;
+                        x.1 += y.1;
+                    }
+                    a
+                },
+            )
+    }
+}
+
+/// `y[i] = f(i, ch)` over a `(outer, c, inner)` array, in parallel.
+pub fn channel_map<T: Store>(y: &mut [T], c: usize, inner: usize, f: impl Fn(usize, usize) -> T::R + Sync) {
+    let yp = SendPtr(y.as_mut_ptr());
+    par_for(y.len(), GRAIN, |s, e| {
+        for i in s..e {
+            // SAFETY: disjoint ranges of y.
+            unsafe { *yp.get().add(i) = T::st(f(i, (i / inner) % c)) };
+        }
+    });
+}
+
+// ---- batch normalisation ------------------------------------------------------------
+
+/// Batch mean and biased variance per channel (two passes, f64 sums).
+pub fn bn_stats<T: Store>(x: &[T], outer: usize, c: usize, inner: usize) -> (Vec<f64>, Vec<f64>) {
+    let n = (outer * inner).max(1) as f64;
+    let s = channel_sums2(outer, c, inner, |i, _| (x[i].ld().f(), 0.0));
+    let mean: Vec<f64> = s.iter().map(|p| p.0 / n).collect();
+    let s = channel_sums2(outer, c, inner, |i, ch| {
+        let d = x[i].ld().f() - mean[ch];
+        (d * d, 0.0)
+    });
+    let var = s.iter().map(|p| p.0 / n).collect();
+    (mean, var)
+}
+
+/// `y = (x - mean[ch]) * scale[ch] + shift[ch]`.
+pub fn bn_apply<T: Store>(x: &[T], y: &mut [T], c: usize, inner: usize, mean: &[f64], scale: &[f64], shift: &[f64]) {
+    let m: Vec<T::R> = mean.iter().map(|v| T::R::c(*v)).collect();
+    let a: Vec<T::R> = scale.iter().map(|v| T::R::c(*v)).collect();
+    let b: Vec<T::R> = shift.iter().map(|v| T::R::c(*v)).collect();
+    channel_map::<T>(y, c, inner, |i, ch| (x[i].ld() - m[ch]) * a[ch] + b[ch]);
+}
+
+/// Batch-norm gradients. `batch`: the statistics were the batch's (their gradient
+/// flows to x); else they were constants. Returns per-channel `(sum g, sum g*xhat)`
+/// and writes `dx`.
+#[allow(clippy::too_many_arguments)]
+pub fn bn_backward<T: Store>(
+    g: &[T],
+    x: &[T],
+    dx: &mut [T],
+    outer: usize,
+    c: usize,
+    inner: usize,
+    mean: &[f64],
+    invstd: &[f64],
+    gamma: &[f64],
+    batch: bool,
+) -> Vec<(f64, f64)> {
+    let sums = channel_sums2(outer, c, inner, |i, ch| {
+        let gi = g[i].ld().f();
+        (gi, gi * (x[i].ld().f() - mean[ch]) * invstd[ch])
+    });
+    let n = (outer * inner).max(1) as f64;
+    let k1: Vec<f64> = (0..c).map(|ch| gamma[ch] * invstd[ch]).collect();
+    if batch {
+        let mg: Vec<f64> = sums.iter().map(|s| s.0 / n).collect();
+        let mgx: Vec<f64> = sums.iter().map(|s| s.1 / n).collect();
+        channel_map::<T>(dx, c, inner, |i, ch| {
+            let xh = (x[i].ld().f() - mean[ch]) * invstd[ch];
+            T::R::c(k1[ch] * (g[i].ld().f() - mg[ch] - xh * mgx[ch]))
+        });
+    } else {
+        let k: Vec<T::R> = k1.iter().map(|v| T::R::c(*v)).collect();
+        channel_map::<T>(dx, c, inner, |i, ch| g[i].ld() * k[ch]);
+    }
+    sums
+}
+
+// ---- layer / instance normalisation --------------------------------------------------
+
+/// Normalises along the middle axis of `(outer, n, inner)`: for each `(o, j)`,
+/// `y = (x - mean) / std * gamma[k] + beta[k]` with `std = sqrt(var + eps)`; writes
+/// the mean and std of each `(o, j)` (shape `(outer, inner)`).
+#[allow(clippy::too_many_arguments)]
+pub fn layer_norm<T: Store>(
+    x: &[T],
+    gamma: &[T],
+    beta: &[T],
+    y: &mut [T],
+    mean: &mut [T],
+    std: &mut [T],
+    _outer: usize,
+    n: usize,
+    inner: usize,
+    eps: f64,
+) {
+    let block = n * inner;
+    if block == 0 {
+        return;
+    }
+    let rows = ((1 << 14) / block).max(1);
+    y.par_chunks_mut(block).zip(mean.par_chunks_mut(inner).zip(std.par_chunks_mut(inner))).enumerate().with_min_len(rows).for_each(
+        |(o, (yb, (mb, sb)))| {
+            let xb = &x[o * block..(o + 1) * block];
+            let mut s = vec![0.0f64; inner];
+            for k in 0..n {
+                for (acc, v) in s.iter_mut().zip(&xb[k * inner..(k + 1) * inner]) {
+                    *acc += v.ld().f();
+                }
+            }
+            for v in s.iter_mut() {
+                *v /= n as f64;
+            }
+            let mut q = vec![0.0f64; inner];
+            for k in 0..n {
+                for ((acc, v), m) in q.iter_mut().zip(&xb[k * inner..(k + 1) * inner]).zip(&s) {
+                    let d = v.ld().f() - m;
+                    *acc += d * d;
+                }
+            }
+            let inv: Vec<T::R> = q.iter().map(|v| T::R::c(1.0 / (v / n as f64 + eps).sqrt())).collect();
+            let mr: Vec<T::R> = s.iter().map(|v| T::R::c(*v)).collect();
+            for k in 0..n {
+                let (gk, bk) = (gamma[k].ld(), beta[k].ld());
+                let xs = &xb[k * inner..(k + 1) * inner];
+                let ys = &mut yb[k * inner..(k + 1) * inner];
+                for j in 0..inner {
+                    ys[j] = T::st((xs[j].ld() - mr[j]) * inv[j] * gk + bk);
+                }
+            }
+            for j in 0..inner {
+                mb[j] = T::st(mr[j]);
+                sb[j] = T::st(T::R::c((q[j] / n as f64 + eps).sqrt()));
+            }
+        },
+    );
+}
+
+/// Layer-norm gradients along the middle axis of `(outer, n, inner)`: writes `dx`,
+/// returns `(dgamma, dbeta)` (length `n`).
+#[allow(clippy::too_many_arguments)]
+pub fn layer_norm_backward<T: Store>(
+    g: &[T],
+    x: &[T],
+    gamma: &[T],
+    mean: &[T],
+    std: &[T],
+    dx: &mut [T],
+    _outer: usize,
+    n: usize,
+    inner: usize,
+) -> (Vec<f64>, Vec<f64>) {
+    let block = n * inner;
+    if block == 0 {
+        return (vec![0.0; n], vec![0.0; n]);
+    }
+    let rows = ((1 << 14) / block).max(1);
+    let nf = n as f64;
+    dx.par_chunks_mut(block)
+        .enumerate()
+        .with_min_len(rows)
+        .fold(
+            || (vec![0.0f64; n], vec![0.0f64; n]),
+            |(mut dg, mut db), (o, dxb)| {
+                let xb = &x[o * block..(o + 1) * block];
+                let gb = &g[o * block..(o + 1) * block];
+                let m: Vec<f64> = mean[o * inner..(o + 1) * inner].iter().map(|v| v.ld().f()).collect();
+                let inv: Vec<f64> = std[o * inner..(o + 1) * inner].iter().map(|v| 1.0 / v.ld().f()).collect();
+                // Per position j: mean of g*gamma and of g*gamma*xhat over k.
+                let mut a = vec![0.0f64; inner];
+                let mut b = vec![0.0f64; inner];
+                for k in 0..n {
+                    let gk = gamma[k].ld().f();
+                    let (mut sg, mut sgx) = (0.0, 0.0);
+                    for j in 0..inner {
+                        let gi = gb[k * inner + j].ld().f();
+                        let xh = (xb[k * inner + j].ld().f() - m[j]) * inv[j];
+                        a[j] += gi * gk;
+                        b[j] += gi * gk * xh;
+                        sg += gi;
+                        sgx += gi * xh;
+                    }
+                    db[k] += sg;
+                    dg[k] += sgx;
+                }
+                for k in 0..n {
+                    let gk = gamma[k].ld().f();
+                    for j in 0..inner {
+                        let i = k * inner + j;
+                        let xh = (xb[i].ld().f() - m[j]) * inv[j];
+                        let v = (gb[i].ld().f() * gk - a[j] / nf - xh * b[j] / nf) * inv[j];
+                        dxb[i] = T::st(T::R::c(v));
+                    }
+                }
+                (dg, db)
+            },
+        )
+        .reduce(
+            || (vec![0.0f64; n], vec![0.0f64; n]),
+            |(mut g1, mut b1), (g2, b2)| {
+                for k in 0..n {
+                    g1[k] += g2[k];
+                    b1[k] += b2[k];
+                }
+                (g1, b1)
+            },
+        )
+}
+
+/// Instance norm: rows of length `len` (one per (batch, channel)), channel
+/// `row % c`. Writes y and each row's mean and inverse std.
+#[allow(clippy::too_many_arguments)]
+pub fn instance_norm<T: Store>(
+    x: &[T],
+    gamma: &[T],
+    beta: &[T],
+    y: &mut [T],
+    mean: &mut [T],
+    invstd: &mut [T],
+    c: usize,
+    len: usize,
+    eps: f64,
+) {
+    if len == 0 {
+        return;
+    }
+    let rows = ((1 << 14) / len).max(1);
+    y.par_chunks_mut(len).zip(mean.par_iter_mut().zip(invstd.par_iter_mut())).enumerate().with_min_len(rows).for_each(
+        |(r, (yr, (m, s)))| {
+            let xr = &x[r * len..(r + 1) * len];
+            let mu = xr.iter().map(|v| v.ld().f()).sum::<f64>() / len as f64;
+            let var = xr
+                .iter()
+                .map(|v| {
+                    let d = v.ld().f() - mu;
+                    d * d
+                })
+                .sum::<f64>()
+                / len as f64;
+            let inv = 1.0 / (var + eps).sqrt();
+            let ch = r % c;
+            let a = T::R::c(inv * gamma[ch].ld().f());
+            let b = beta[ch].ld();
+            let mr = T::R::c(mu);
+            for (o, v) in yr.iter_mut().zip(xr) {
+                *o = T::st((v.ld() - mr) * a + b);
+            }
+            *m = T::st(mr);
+            *s = T::st(T::R::c(inv));
+        },
+    );
+}
+
+/// Instance-norm gradients: writes dx, returns per-channel `(dgamma, dbeta)`.
+#[allow(clippy::too_many_arguments)]
+pub fn instance_norm_backward<T: Store>(
+    g: &[T],
+    x: &[T],
+    gamma: &[T],
+    mean: &[T],
+    invstd: &[T],
+    dx: &mut [T],
+    c: usize,
+    len: usize,
+) -> (Vec<f64>, Vec<f64>) {
+    if len == 0 {
+        return (vec![0.0; c], vec![0.0; c]);
+    }
+    let rows = ((1 << 14) / len).max(1);
+    let parts: Vec<(usize, f64, f64)> = dx
+        .par_chunks_mut(len)
+        .enumerate()
+        .with_min_len(rows)
+        .map(|(r, dr)| {
+            let xr = &x[r * len..(r + 1) * len];
+            let gr = &g[r * len..(r + 1) * len];
+            let (mu, inv) = (mean[r].ld().f(), invstd[r].ld().f());
+            let ch = r % c;
+            let gm = gamma[ch].ld().f();
+            let (mut sg, mut sgx) = (0.0, 0.0);
+            for (gv, xv) in gr.iter().zip(xr) {
+                let gi = gv.ld().f();
+                sg += gi;
+                sgx += gi * (xv.ld().f() - mu) * inv;
+            }
+            let (mg, mgx) = (sg / len as f64, sgx / len as f64);
+            for ((d, gv), xv) in dr.iter_mut().zip(gr).zip(xr) {
+                let xh = (xv.ld().f() - mu) * inv;
+                *d = T::st(T::R::c(gm * inv * (gv.ld().f() - mg - xh * mgx)));
+            }
+            (ch, sgx, sg)
+        })
+        .collect();
+    let mut dg = vec![0.0; c];
+    let mut db = vec![0.0; c];
+    for (ch, a, b) in parts {
+        dg[ch] += a;
+        db[ch] += b;
+    }
+    (dg, db)
+}
+
+// ---- dropout ------------------------------------------------------------------------
+
+/// Fills the dropout mask (`1/(1-p)` where kept, 0 where dropped) and `y = x * mask`.
+/// `draw(i)` is the uniform number deciding element `i` (elements sharing a mask
+/// position along the broadcast axes get the same number).
+pub fn dropout<T: Store>(x: &[T], y: &mut [T], mask: &mut [T], p: f64, draw: impl Fn(usize) -> f64 + Sync) {
+    let scale = if p >= 1.0 { 0.0 } else { 1.0 / (1.0 - p) };
+    let yp = SendPtr(y.as_mut_ptr());
+    let mp = SendPtr(mask.as_mut_ptr());
+    let (keep, zero) = (<T::R as Real>::c(scale), <T::R as Real>::ZERO);
+    par_for(x.len(), GRAIN, |s, e| {
+        for i in s..e {
+            let m = if draw(i) >= p { keep } else { zero };
+            // SAFETY: disjoint ranges of y and mask.
+            unsafe {
+                *mp.get().add(i) = T::st(m);
+                *yp.get().add(i) = T::st(x[i].ld() * m);
+            }
+        }
+    });
+}
+
+/// `y = a * b`, elementwise.
+pub fn mul<T: Store>(a: &[T], b: &[T], y: &mut [T]) {
+    let yp = SendPtr(y.as_mut_ptr());
+    par_for(a.len(), GRAIN, |s, e| {
+        for i in s..e {
+            // SAFETY: disjoint ranges of y.
+            unsafe { *yp.get().add(i) = T::st(a[i].ld() * b[i].ld()) };
+        }
+    });
+}
+
+// ---- embedding ----------------------------------------------------------------------
+
+/// Row index of an embedding lookup: the value truncated toward zero and clipped
+/// to `[0, rows)`, as MXNet does.
+#[inline(always)]
+pub fn clip_index(v: f64, rows: usize) -> usize {
+    if v.is_nan() || v <= 0.0 {
+        0
+    } else {
+        (v as usize).min(rows.saturating_sub(1))
+    }
+}
+
+/// `out[i, :] = weight[idx[i], :]`.
+pub fn embedding<T: Copy + Send + Sync>(idx: &[usize], weight: &[T], out: &mut [T], dim: usize) {
+    if dim == 0 {
+        return;
+    }
+    out.par_chunks_mut(dim).with_min_len((GRAIN / dim).max(1)).enumerate().for_each(|(i, row)| {
+        let r = idx[i];
+        row.copy_from_slice(&weight[r * dim..(r + 1) * dim]);
+    });
+}
+
+/// `dw[r, :] = sum of g[i, :] over i with idx[i] == r`. Rows of dw are split among
+/// tasks; each scans the indices for its rows (no atomics).
+pub fn embedding_backward<T: Store>(idx: &[usize], g: &[T], dw: &mut [T], rows: usize, dim: usize) {
+    if dim == 0 || rows == 0 {
+        return;
+    }
+    let tasks = if idx.len() * dim < (1 << 15) { 1 } else { (rayon::current_num_threads() * 2).min(rows) };
+    let per = rows.div_ceil(tasks.max(1));
+    dw.par_chunks_mut(per * dim).enumerate().for_each(|(t, part)| {
+        let (lo, hi) = (t * per, ((t + 1) * per).min(rows));
+        let mut acc = vec![0.0f64; (hi - lo) * dim];
+        for (i, &r) in idx.iter().enumerate() {
+            if r >= lo && r < hi {
+                let a = &mut acc[(r - lo) * dim..(r - lo + 1) * dim];
+                for (s, v) in a.iter_mut().zip(&g[i * dim..(i + 1) * dim]) {
+                    *s += v.ld().f();
+                }
+            }
+        }
+        for (o, v) in part.iter_mut().zip(acc) {
+            *o = T::st(<T::R as Real>::c(v));
+        }
+    });
+}
+
+// ---- softmax gradient -----------------------------------------------------------------
+
+/// `dx = y * (g - sum_k g*y)` along the middle axis of `(outer, n, inner)`.
+pub fn softmax_backward<T: Store>(g: &[T], y: &[T], dx: &mut [T], _outer: usize, n: usize, inner: usize) {
+    let block = n * inner;
+    if block == 0 {
+        return;
+    }
+    dx.par_chunks_mut(block).enumerate().with_min_len(((1 << 14) / block).max(1)).for_each(|(o, db)| {
+        let gb = &g[o * block..(o + 1) * block];
+        let yb = &y[o * block..(o + 1) * block];
+        let mut s = vec![0.0f64; inner];
+        for k in 0..n {
+            for j in 0..inner {
+                s[j] += gb[k * inner + j].ld().f() * yb[k * inner + j].ld().f();
+            }
+        }
+        for k in 0..n {
+            for j in 0..inner {
+                let i = k * inner + j;
+                db[i] = T::st(T::R::c(yb[i].ld().f() * (gb[i].ld().f() - s[j])));
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn erf_matches_known_values() {
+        for (x, v) in [
+            (0.0, 0.0),
+            (0.5, 0.520_499_877_813_046_5),
+            (1.0, 0.842_700_792_949_714_9),
+            (2.5, 0.999_593_047_982_555),
+            (3.5, 0.999_999_256_901_627_7),
+            (-1.0, -0.842_700_792_949_714_9),
+        ] {
+            assert!((erf(x) - v).abs() < 1e-13, "erf({x}) = {} != {v}", erf(x));
+        }
+    }
+
+    #[test]
+    fn channel_sums_both_paths_agree() {
+        let (outer, c, inner) = (100, 3, 2);
+        let x: Vec<f64> = (0..outer * c * inner).map(|i| (i as f64 * 0.37).sin()).collect();
+        let a = channel_sums2(outer, c, inner, |i, _| (x[i], x[i] * x[i]));
+        let mut want = vec![(0.0, 0.0); c];
+        for (i, v) in x.iter().enumerate() {
+            let ch = (i / inner) % c;
+            want[ch].0 += v;
+            want[ch].1 += v * v;
+        }
+        for (p, q) in a.iter().zip(&want) {
+            assert!((p.0 - q.0).abs() < 1e-9 && (p.1 - q.1).abs() < 1e-9);
+        }
+        let b = channel_sums2(2, c, 50, |i, _| (x[i], 0.0));
+        let mut w = vec![0.0; c];
+        for (i, v) in x[..2 * c * 50].iter().enumerate() {
+            w[(i / 50) % c] += v;
+        }
+        for (p, q) in b.iter().zip(&w) {
+            assert!((p.0 - q).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn embedding_scatter_adds_repeats() {
+        let idx = [1usize, 0, 1];
+        let g = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let mut dw = [9.0f32; 6];
+        embedding_backward(&idx, &g, &mut dw, 3, 2);
+        assert_eq!(dw, [3.0, 4.0, 6.0, 8.0, 0.0, 0.0]);
+    }
+}

@@ -1,0 +1,196 @@
+"""``Executor``: a symbol bound to arrays. The graph runs in Rust
+(``oxnet._core.ExecutorHandle``): one call per ``forward`` and per ``backward``;
+intermediate buffers are planned at bind time so dead ones are reused."""
+
+import numpy as np
+
+from . import _core
+from .base import MXNetError
+from .context import Context
+from .ndarray import NDArray
+from . import ndarray as nd
+
+_REQS = ("write", "add", "null")
+
+
+def _as_list(values, names, what, allow_missing=False):
+    """Arrays in ``names`` order from a list or a dict; missing ones are errors
+    listing their names (or None when ``allow_missing``)."""
+    if values is None:
+        values = {}
+    if isinstance(values, dict):
+        extra = [k for k in values if k not in names]
+        if extra:
+            raise MXNetError("%s: unknown names %s; expected names are %s" % (what, extra, names))
+        missing = [n for n in names if values.get(n) is None]
+        if missing and not allow_missing:
+            raise MXNetError("%s: no array given for %s" % (what, ", ".join(repr(m) for m in missing)))
+        out = [values.get(n) for n in names]
+    else:
+        out = list(values)
+        if len(out) != len(names):
+            if len(out) < len(names) and not allow_missing:
+                raise MXNetError("%s: %d arrays given, %d needed; missing %s"
+                                 % (what, len(out), len(names),
+                                    ", ".join(repr(m) for m in names[len(out):])))
+            if len(out) > len(names):
+                raise MXNetError("%s: %d arrays given, %d needed (%s)"
+                                 % (what, len(out), len(names), names))
+            out += [None] * (len(names) - len(out))
+    for n, a in zip(names, out):
+        if a is not None and not isinstance(a, NDArray):
+            raise TypeError("%s: the array for '%s' must be an NDArray, got %s" % (what, n, type(a).__name__))
+    return out
+
+
+def _reqs(grad_req, names):
+    if isinstance(grad_req, str):
+        reqs = [grad_req] * len(names)
+    elif isinstance(grad_req, dict):
+        extra = [k for k in grad_req if k not in names]
+        if extra:
+            raise MXNetError("grad_req: unknown argument names %s" % extra)
+        reqs = [grad_req.get(n, "null") for n in names]
+    else:
+        reqs = list(grad_req)
+        if len(reqs) != len(names):
+            raise MXNetError("grad_req: %d values given for %d arguments" % (len(reqs), len(names)))
+    for n, r in zip(names, reqs):
+        if r not in _REQS:
+            raise MXNetError("grad_req for '%s' must be one of 'write', 'add', 'null', got %r" % (n, r))
+    return reqs
+
+
+class Executor:
+    """Runs a bound symbol: ``forward(is_train)``, ``backward(out_grads)``, with
+    ``arg_dict``, ``grad_dict``, ``aux_dict`` and ``outputs``."""
+
+    def __init__(self, symbol, ctx, arg_arrays, grad_arrays, grad_reqs, aux_arrays):
+        self._symbol = symbol
+        self._ctx = Context(ctx)
+        self.arg_arrays = list(arg_arrays)
+        self.grad_arrays = list(grad_arrays)
+        self.aux_arrays = list(aux_arrays)
+        self._grad_reqs = list(grad_reqs)
+        reqs = [r if g is not None else "null" for r, g in zip(grad_reqs, grad_arrays)]
+        self._handle = _core.ExecutorHandle(symbol.handle, self._ctx, self.arg_arrays,
+                                            self.grad_arrays, reqs, self.aux_arrays)
+        self.outputs = self._handle.outputs()
+        names = symbol.list_arguments()
+        self.arg_dict = dict(zip(names, self.arg_arrays))
+        self.grad_dict = {n: g for n, g, r in zip(names, self.grad_arrays, reqs)
+                          if g is not None and r != "null"}
+        self.aux_dict = dict(zip(symbol.list_auxiliary_states(), self.aux_arrays))
+        self.output_dict = dict(zip(symbol.list_outputs(), self.outputs))
+
+    # ---- construction -------------------------------------------------------------
+    @staticmethod
+    def _bind(symbol, ctx, args, args_grad, grad_req, aux_states):
+        names = symbol.list_arguments()
+        symbol.handle.check_unique_names()
+        args = _as_list(args, names, "bind: args")
+        reqs = _reqs(grad_req, names)
+        grads = _as_list(args_grad, names, "bind: args_grad", allow_missing=True)
+        if args_grad is None:
+            reqs = ["null"] * len(names)
+        aux = _as_list(aux_states, symbol.list_auxiliary_states(), "bind: aux_states")
+        return Executor(symbol, ctx, args, grads, reqs, aux)
+
+    @staticmethod
+    def _simple_bind(symbol, ctx, grad_req, type_dict, shapes):
+        names = symbol.list_arguments()
+        symbol.handle.check_unique_names()
+        reqs = _reqs(grad_req, names)
+        arg_shapes, _, aux_shapes = symbol.infer_shape_partial(**shapes)
+        missing = [n for n, s in zip(names, arg_shapes) if s == ()]
+        missing += [n for n, s in zip(symbol.list_auxiliary_states(), aux_shapes) if s == ()]
+        if missing:
+            raise MXNetError("simple_bind: cannot infer the shapes of %s; give their shapes"
+                             % ", ".join(repr(m) for m in missing))
+        arg_types, _, aux_types = symbol.infer_type_partial(**(type_dict or {}))
+        arg_types = [t or np.float32 for t in arg_types]
+        aux_types = [t or np.float32 for t in aux_types]
+        args = [nd.zeros(s, ctx=ctx, dtype=t) for s, t in zip(arg_shapes, arg_types)]
+        grads = [nd.zeros(s, ctx=ctx, dtype=t) if r != "null" else None
+                 for s, t, r in zip(arg_shapes, arg_types, reqs)]
+        aux = [nd.zeros(s, ctx=ctx, dtype=t) for s, t in zip(aux_shapes, aux_types)]
+        return Executor(symbol, ctx, args, grads, reqs, aux)
+
+    # ---- running ------------------------------------------------------------------
+    def forward(self, is_train=False, **kwargs):
+        """Copies ``kwargs`` into the named arguments, runs the graph, returns the outputs."""
+        for k, v in kwargs.items():
+            if k not in self.arg_dict:
+                raise MXNetError("forward: unknown argument '%s'" % k)
+            dst = self.arg_dict[k]
+            if isinstance(v, NDArray):
+                if tuple(v.shape) != tuple(dst.shape):
+                    raise MXNetError("forward: shape of '%s' is %s, the executor was bound with %s"
+                                     % (k, tuple(v.shape), tuple(dst.shape)))
+                v.copyto(dst)
+            else:
+                dst[:] = v
+        self._handle.forward(bool(is_train))
+        return self.outputs
+
+    def backward(self, out_grads=None, is_train=True):
+        """Computes the gradients of the arguments (``out_grads``: head gradients,
+        ones where not given)."""
+        if out_grads is None:
+            grads = []
+        elif isinstance(out_grads, NDArray):
+            grads = [out_grads]
+        elif isinstance(out_grads, dict):
+            grads = [out_grads.get(n) for n in self._symbol.list_outputs()]
+        else:
+            grads = list(out_grads)
+        self._handle.backward(grads)
+
+    def reshape(self, partial_shaping=False, allow_up_sizing=False, **kwargs):
+        """A new executor for new input shapes; arrays whose shape is unchanged are shared."""
+        arg_shapes, _, aux_shapes = self._symbol.infer_shape(**kwargs)
+        if arg_shapes is None:
+            raise MXNetError("reshape: cannot infer every shape from %s" % kwargs)
+        names = self._symbol.list_arguments()
+
+        def fit(name, old, shape):
+            if tuple(old.shape) == tuple(shape):
+                return old
+            if name not in kwargs and not partial_shaping:
+                raise MXNetError("reshape: shape of unspecified array '%s' changed from %s to %s; "
+                                 "set partial_shaping=True to allow it"
+                                 % (name, tuple(old.shape), tuple(shape)))
+            if int(np.prod(shape)) > old.size and not allow_up_sizing:
+                raise MXNetError("reshape: new shape of '%s' %s is larger than the original %s; "
+                                 "set allow_up_sizing=True to allow it"
+                                 % (name, tuple(shape), tuple(old.shape)))
+            return nd.zeros(shape, ctx=self._ctx, dtype=old.dtype)
+
+        args = [fit(n, a, s) for n, a, s in zip(names, self.arg_arrays, arg_shapes)]
+        grads = [None if g is None else fit(n, g, s)
+                 for n, g, s in zip(names, self.grad_arrays, arg_shapes)]
+        aux = [fit(n, a, s) for n, a, s in
+               zip(self._symbol.list_auxiliary_states(), self.aux_arrays, aux_shapes)]
+        return Executor(self._symbol, self._ctx, args, grads, self._grad_reqs, aux)
+
+    def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
+        """Copies arrays by name into the arguments and auxiliary states."""
+        for src, dst, what in ((arg_params, self.arg_dict, "argument"),
+                               (aux_params or {}, self.aux_dict, "auxiliary state")):
+            for k, v in src.items():
+                if k in dst:
+                    v.copyto(dst[k]) if isinstance(v, NDArray) else dst[k].__setitem__(slice(None), v)
+                elif not allow_extra_params:
+                    raise ValueError("Find name \"%s\" that is not in the %ss" % (k, what))
+
+    def planned_bytes(self):
+        """(bytes of the planned intermediate buffers, bytes without reuse)."""
+        return self._handle.planned_bytes()
+
+    def debug_str(self):
+        planned, naive = self.planned_bytes()
+        return ("Symbol outputs: %s\nTotal %d bytes of intermediate buffers planned "
+                "(%d without reuse)\n" % (self._symbol.list_outputs(), planned, naive))
+
+
+__all__ = ["Executor"]

@@ -1,0 +1,457 @@
+"""The ``Symbol`` class (MXNet's ``mx.sym.Symbol``): a handle on a graph held in
+Rust (``oxnet._core.SymbolHandle``). Graph work (names of arguments, JSON,
+inference, composition, execution) happens in the core; this module adds
+Python's conveniences: operators, indexing, keyword handling, pickling."""
+
+import json as _json
+
+import numpy as np
+
+from .. import _core
+from .. import attribute as _attribute
+from .. import name as _name
+from ..base import MXNetError, _Null, numeric_types, string_types
+from ..context import Context, current_context
+
+_DTYPE_CODES = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5,
+                "int64": 6, "bool": 7}
+_STYPE_CODES = {"default": 0, "row_sparse": 1, "csr": 2}
+
+
+def _attr_str(key, v):
+    """MXNet's string form of a parameter value."""
+    if isinstance(v, string_types):
+        return v
+    if key == "dtype" or isinstance(v, (type, np.dtype)):
+        try:
+            return np.dtype(v).name
+        except TypeError:
+            pass
+    if isinstance(v, Context):
+        return str(v)
+    if isinstance(v, np.generic):
+        v = v.item()
+    return str(v)
+
+
+class Symbol:
+    """A symbolic graph: one or more outputs of operators over variables."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    # ---- structure ---------------------------------------------------------------
+    @property
+    def name(self):
+        """The name of the output node (None for groups of several nodes)."""
+        nodes = self.handle.output_nodes()
+        if nodes and all(n == nodes[0] for n in nodes):
+            return nodes[0][0]
+        return None
+
+    def __repr__(self):
+        name = self.name
+        if name is not None:
+            return "<Symbol %s>" % name
+        return "<Symbol group [%s]>" % ", ".join(n for n, _ in self.handle.output_nodes())
+
+    __str__ = __repr__
+
+    def __len__(self):
+        return self.handle.num_outputs()
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __getitem__(self, index):
+        if isinstance(index, string_types):
+            return Symbol(self.handle.output(self.handle.find_output(index)))
+        if isinstance(index, slice):
+            return Group([self[i] for i in range(len(self))[index]])
+        if not isinstance(index, (int, np.integer)):
+            raise TypeError("Symbol only supports integer or string indices, got %r" % (index,))
+        index = int(index)
+        n = len(self)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("Index %d is out of range for a symbol with %d outputs" % (index, n))
+        return Symbol(self.handle.output(index))
+
+    def list_arguments(self):
+        """Names of the arguments (variables that are not auxiliary states)."""
+        return self.handle.list_arguments()
+
+    def list_outputs(self):
+        """Names of the outputs (``fc1_output``...)."""
+        return self.handle.list_outputs()
+
+    def list_auxiliary_states(self):
+        """Names of the auxiliary states (variables that ops update, e.g. BatchNorm's moving statistics)."""
+        return self.handle.list_auxiliary_states()
+
+    def list_inputs(self):
+        """Names of every variable, arguments and auxiliary states, in graph order."""
+        return self.handle.list_inputs()
+
+    def get_internals(self):
+        """A symbol whose outputs are every output of every node of the graph."""
+        return Symbol(self.handle.get_internals())
+
+    def get_children(self):
+        """The inputs of this symbol's output node(s), or None for a variable."""
+        h = self.handle.get_children()
+        return None if h is None else Symbol(h)
+
+    # ---- attributes -------------------------------------------------------------
+    def attr(self, key):
+        """The attribute ``key`` of this (single-output) symbol, or None."""
+        return self.handle.attr(key)
+
+    def list_attr(self, recursive=False):
+        """This symbol's attributes as a dict (``recursive`` is not supported, as in MXNet 1.9)."""
+        if recursive:
+            raise DeprecationWarning("Symbol.list_attr with recursive=True has been deprecated. "
+                                     "Please use attr_dict instead.")
+        return dict(self.handle.list_attr())
+
+    def attr_dict(self):
+        """Attributes of every node, keyed by node name."""
+        return {k: dict(v) for k, v in self.handle.attr_dict()}
+
+    def _set_attr(self, **kwargs):
+        """Sets attributes (string values) on this symbol's node."""
+        for k, v in kwargs.items():
+            if not isinstance(v, string_types):
+                raise ValueError("Set Attr only accepts string values")
+        self.handle.set_attr(list(kwargs.items()))
+
+    # ---- composition ------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        """A copy of the graph with arguments replaced by other symbols
+        (``net(data=other)``; positional arguments follow ``list_arguments``)."""
+        kwargs.pop("name", None)
+        for s in list(args) + list(kwargs.values()):
+            if not isinstance(s, Symbol):
+                raise TypeError("Compose expects Symbol arguments, got %s" % type(s).__name__)
+        return Symbol(self.handle.compose([a.handle for a in args],
+                                          [(k, v.handle) for k, v in kwargs.items()]))
+
+    def __copy__(self):
+        return Symbol(self.handle.compose([], []))
+
+    def __deepcopy__(self, _memo):
+        return self.__copy__()
+
+    def copy(self):
+        return self.__copy__()
+
+    # ---- inference --------------------------------------------------------------
+    def _known(self, args, kwargs, what):
+        known = {}
+        if args:
+            names = self.list_arguments()
+            if len(args) > len(names):
+                raise MXNetError("%s: %d positional arguments given, the symbol has %d arguments"
+                                 % (what, len(args), len(names)))
+            for n, v in zip(names, args):
+                if v is not None:
+                    known[n] = v
+        known.update({k: v for k, v in kwargs.items() if v is not None})
+        inputs = set(self.list_inputs())
+        for k in known:
+            if k not in inputs:
+                raise MXNetError("%s: '%s' is not an argument of the symbol; arguments are %s"
+                                 % (what, k, self.list_inputs()))
+        return known
+
+    def _infer_shape(self, args, kwargs):
+        known = {}
+        for k, v in self._known(args, kwargs, "infer_shape").items():
+            if isinstance(v, (int, np.integer)):
+                v = (v,)
+            known[k] = [int(d) for d in v]
+        return self.handle.infer_shape(known)
+
+    def infer_shape(self, *args, **kwargs):
+        """Infers the shapes of (arguments, outputs, auxiliary states) from some
+        argument shapes; (None, None, None) when they cannot all be inferred."""
+        a, o, x = self._infer_shape(args, kwargs)
+        if any(s is None for s in a + o + x):
+            return (None, None, None)
+        return ([tuple(s) for s in a], [tuple(s) for s in o], [tuple(s) for s in x])
+
+    def infer_shape_partial(self, *args, **kwargs):
+        """Like :meth:`infer_shape`; unknown shapes are ``()``."""
+        a, o, x = self._infer_shape(args, kwargs)
+        f = lambda lst: [tuple(s) if s is not None else () for s in lst]  # noqa: E731
+        return (f(a), f(o), f(x))
+
+    def infer_type(self, *args, **kwargs):
+        """Infers the dtypes (NumPy types) of (arguments, outputs, auxiliary
+        states); (None, None, None) when they cannot all be inferred."""
+        known = {k: np.dtype(v).name for k, v in self._known(args, kwargs, "infer_type").items()}
+        a, o, x = self.handle.infer_type(known)
+        if any(t is None for t in a + o + x):
+            return (None, None, None)
+        f = lambda lst: [np.dtype(t).type for t in lst]  # noqa: E731
+        return (f(a), f(o), f(x))
+
+    def infer_type_partial(self, *args, **kwargs):
+        known = {k: np.dtype(v).name for k, v in self._known(args, kwargs, "infer_type").items()}
+        a, o, x = self.handle.infer_type(known)
+        f = lambda lst: [np.dtype(t).type if t is not None else None for t in lst]  # noqa: E731
+        return (f(a), f(o), f(x))
+
+    # ---- serialisation ----------------------------------------------------------
+    def tojson(self):
+        """The graph in MXNet's JSON format."""
+        return self.handle.to_json()
+
+    def save(self, fname, remove_amp_cast=True):
+        """Writes :meth:`tojson` to ``fname``."""
+        with open(fname, "w") as f:
+            f.write(self.tojson())
+
+    def __getstate__(self):
+        return {"handle": self.tojson()}
+
+    def __setstate__(self, state):
+        self.handle = _core.sym_from_json(state["handle"])
+
+    def __reduce__(self):
+        return (_from_json_state, (self.tojson(),))
+
+    # ---- execution --------------------------------------------------------------
+    def simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None, group2ctx=None,
+                    shared_arg_names=None, shared_exec=None, shared_buffer=None, **kwargs):
+        """Allocates every array from the given input shapes and binds."""
+        from ..executor import Executor
+        return Executor._simple_bind(self, ctx, grad_req, type_dict, kwargs)
+
+    def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
+             shared_exec=None):
+        """Binds the given arrays (lists in ``list_arguments`` order, or dicts by name)."""
+        from ..executor import Executor
+        return Executor._bind(self, ctx, args, args_grad, grad_req, aux_states)
+
+    def eval(self, ctx=None, **kwargs):
+        """Binds ``kwargs`` as the arguments, runs forward, returns the outputs."""
+        ex = self.bind(current_context() if ctx is None else ctx, kwargs, grad_req="null")
+        return ex.forward()
+
+    # ---- operators --------------------------------------------------------------
+    def _binary(self, other, op, op_hint, sc, sc_hint):
+        if isinstance(other, Symbol):
+            return _create_op(op, op_hint, [("lhs", self), ("rhs", other)], {})
+        if isinstance(other, numeric_types):
+            return _create_op(sc, sc_hint, [("data", self)], {"scalar": str(other)})
+        return NotImplemented
+
+    def _rscalar(self, other, sc, sc_hint):
+        if isinstance(other, numeric_types):
+            return _create_op(sc, sc_hint, [("data", self)], {"scalar": str(other)})
+        return NotImplemented
+
+    def __add__(self, o):
+        return self._binary(o, "elemwise_add", "_plus", "_plus_scalar", "_plusscalar")
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return self._binary(o, "elemwise_sub", "_minus", "_minus_scalar", "_minusscalar")
+
+    def __rsub__(self, o):
+        return self._rscalar(o, "_rminus_scalar", "_rminusscalar")
+
+    def __mul__(self, o):
+        return self._binary(o, "elemwise_mul", "_mul", "_mul_scalar", "_mulscalar")
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, o):
+        return self._binary(o, "elemwise_div", "_div", "_div_scalar", "_divscalar")
+
+    __div__ = __truediv__
+
+    def __rtruediv__(self, o):
+        return self._rscalar(o, "_rdiv_scalar", "_rdivscalar")
+
+    __rdiv__ = __rtruediv__
+
+    def __mod__(self, o):
+        return self._binary(o, "_mod", "_mod", "_mod_scalar", "_modscalar")
+
+    def __rmod__(self, o):
+        return self._rscalar(o, "_rmod_scalar", "_rmodscalar")
+
+    def __pow__(self, o):
+        return self._binary(o, "_power", "_power", "_power_scalar", "_powerscalar")
+
+    def __rpow__(self, o):
+        return self._rscalar(o, "_rpower_scalar", "_rpower_scalar")
+
+    def __neg__(self):
+        return self.__mul__(-1.0)
+
+    def __abs__(self):
+        return _create_op("abs", "abs", [("data", self)], {})
+
+    def __eq__(self, o):
+        return self._binary(o, "_equal", "_equal", "_equal_scalar", "_equal_scalar")
+
+    def __ne__(self, o):
+        return self._binary(o, "_not_equal", "_not_equal", "_not_equal_scalar", "_not_equal_scalar")
+
+    def __gt__(self, o):
+        return self._binary(o, "_greater", "_greater", "_greater_scalar", "_greater_scalar")
+
+    def __ge__(self, o):
+        return self._binary(o, "_greater_equal", "_greater_equal", "_greater_equal_scalar",
+                            "_greater_equal_scalar")
+
+    def __lt__(self, o):
+        return self._binary(o, "_lesser", "_lesser", "_lesser_scalar", "_lesser_scalar")
+
+    def __le__(self, o):
+        return self._binary(o, "_lesser_equal", "_lesser_equal", "_lesser_equal_scalar",
+                            "_lesser_equal_scalar")
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise NotImplementedError("The truth value of a Symbol is not defined")
+
+
+def _from_json_state(text):
+    return Symbol(_core.sym_from_json(text))
+
+
+# Initializers MXNet attaches to the variables an op creates for its inputs
+# (read by mx.init / Module to initialise auxiliary states).
+_INPUT_INIT = {("BatchNorm", "moving_mean"): '["zero", {}]',
+               ("BatchNorm", "moving_var"): '["one", {}]'}
+
+
+def _create_op(opname, hint, inputs, attrs, name=None, attr=None):
+    op = _core.get_op(opname)
+    scope = _attribute.current().get(attr)
+    all_attrs = dict(attrs)
+    all_attrs.update(scope)
+    name = _name.current().get(name, hint)
+    handles = []
+    for k, s in inputs:
+        if s is None and (op.name, k) in _INPUT_INIT:
+            var_attrs = dict(all_attrs)
+            var_attrs["__init__"] = _INPUT_INIT[(op.name, k)]
+            handles.append((k, _core.sym_var("%s_%s" % (name, k), list(var_attrs.items()))))
+        else:
+            handles.append((k, None if s is None else s.handle))
+    return Symbol(_core.sym_create(op, name, list(all_attrs.items()), handles))
+
+
+def _symbol_invoke(op, hint, inputs, params, name, kwargs):
+    """What every generated ``mx.sym`` function calls."""
+    attr = kwargs.pop("attr", None)
+    attrs = {}
+    for pname, v in zip(op.param_names, params):
+        if v is not _Null:
+            attrs[pname] = _attr_str(pname, v)
+    names = list(op.input_names)
+    pairs = []
+    if op.variadic is not None:
+        syms = list(inputs)
+        if len(syms) == 1 and isinstance(syms[0], (list, tuple)):
+            syms = list(syms[0])
+        pairs = [("arg%d" % i, s) for i, s in enumerate(syms)]
+        if op.variadic not in attrs and op.variadic not in kwargs:
+            attrs[op.variadic] = str(len(syms))
+    else:
+        pairs = list(zip(names, inputs))
+    for k, v in kwargs.items():
+        if isinstance(v, Symbol):
+            if k not in names:
+                raise MXNetError("Error in operator %s: unknown input '%s'; inputs are %s"
+                                 % (op.name, k, names))
+            pairs = [(n, v if n == k else s) for n, s in pairs]
+        else:
+            attrs[k] = _attr_str(k, v)
+    for k, s in pairs:
+        if s is not None and not isinstance(s, Symbol):
+            raise TypeError("Error in operator %s: input '%s' must be a Symbol, got %s"
+                            % (op.name, k, type(s).__name__))
+    return _create_op(op.name, hint, pairs, attrs, name=name, attr=attr)
+
+
+def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None,
+             stype=None, **kwargs):
+    """A placeholder for an input (data, label, weight...).
+
+    Parameters
+    ----------
+    name : str
+    attr : dict of str to str, optional
+    shape : tuple, optional
+    lr_mult, wd_mult : float, optional
+    dtype : str or numpy dtype, optional
+    init : initializer (an object with ``dumps()``) or its JSON string, optional
+    stype : str, optional
+    """
+    if not isinstance(name, string_types):
+        raise TypeError("Expect a string for variable `name`")
+    attrs = dict(_attribute.current().get(attr))
+    if shape is not None:
+        if isinstance(shape, (int, np.integer)):
+            shape = (int(shape),)
+        attrs["__shape__"] = str(tuple(int(d) for d in shape))
+    if lr_mult is not None:
+        attrs["__lr_mult__"] = str(lr_mult)
+    if wd_mult is not None:
+        attrs["__wd_mult__"] = str(wd_mult)
+    if dtype is not None:
+        attrs["__dtype__"] = str(_DTYPE_CODES[np.dtype(dtype).name])
+    if init is not None:
+        attrs["__init__"] = init if isinstance(init, string_types) else init.dumps()
+    if stype is not None:
+        attrs["__storage_type__"] = str(_STYPE_CODES[stype])
+    for k, v in kwargs.items():
+        if k.startswith("__") and k.endswith("__"):
+            attrs[k] = str(v)
+        else:
+            raise ValueError("Attribute name=%s is not supported. Additional attributes must "
+                             "start and end with double underscores, e.g, __yourattr__" % k)
+    return Symbol(_core.sym_var(name, list(attrs.items())))
+
+
+var = Variable
+
+
+def Group(symbols):
+    """One symbol whose outputs are the outputs of ``symbols`` in order."""
+    if not symbols or any(not isinstance(s, Symbol) for s in symbols):
+        raise TypeError("Expected a list of symbols as input")
+    return Symbol(_core.sym_group([s.handle for s in symbols]))
+
+
+def load_json(json_str):
+    """A symbol from MXNet JSON text."""
+    if not isinstance(json_str, string_types):
+        raise TypeError("json_str needs to be a string")
+    return Symbol(_core.sym_from_json(json_str))
+
+
+def load(fname):
+    """A symbol from an MXNet JSON file (``-symbol.json``)."""
+    if not isinstance(fname, string_types):
+        raise TypeError("fname needs to be a string")
+    with open(fname) as f:
+        return load_json(f.read())
+
+
+def _json_nodes(sym):
+    return _json.loads(sym.tojson())
+
+
+__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json"]
