@@ -83,36 +83,38 @@ fn sum_typed<T: Sum>(dst: &Blob, srcs: &[Blob]) {
     let ptrs: Vec<SendPtr<T>> = srcs.iter().map(|b| SendPtr(b.ptr_as::<T>())).collect();
     let ptrs = &ptrs;
     for_output(dst.ptr_as::<T>(), dst.size(), move |start, len, out| {
-        // SAFETY: every source holds dst.size() elements; out holds len.
-        unsafe {
-            let first = ptrs[0].get().add(start);
-            match ptrs.len() {
-                1 => std::ptr::copy_nonoverlapping(first, out, len),
-                2 => {
-                    let b = ptrs[1].get().add(start);
-                    for j in 0..len {
-                        *out.add(j) = T::st(T::add((*first.add(j)).ld(), *b.add(j)));
+        // SAFETY: every source holds dst.size() elements and is only read; `out` is
+        // this block's own buffer (or its slice of dst, which no source overlaps:
+        // the store never sums an array into itself).
+        let src = |i: usize| unsafe { std::slice::from_raw_parts(ptrs[i].get().add(start) as *const T, len) };
+        let out = unsafe { std::slice::from_raw_parts_mut(out, len) };
+        match ptrs.len() {
+            1 => out.copy_from_slice(src(0)),
+            2 => {
+                for ((o, a), b) in out.iter_mut().zip(src(0)).zip(src(1)) {
+                    *o = T::st(T::add(a.ld(), *b));
+                }
+            }
+            3 => {
+                for (((o, a), b), c) in out.iter_mut().zip(src(0)).zip(src(1)).zip(src(2)) {
+                    *o = T::st(T::add(T::add(a.ld(), *b), *c));
+                }
+            }
+            4 => {
+                for ((((o, a), b), c), d) in out.iter_mut().zip(src(0)).zip(src(1)).zip(src(2)).zip(src(3)) {
+                    *o = T::st(T::add(T::add(T::add(a.ld(), *b), *c), *d));
+                }
+            }
+            k => {
+                // pairs of sources at a time, accumulating in the compute type
+                let mut acc: Vec<T::A> = src(0).iter().map(|a| a.ld()).collect();
+                for i in 1..k {
+                    for (a, b) in acc.iter_mut().zip(src(i)) {
+                        *a = T::add(*a, *b);
                     }
                 }
-                4 => {
-                    let (b, c, d) = (ptrs[1].get().add(start), ptrs[2].get().add(start), ptrs[3].get().add(start));
-                    for j in 0..len {
-                        let s = T::add(T::add(T::add((*first.add(j)).ld(), *b.add(j)), *c.add(j)), *d.add(j));
-                        *out.add(j) = T::st(s);
-                    }
-                }
-                _ => {
-                    // accumulate in the compute type over the block, source by source
-                    let mut acc: Vec<T::A> = (0..len).map(|j| (*first.add(j)).ld()).collect();
-                    for p in &ptrs[1..] {
-                        let s = p.get().add(start);
-                        for (j, a) in acc.iter_mut().enumerate() {
-                            *a = T::add(*a, *s.add(j));
-                        }
-                    }
-                    for (j, a) in acc.into_iter().enumerate() {
-                        *out.add(j) = T::st(a);
-                    }
+                for (o, a) in out.iter_mut().zip(acc) {
+                    *o = T::st(a);
                 }
             }
         }
@@ -215,7 +217,7 @@ pub fn broadcast(src: &Blob, dsts: &[Blob]) {
     let d = &d;
     let stream = bytes >= STREAM_MIN;
     let blocks = bytes.div_ceil(BCAST_BLOCK);
-    par_for(blocks, 1, move |a, b| {
+    let run = move |a: usize, b: usize| {
         for blk in a..b {
             let off = blk * BCAST_BLOCK;
             let n = BCAST_BLOCK.min(bytes - off);
@@ -228,6 +230,24 @@ pub fn broadcast(src: &Blob, dsts: &[Blob]) {
         if stream {
             // SAFETY: orders the streamed stores before the op completes.
             unsafe { std::arch::x86_64::_mm_sfence() };
+        }
+    };
+    // Split the blocks across the pool (par_for counts elements, not blocks).
+    let threads = rayon::current_num_threads().max(1);
+    let work = bytes * dsts.len();
+    if threads == 1 || blocks < 2 || work < (1 << 20) {
+        run(0, blocks);
+        return;
+    }
+    let chunks = (threads * 4).min(blocks);
+    let per = blocks.div_ceil(chunks);
+    let run = &run;
+    rayon::scope(|sc| {
+        for c in 0..chunks {
+            let (a, b) = (c * per, ((c + 1) * per).min(blocks));
+            if a < b {
+                sc.spawn(move |_| run(a, b));
+            }
         }
     });
 }

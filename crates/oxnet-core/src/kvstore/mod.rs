@@ -80,7 +80,8 @@ pub struct Update {
 }
 
 /// MXNet's kvstore names that belong to other parts of oxnet.
-const NOT_BUILT: &[&str] = &["nccl", "dist_sync", "dist_async", "dist_device_sync", "dist_sync_device", "dist_async_device", "dist", "horovod", "byteps"];
+const NOT_BUILT: &[&str] =
+    &["nccl", "dist_sync", "dist_async", "dist_device_sync", "dist_sync_device", "dist_async_device", "dist", "horovod", "byteps"];
 
 pub struct KVStore {
     kind: Kind,
@@ -107,7 +108,9 @@ impl KVStore {
             "local" | "local_update_cpu" | "local_allreduce_cpu" => Kind::Local,
             "device" | "local_allreduce_device" => Kind::Device,
             n if NOT_BUILT.contains(&n) || n.starts_with("dist") => {
-                return Err(Error::new(format!("kvstore type '{n}' is not built yet in oxnet (it comes with its own issue); use 'local' or 'device'")))
+                return Err(Error::new(format!(
+                    "kvstore type '{n}' is not built yet in oxnet (it comes with its own issue); use 'local' or 'device'"
+                )))
             }
             n => return Err(Error::new(format!("unknown kvstore type '{n}'; oxnet provides 'local' and 'device'"))),
         };
@@ -147,7 +150,7 @@ impl KVStore {
             }
             other => return Err(Error::new(format!("Unknown type for gradient compression {other}"))),
         }
-        if !(threshold > 0.0) || !threshold.is_finite() {
+        if threshold.is_nan() || threshold <= 0.0 || !threshold.is_finite() {
             return Err(Error::new(format!("gradient compression threshold must be a positive number, got {threshold}")));
         }
         self.threshold.store((threshold as f32).to_bits(), Ordering::Release);
@@ -351,6 +354,9 @@ const INLINE_BYTES: usize = 1 << 17;
 /// Pushes `dst = sum(srcs)` (through 2-bit compression when given).
 fn push_sum(dst: &NDArray, srcs: &[NDArray], comp: Option<(f32, &[NDArray])>) -> Result<()> {
     for s in srcs {
+        if s.overlaps(dst) {
+            return Err(Error::new("kvstore: a pushed array is the store's own buffer"));
+        }
         if !s.ctx().is_host() {
             return Err(Error::new(format!("kvstore: arrays on {} are not supported in this build (host arrays only)", s.ctx())));
         }

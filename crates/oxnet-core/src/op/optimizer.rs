@@ -18,7 +18,16 @@ use std::ops::{Add, Div, Mul, Neg, Sub};
 
 /// Arithmetic type of the update formulas.
 pub trait Real:
-    Copy + Send + Sync + PartialOrd + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> + Neg<Output = Self> + 'static
+    Copy
+    + Send
+    + Sync
+    + PartialOrd
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+    + 'static
 {
     fn c(v: f64) -> Self;
     fn sqrt(self) -> Self;
@@ -209,11 +218,50 @@ fn sgd<T: Fl>(c: &OpCall) {
     });
 }
 
+/// True when no two of the blobs share memory, except an output that is exactly
+/// its input (`out=weight`): then the kernels may use plain slices, which the
+/// compiler vectorises.
+fn disjoint(bs: &[&super::Blob], same: (usize, usize)) -> bool {
+    let range = |b: &super::Blob| (b.ptr as usize, b.ptr as usize + b.size() * b.dtype.size());
+    for i in 0..bs.len() {
+        for j in i + 1..bs.len() {
+            let ((a0, a1), (b0, b1)) = (range(bs[i]), range(bs[j]));
+            if a0 < b1 && b0 < a1 && !((i, j) == same && a0 == b0 && a1 == b1) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
 fn sgd_mom<T: Fl>(c: &OpCall) {
     let k = common::<T::R>(c.params);
     let m = T::R::c(c.params.float("momentum"));
     let (w, g, mom, o) = (p::<T>(&c.inputs[0]), p::<T>(&c.inputs[1]), p::<T>(&c.inputs[2]), p::<T>(&c.outputs[0]));
-    each(c.outputs[0].size(), |i| {
+    let n = c.outputs[0].size();
+    let (bw, bo) = (&c.inputs[0], &c.outputs[0]);
+    if bw.ptr == bo.ptr && disjoint(&[bw, &c.inputs[1], &c.inputs[2]], (usize::MAX, 0)) {
+        // in place, on slices
+        par_for(n, GRAIN, |s, e| {
+            // SAFETY: the blobs are disjoint (checked) and hold n elements; each
+            // worker owns s..e.
+            let (ws, gs, ms) = unsafe {
+                (
+                    std::slice::from_raw_parts_mut(o.0.get().add(s), e - s),
+                    std::slice::from_raw_parts(g.0.get().add(s) as *const T, e - s),
+                    std::slice::from_raw_parts_mut(mom.0.get().add(s), e - s),
+                )
+            };
+            for ((wr, gv), mr) in ws.iter_mut().zip(gs).zip(ms.iter_mut()) {
+                let wv = wr.ld();
+                let mv = m * mr.ld() - k.lr * k.wd * wv - k.lr * k.g(gv.ld());
+                *mr = T::st(mv);
+                *wr = T::st(wv + mv);
+            }
+        });
+        return;
+    }
+    each(n, |i| {
         let wv = w.get(i).ld();
         let mv = m * mom.get(i).ld() - k.lr * k.wd * wv - k.lr * k.g(g.get(i).ld());
         mom.set(i, T::st(mv));
@@ -587,7 +635,12 @@ const SIGNUM_P: &[ParamSpec] = &[
     spec!(wd),
     spec!(rescale),
     spec!(clip),
-    ParamSpec::new("wd_lh", PType::Float, Some("0"), "The amount of weight decay that does not go into gradient/momentum calculationsotherwise do weight decay algorithmically only."),
+    ParamSpec::new(
+        "wd_lh",
+        PType::Float,
+        Some("0"),
+        "The amount of weight decay that does not go into gradient/momentum calculationsotherwise do weight decay algorithmically only.",
+    ),
 ];
 const LAMB1_P: &[ParamSpec] = &[
     ParamSpec::new("beta1", PType::Float, Some("0.9"), "The decay rate for the 1st moment estimates."),
@@ -595,7 +648,12 @@ const LAMB1_P: &[ParamSpec] = &[
     ParamSpec::new("epsilon", PType::Float, Some("1e-06"), "A small constant for numerical stability."),
     ParamSpec::new("t", PType::Int, None, "Index update count."),
     ParamSpec::new("bias_correction", PType::Bool, Some("True"), "Whether to use bias correction."),
-    ParamSpec::new("wd", PType::Float, None, "Weight decay augments the objective function with a regularization term that penalizes large weights."),
+    ParamSpec::new(
+        "wd",
+        PType::Float,
+        None,
+        "Weight decay augments the objective function with a regularization term that penalizes large weights.",
+    ),
     spec!(rescale),
     spec!(clip),
 ];
@@ -620,22 +678,83 @@ const ADADELTA_P: &[ParamSpec] = &[
 ];
 
 pub(super) fn register(r: &mut Registry) {
-    let add = |r: &mut Registry, name: &'static str, doc: &'static str, ins: &'static [&'static str], ps: &'static [ParamSpec], infer: super::InferFn, f: super::ComputeFn, m: &'static [usize]| {
+    let add = |r: &mut Registry,
+               name: &'static str,
+               doc: &'static str,
+               ins: &'static [&'static str],
+               ps: &'static [ParamSpec],
+               infer: super::InferFn,
+               f: super::ComputeFn,
+               m: &'static [usize]| {
         r.add(OpDef::new(name, doc, Arity::Fixed(ins), ps, infer, f).inplace().mutate(m).cost(4));
     };
     add(r, "sgd_update", "Update function for Stochastic Gradient Descent (SGD) optimizer.\n\n    weight = (1 - lr * wd) * weight - lr * clip(rescale_grad * grad, clip_gradient)", &["weight", "grad"], SGD_P, infer_plain, sgd_c, &[]);
     add(r, "sgd_mom_update", "Momentum update function for Stochastic Gradient Descent (SGD) optimizer.\n\n    mom = momentum * mom - lr * wd * weight - lr * clip(rescale_grad * grad)\n    weight = weight + mom", &["weight", "grad", "mom"], SGD_MOM_P, infer_plain, sgd_mom_c, &[2]);
-    add(r, "mp_sgd_update", "Updater function for multi-precision sgd optimizer: the float32 master weights weight32 are updated and written, cast, to weight.", &["weight", "grad", "weight32"], SGD_P, infer_mp1, mp_sgd_c, &[2]);
-    add(r, "mp_sgd_mom_update", "Updater function for multi-precision sgd optimizer with momentum (float32 mom and weight32).", &["weight", "grad", "mom", "weight32"], SGD_MOM_P, infer_mp2, mp_sgd_mom_c, &[2, 3]);
+    add(
+        r,
+        "mp_sgd_update",
+        "Updater function for multi-precision sgd optimizer: the float32 master weights weight32 are updated and written, cast, to weight.",
+        &["weight", "grad", "weight32"],
+        SGD_P,
+        infer_mp1,
+        mp_sgd_c,
+        &[2],
+    );
+    add(
+        r,
+        "mp_sgd_mom_update",
+        "Updater function for multi-precision sgd optimizer with momentum (float32 mom and weight32).",
+        &["weight", "grad", "mom", "weight32"],
+        SGD_MOM_P,
+        infer_mp2,
+        mp_sgd_mom_c,
+        &[2, 3],
+    );
     add(r, "nag_mom_update", "Update function for Nesterov Accelerated Gradient (NAG) optimizer.\n\n    g = clip(rescale_grad * grad) + wd * weight\n    mom = momentum * mom + g\n    weight = weight - lr * (g + momentum * mom)", &["weight", "grad", "mom"], NAG_P, infer_plain, nag_mom_c, &[2]);
-    add(r, "mp_nag_mom_update", "Update function for multi-precision Nesterov Accelerated Gradient (NAG) optimizer.", &["weight", "grad", "mom", "weight32"], NAG_P, infer_mp2, mp_nag_mom_c, &[2, 3]);
+    add(
+        r,
+        "mp_nag_mom_update",
+        "Update function for multi-precision Nesterov Accelerated Gradient (NAG) optimizer.",
+        &["weight", "grad", "mom", "weight32"],
+        NAG_P,
+        infer_mp2,
+        mp_nag_mom_c,
+        &[2, 3],
+    );
     add(r, "adam_update", "Update function for Adam optimizer.\n\n    g = clip(rescale_grad * grad + wd * weight)\n    mean = beta1 * mean + (1 - beta1) * g\n    var = beta2 * var + (1 - beta2) * g^2\n    weight = weight - lr * mean / (sqrt(var) + epsilon)", &["weight", "grad", "mean", "var"], ADAM_P, infer_plain, adam_c, &[2, 3]);
     add(r, "rmsprop_update", "Update function for RMSProp optimizer (Tieleman & Hinton).\n\n    n = (1 - gamma1) * g^2 + gamma1 * n\n    weight = weight - lr * g / sqrt(n + epsilon)", &["weight", "grad", "n"], RMSPROP_P, infer_plain, rmsprop_c, &[2]);
-    add(r, "rmspropalex_update", "Update function for RMSPropAlex optimizer (Graves' centered RMSProp).", &["weight", "grad", "n", "g", "delta"], RMSPROPALEX_P, infer_plain, rmspropalex_c, &[2, 3, 4]);
+    add(
+        r,
+        "rmspropalex_update",
+        "Update function for RMSPropAlex optimizer (Graves' centered RMSProp).",
+        &["weight", "grad", "n", "g", "delta"],
+        RMSPROPALEX_P,
+        infer_plain,
+        rmspropalex_c,
+        &[2, 3, 4],
+    );
     add(r, "ftrl_update", "Update function for Ftrl optimizer.", &["weight", "grad", "z", "n"], FTRL_P, infer_plain, ftrl_c, &[2, 3]);
-    add(r, "signsgd_update", "Update function for SignSGD optimizer.\n\n    weight = (1 - lr * wd) * weight - lr * sign(grad)", &["weight", "grad"], SIGNSGD_P, infer_plain, signsgd_c, &[]);
+    add(
+        r,
+        "signsgd_update",
+        "Update function for SignSGD optimizer.\n\n    weight = (1 - lr * wd) * weight - lr * sign(grad)",
+        &["weight", "grad"],
+        SIGNSGD_P,
+        infer_plain,
+        signsgd_c,
+        &[],
+    );
     add(r, "signum_update", "SIGN momentUM (Signum) optimizer.\n\n    mom = momentum * mom - (1 - momentum) * (wd * weight + clip(rescale_grad * grad))\n    weight = (1 - lr * wd_lh) * weight + lr * sign(mom)", &["weight", "grad", "mom"], SIGNUM_P, infer_plain, signum_c, &[2]);
-    add(r, "lamb_update_phase1", "Phase I of the LAMB update: updates mean and var and returns the step direction g.", &["weight", "grad", "mean", "var"], LAMB1_P, infer_plain, lamb1_c, &[2, 3]);
+    add(
+        r,
+        "lamb_update_phase1",
+        "Phase I of the LAMB update: updates mean and var and returns the step direction g.",
+        &["weight", "grad", "mean", "var"],
+        LAMB1_P,
+        infer_plain,
+        lamb1_c,
+        &[2, 3],
+    );
     add(r, "lamb_update_phase2", "Phase II of the LAMB update: weight = weight - lr * (r1 / r2) * g, with r1 clipped to [lower_bound, upper_bound] and a ratio of 1 where r1 or r2 is 0.", &["weight", "g", "r1", "r2"], LAMB2_P, infer_lamb2, lamb2_c, &[]);
     add(r, "adagrad_update", "Fused update of the AdaGrad optimizer (oxnet).\n\n    g = clip(rescale_grad * grad)\n    history = history + g^2\n    weight = weight - lr * (g / sqrt(history + epsilon) + wd * weight)", &["weight", "grad", "history"], ADAGRAD_P, infer_plain, adagrad_c, &[2]);
     add(r, "adadelta_update", "Fused update of the AdaDelta optimizer (oxnet).\n\n    g = clip(rescale_grad * grad)\n    acc_g = rho * acc_g + (1 - rho) * g^2\n    delta = sqrt(acc_delta + epsilon) / sqrt(acc_g + epsilon) * g\n    acc_delta = rho * acc_delta + (1 - rho) * delta^2\n    weight = weight - (delta + wd * weight)", &["weight", "grad", "acc_g", "acc_delta"], ADADELTA_P, infer_plain, adadelta_c, &[2, 3]);
@@ -655,7 +774,8 @@ mod tests {
         let w = arr(&[1.0, 2.0]);
         let g = arr(&[0.5, -1.0]);
         let m = arr(&[0.1, 0.2]);
-        let out = call1("sgd_mom_update", &[w.clone(), g, m.clone()], &[("lr", Value::Float(0.1)), ("momentum", Value::Float(0.9))]).unwrap();
+        let out =
+            call1("sgd_mom_update", &[w.clone(), g, m.clone()], &[("lr", Value::Float(0.1)), ("momentum", Value::Float(0.9))]).unwrap();
         let mv = m.to_vec::<f32>().unwrap();
         assert!((mv[0] - (0.09 - 0.05)).abs() < 1e-6 && (mv[1] - (0.18 + 0.1)).abs() < 1e-6);
         let o = out.to_vec::<f32>().unwrap();
@@ -666,7 +786,8 @@ mod tests {
 
     #[test]
     fn shape_mismatch_names_the_input() {
-        let e = call1("adam_update", &[arr(&[1.0, 2.0]), arr(&[1.0]), arr(&[0.0, 0.0]), arr(&[0.0, 0.0])], &[("lr", Value::Float(0.1))]).unwrap_err();
+        let e = call1("adam_update", &[arr(&[1.0, 2.0]), arr(&[1.0]), arr(&[0.0, 0.0]), arr(&[0.0, 0.0])], &[("lr", Value::Float(0.1))])
+            .unwrap_err();
         assert!(e.message().contains("adam_update") && e.message().contains("grad"), "{}", e.message());
     }
 }
