@@ -20,6 +20,7 @@ mod reduce;
 mod index;
 mod softmax;
 mod linalg;
+mod nn_conv;
 
 pub use params::{PType, ParamSpec, Params, Value};
 pub use util::*;
@@ -288,6 +289,7 @@ impl Registry {
         index::register(&mut r);
         softmax::register(&mut r);
         linalg::register(&mut r);
+        nn_conv::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).

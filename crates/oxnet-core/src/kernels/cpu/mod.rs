@@ -8,6 +8,7 @@ pub mod reduce;
 pub mod softmax;
 pub mod sort;
 pub mod gemm;
+pub mod conv;
 
 /// A pointer that may cross to rayon workers: the engine guarantees exclusive access.
 #[derive(Clone, Copy)]
