@@ -162,7 +162,8 @@ fn invoke<'py>(
     };
     let mut arrays = Vec::with_capacity(inputs.len());
     for (i, obj) in inputs.iter().enumerate() {
-        if is_null(&obj) {
+        // Inputs a parameter can drop (no_bias=True drops `bias`) default to None.
+        if is_null(&obj) || (matches!(def.inputs, Arity::Dynamic { .. }) && obj.is_none()) {
             continue;
         }
         collect_inputs(def, &obj, &names, i, &mut arrays)?;

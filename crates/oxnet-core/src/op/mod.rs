@@ -23,6 +23,7 @@ mod linalg;
 mod optimizer;
 mod grads;
 mod nn;
+mod nn_conv;
 
 pub use params::{PType, ParamSpec, Params, Value};
 pub use util::*;
@@ -305,6 +306,7 @@ impl Registry {
         linalg::register(&mut r);
         optimizer::register(&mut r);
         nn::register(&mut r);
+        nn_conv::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).

@@ -191,6 +191,8 @@ fn coerce(spec: &ParamSpec, v: Value) -> std::result::Result<Value, ()> {
     }
     match (spec.ty, v) {
         (OptInt | OptFloat | OptTuple | OptDType, Value::None) => Ok(Value::None),
+        // String enums that list None (e.g. `layout`) take Python's None.
+        (Str, Value::None) if spec.choices.contains(&"None") => Ok(Value::Str("None".into())),
         (Int | OptInt, Value::Int(i)) => Ok(Value::Int(i)),
         (Int | OptInt, Value::Bool(b)) => Ok(Value::Int(b as i64)),
         (Int | OptInt, Value::Float(f)) if f.fract() == 0.0 => Ok(Value::Int(f as i64)),

@@ -169,8 +169,13 @@ pub unsafe fn gemm<T: GemmElem>(
     )
 }
 
+/// [`gemm`] on an explicit number of threads (1: on the calling thread, for
+/// callers that split the work themselves).
+///
+/// # Safety
+/// As for [`gemm`].
 #[allow(clippy::too_many_arguments)]
-unsafe fn gemm_threads<T: GemmElem>(
+pub unsafe fn gemm_threads<T: GemmElem>(
     m: usize,
     n: usize,
     k: usize,

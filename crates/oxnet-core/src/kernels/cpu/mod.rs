@@ -9,6 +9,7 @@ pub mod softmax;
 pub mod sort;
 pub mod gemm;
 pub mod nn;
+pub mod conv;
 
 /// A pointer that may cross to rayon workers: the engine guarantees exclusive access.
 #[derive(Clone, Copy)]

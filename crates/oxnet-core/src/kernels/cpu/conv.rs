@@ -1,0 +1,921 @@
+//! Host kernels for convolution (and, through its adjoints, deconvolution) and
+//! pooling over 1-, 2- and 3-D images in channels-first layout.
+//!
+//! Convolution is lowered to GEMM: for each sample and group the input is unfolded
+//! (`im2col`) into a `(C/g · k) × L_out` matrix and multiplied by the `(F/g) × (C/g · k)`
+//! weights with the GEMM of [`super::gemm`]. The data gradient folds `Wᵀ·dy` back
+//! (`col2im`), the weight gradient accumulates `dy·colᵀ` over the batch. Samples are
+//! split across the rayon pool, each task with its own scratch taken from the host
+//! storage pool (no allocation per call once the pool is warm). A 1×1, stride-1,
+//! unpadded convolution multiplies the input directly, without unfolding.
+//!
+//! Every geometry is handled as 3-D: 1-D and 2-D images get leading spatial dims of
+//! size 1. This module owns no shapes beyond what [`ConvGeom`] and [`PoolGeom`]
+//! describe; parameter checking is the op layer's business (`op::nn_conv`).
+
+use super::gemm::{gemm, gemm_threads, GemmElem};
+use super::SendPtr;
+use crate::context::Context;
+use crate::error::Result;
+use crate::storage::Storage;
+use std::ops::{Add, Mul};
+
+/// Element types of the convolution kernels: float32, float64, float16.
+pub trait ConvElem: GemmElem + Add<Output = Self> + Mul<Output = Self> + PartialOrd {}
+impl<T: GemmElem + Add<Output = T> + Mul<Output = T> + PartialOrd> ConvElem for T {}
+
+/// One convolution `y = w ⋆ x`: `x` is `(batch, c, x[0], x[1], x[2])`, `y` is
+/// `(batch, f, y[0], y[1], y[2])`, the weight `(f, c / groups, k[0], k[1], k[2])`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConvGeom {
+    pub batch: usize,
+    pub c: usize,
+    pub f: usize,
+    pub groups: usize,
+    pub x: [usize; 3],
+    pub y: [usize; 3],
+    pub k: [usize; 3],
+    pub s: [usize; 3],
+    pub d: [usize; 3],
+    pub p: [usize; 3],
+}
+
+impl ConvGeom {
+    pub fn x_len(&self) -> usize {
+        self.x.iter().product()
+    }
+    pub fn y_len(&self) -> usize {
+        self.y.iter().product()
+    }
+    pub fn k_len(&self) -> usize {
+        self.k.iter().product()
+    }
+    /// Input channels per group.
+    pub fn cg(&self) -> usize {
+        self.c / self.groups
+    }
+    /// Output channels per group.
+    pub fn fg(&self) -> usize {
+        self.f / self.groups
+    }
+    /// Rows of the unfolded input: `c/g · prod(k)`.
+    pub fn col_rows(&self) -> usize {
+        self.cg() * self.k_len()
+    }
+    /// A 1×1 kernel with stride 1 and no padding: the input is its own unfolding.
+    pub fn pointwise(&self) -> bool {
+        self.k == [1, 1, 1] && self.s == [1, 1, 1] && self.p == [0, 0, 0]
+    }
+    fn col_len(&self) -> usize {
+        if self.pointwise() {
+            0
+        } else {
+            self.col_rows() * self.y_len()
+        }
+    }
+    /// Output size along one axis for input size `x` (the usual formula); None when
+    /// the dilated kernel does not fit the padded input.
+    pub fn out_size(x: usize, k: usize, s: usize, d: usize, p: usize) -> Option<usize> {
+        let dk = d * (k - 1) + 1;
+        let padded = x + 2 * p;
+        (padded >= dk).then(|| (padded - dk) / s + 1)
+    }
+}
+
+/// Scratch memory from the host pool, viewed as `len` elements of `T`.
+struct Scratch<T> {
+    _store: Option<Storage>,
+    ptr: *mut T,
+}
+
+impl<T> Scratch<T> {
+    fn new(len: usize) -> Result<Scratch<T>> {
+        if len == 0 {
+            return Ok(Scratch { _store: None, ptr: std::ptr::NonNull::dangling().as_ptr() });
+        }
+        let s = Storage::alloc(Context::default(), len * std::mem::size_of::<T>())?;
+        let ptr = s.ptr() as *mut T;
+        Ok(Scratch { _store: Some(s), ptr })
+    }
+}
+
+/// Splits `0..n` into at most `tasks` contiguous ranges run on the pool; returns
+/// the first error.
+fn par_ranges(n: usize, tasks: usize, f: &(dyn Fn(usize, usize, usize) -> Result<()> + Sync)) -> Result<()> {
+    let (tasks, size) = split(n, tasks);
+    if tasks == 1 {
+        return f(0, 0, n);
+    }
+    let errs = parking_lot::Mutex::new(None);
+    rayon::scope(|s| {
+        for t in 0..tasks {
+            let (start, end) = (t * size, ((t + 1) * size).min(n));
+            if start >= end {
+                continue;
+            }
+            let errs = &errs;
+            s.spawn(move |_| {
+                if let Err(e) = f(t, start, end) {
+                    errs.lock().get_or_insert(e);
+                }
+            });
+        }
+    });
+    match errs.into_inner() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// `0..n` in `tasks` ranges of `size` (the last may be shorter), none empty:
+/// returns (tasks, size).
+fn split(n: usize, tasks: usize) -> (usize, usize) {
+    let size = n.div_ceil(tasks.clamp(1, n.max(1))).max(1);
+    (n.div_ceil(size).max(1), size)
+}
+
+/// How to spread `batch` samples of `macs` multiply-adds each: (tasks, GEMM threads).
+fn plan(batch: usize, macs: usize) -> (usize, usize) {
+    let threads = rayon::current_num_threads().max(1);
+    if threads == 1 || batch.saturating_mul(macs) < 1 << 16 {
+        (1, 1)
+    } else if batch >= threads {
+        (threads.min(batch), 1)
+    } else {
+        (1, threads)
+    }
+}
+
+/// The `ow` range `[lo, hi)` of `0..ylen` for which `ow * s + off` lies in `0..xlen`.
+#[inline]
+fn valid_range(off: isize, s: usize, xlen: usize, ylen: usize) -> (usize, usize) {
+    let s = s as isize;
+    let lo = if off >= 0 { 0 } else { (-off + s - 1) / s };
+    let room = xlen as isize - off;
+    let hi = if room <= 0 { 0 } else { (room + s - 1) / s };
+    let hi = (hi as usize).min(ylen);
+    ((lo as usize).min(hi), hi)
+}
+
+/// Unfolds one group of one sample, `x` `(c/g, x...)`, into `col` `(c/g·k, y...)`.
+///
+/// # Safety
+/// `x` and `col` must be valid for those extents.
+pub unsafe fn im2col<T: ConvElem>(g: &ConvGeom, x: *const T, col: *mut T) {
+    let [_, xh, xw] = g.x;
+    let [yd, yh, yw] = g.y;
+    let (xlen, ylen) = (g.x_len(), g.y_len());
+    let mut row = 0;
+    for c in 0..g.cg() {
+        let xc = x.add(c * xlen);
+        for kd in 0..g.k[0] {
+            let off_d = (kd * g.d[0]) as isize - g.p[0] as isize;
+            for kh in 0..g.k[1] {
+                let off_h = (kh * g.d[1]) as isize - g.p[1] as isize;
+                for kw in 0..g.k[2] {
+                    let off_w = (kw * g.d[2]) as isize - g.p[2] as isize;
+                    let (lo, hi) = valid_range(off_w, g.s[2], xw, yw);
+                    let dst = col.add(row * ylen);
+                    row += 1;
+                    for od in 0..yd {
+                        let id = (od * g.s[0]) as isize + off_d;
+                        for oh in 0..yh {
+                            let ih = (oh * g.s[1]) as isize + off_h;
+                            let drow = std::slice::from_raw_parts_mut(dst.add((od * yh + oh) * yw), yw);
+                            if id < 0 || id >= g.x[0] as isize || ih < 0 || ih >= xh as isize {
+                                drow.fill(T::zero());
+                                continue;
+                            }
+                            let src = xc.add((id as usize * xh + ih as usize) * xw);
+                            drow[..lo].fill(T::zero());
+                            if g.s[2] == 1 {
+                                let from = src.offset(lo as isize + off_w);
+                                std::ptr::copy_nonoverlapping(from, drow.as_mut_ptr().add(lo), hi - lo);
+                            } else {
+                                for (ow, v) in drow[lo..hi].iter_mut().enumerate() {
+                                    *v = *src.offset(((ow + lo) * g.s[2]) as isize + off_w);
+                                }
+                            }
+                            drow[hi..].fill(T::zero());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Folds `col` `(c/g·k, y...)` back onto `x` `(c/g, x...)`, adding to what is there.
+///
+/// # Safety
+/// `x` and `col` must be valid for those extents and must not overlap.
+pub unsafe fn col2im<T: ConvElem>(g: &ConvGeom, col: *const T, x: *mut T) {
+    let [_, xh, xw] = g.x;
+    let [yd, yh, yw] = g.y;
+    let (xlen, ylen) = (g.x_len(), g.y_len());
+    let mut row = 0;
+    for c in 0..g.cg() {
+        let xc = x.add(c * xlen);
+        for kd in 0..g.k[0] {
+            let off_d = (kd * g.d[0]) as isize - g.p[0] as isize;
+            for kh in 0..g.k[1] {
+                let off_h = (kh * g.d[1]) as isize - g.p[1] as isize;
+                for kw in 0..g.k[2] {
+                    let off_w = (kw * g.d[2]) as isize - g.p[2] as isize;
+                    let (lo, hi) = valid_range(off_w, g.s[2], xw, yw);
+                    let src = col.add(row * ylen);
+                    row += 1;
+                    if lo >= hi {
+                        continue;
+                    }
+                    for od in 0..yd {
+                        let id = (od * g.s[0]) as isize + off_d;
+                        if id < 0 || id >= g.x[0] as isize {
+                            continue;
+                        }
+                        for oh in 0..yh {
+                            let ih = (oh * g.s[1]) as isize + off_h;
+                            if ih < 0 || ih >= xh as isize {
+                                continue;
+                            }
+                            let srow = src.add((od * yh + oh) * yw);
+                            let dst = xc.add((id as usize * xh + ih as usize) * xw);
+                            if g.s[2] == 1 {
+                                let d = std::slice::from_raw_parts_mut(dst.offset(lo as isize + off_w), hi - lo);
+                                let s = std::slice::from_raw_parts(srow.add(lo), hi - lo);
+                                for (a, b) in d.iter_mut().zip(s) {
+                                    *a = *a + *b;
+                                }
+                            } else {
+                                for ow in lo..hi {
+                                    let p = dst.offset((ow * g.s[2]) as isize + off_w);
+                                    *p = *p + *srow.add(ow);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `y[n, f, :] += bias[f]`.
+///
+/// # Safety
+/// `y` must hold `batch · ch · len` elements and `bias` `ch`.
+pub unsafe fn add_bias<T: ConvElem>(y: *mut T, bias: *const T, batch: usize, ch: usize, len: usize) {
+    let py = SendPtr(y);
+    let pb = SendPtr(bias as *mut T);
+    super::par_for(batch * ch, (1 << 14) / len.max(1) + 1, move |s, e| {
+        for row in s..e {
+            // SAFETY: rows are disjoint; extents as the caller promised.
+            unsafe {
+                let b = *pb.get().add(row % ch);
+                let r = std::slice::from_raw_parts_mut(py.get().add(row * len), len);
+                for v in r {
+                    *v = *v + b;
+                }
+            }
+        }
+    });
+}
+
+/// `out[f] = Σ_n Σ_i y[n, f, i]`, accumulated in float64.
+///
+/// # Safety
+/// `y` must hold `batch · ch · len` elements and `out` `ch`.
+pub unsafe fn channel_sum<T: ConvElem>(y: *const T, out: *mut T, batch: usize, ch: usize, len: usize) {
+    let py = SendPtr(y as *mut T);
+    let po = SendPtr(out);
+    super::par_for(ch, (1 << 16) / (batch * len).max(1) + 1, move |s, e| {
+        for f in s..e {
+            let mut acc = 0.0f64;
+            for n in 0..batch {
+                // SAFETY: reads within the extents the caller promised.
+                let r = unsafe { std::slice::from_raw_parts(py.get().add((n * ch + f) * len), len) };
+                let mut part = 0.0f64;
+                for v in r {
+                    part += v.to_f64();
+                }
+                acc += part;
+            }
+            // SAFETY: each task writes its own channels.
+            unsafe { *po.get().add(f) = T::from_f64(acc) };
+        }
+    });
+}
+
+/// Forward convolution: `y = w ⋆ x (+ bias)`; `y` is overwritten.
+///
+/// # Safety
+/// The pointers must be valid for the extents `g` gives; `y` must not overlap the
+/// inputs and nothing else may access it meanwhile.
+pub unsafe fn conv_forward<T: ConvElem>(g: &ConvGeom, x: *const T, w: *const T, bias: Option<*const T>, y: *mut T) -> Result<()> {
+    let (fg, kk, ylen, xlen) = (g.fg(), g.col_rows(), g.y_len(), g.x_len());
+    let (tasks, gemm_th) = plan(g.batch, g.f * kk * ylen);
+    let (px, pw, py) = (SendPtr(x as *mut T), SendPtr(w as *mut T), SendPtr(y));
+    let pointwise = g.pointwise();
+    let pbias = bias.map(|b| SendPtr(b as *mut T));
+    par_ranges(g.batch, tasks, &|_, start, end| {
+        let col = Scratch::<T>::new(g.col_len())?;
+        for n in start..end {
+            for gi in 0..g.groups {
+                // SAFETY: offsets stay within the sample's group slices.
+                unsafe {
+                    let xg = px.get().add((n * g.c + gi * g.cg()) * xlen);
+                    let src = if pointwise {
+                        xg as *const T
+                    } else {
+                        im2col(g, xg, col.ptr);
+                        col.ptr as *const T
+                    };
+                    gemm_threads(
+                        fg,
+                        ylen,
+                        kk,
+                        T::from_f64(1.0),
+                        pw.get().add(gi * fg * kk),
+                        kk,
+                        false,
+                        src,
+                        ylen,
+                        false,
+                        T::zero(),
+                        py.get().add((n * g.f + gi * fg) * ylen),
+                        ylen,
+                        gemm_th,
+                    );
+                }
+            }
+            if let Some(b) = pbias {
+                // SAFETY: one sample's output rows.
+                unsafe { add_bias_rows(py.get().add(n * g.f * ylen), b.get(), g.f, ylen) };
+            }
+        }
+        Ok(())
+    })
+}
+
+unsafe fn add_bias_rows<T: ConvElem>(y: *mut T, bias: *const T, ch: usize, len: usize) {
+    for f in 0..ch {
+        let b = *bias.add(f);
+        for v in std::slice::from_raw_parts_mut(y.add(f * len), len) {
+            *v = *v + b;
+        }
+    }
+}
+
+/// Data gradient of a convolution: `dx = col2im(wᵀ · dy)`; `dx` is overwritten.
+/// (This is also the forward pass of a deconvolution.)
+///
+/// # Safety
+/// As for [`conv_forward`], with `dx` the output.
+pub unsafe fn conv_backward_data<T: ConvElem>(g: &ConvGeom, w: *const T, dy: *const T, dx: *mut T) -> Result<()> {
+    let (fg, kk, ylen, xlen, cg) = (g.fg(), g.col_rows(), g.y_len(), g.x_len(), g.cg());
+    let (tasks, gemm_th) = plan(g.batch, g.f * kk * ylen);
+    let (pw, pdy, pdx) = (SendPtr(w as *mut T), SendPtr(dy as *mut T), SendPtr(dx));
+    let pointwise = g.pointwise();
+    par_ranges(g.batch, tasks, &|_, start, end| {
+        let col = Scratch::<T>::new(g.col_len())?;
+        for n in start..end {
+            for gi in 0..g.groups {
+                // SAFETY: offsets stay within the sample's group slices.
+                unsafe {
+                    let dxg = pdx.get().add((n * g.c + gi * cg) * xlen);
+                    let dst = if pointwise { dxg } else { col.ptr };
+                    gemm_threads(
+                        kk,
+                        ylen,
+                        fg,
+                        T::from_f64(1.0),
+                        pw.get().add(gi * fg * kk),
+                        kk,
+                        true,
+                        pdy.get().add((n * g.f + gi * fg) * ylen),
+                        ylen,
+                        false,
+                        T::zero(),
+                        dst,
+                        ylen,
+                        gemm_th,
+                    );
+                    if !pointwise {
+                        std::slice::from_raw_parts_mut(dxg, cg * xlen).fill(T::zero());
+                        col2im(g, col.ptr, dxg);
+                    }
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Weight gradient of a convolution: `dw = Σ_n dy_n · im2col(x_n)ᵀ` (per group),
+/// and, when given, `db[f] = Σ dy[:, f, ...]`. Both are overwritten.
+///
+/// # Safety
+/// As for [`conv_forward`], with `dw` and `db` the outputs.
+pub unsafe fn conv_backward_weight<T: ConvElem>(g: &ConvGeom, x: *const T, dy: *const T, dw: *mut T, db: Option<*mut T>) -> Result<()> {
+    let (fg, kk, ylen, xlen) = (g.fg(), g.col_rows(), g.y_len(), g.x_len());
+    let w_len = g.f * kk;
+    let (tasks, gemm_th) = plan(g.batch, g.f * kk * ylen);
+    let tasks = split(g.batch, tasks).0;
+    // Task 0 accumulates into dw itself, the others into partial sums added after.
+    let partials = Scratch::<T>::new((tasks - 1) * w_len)?;
+    let (px, pdy, pdw, pp) = (SendPtr(x as *mut T), SendPtr(dy as *mut T), SendPtr(dw), SendPtr(partials.ptr));
+    let pointwise = g.pointwise();
+    par_ranges(g.batch, tasks, &|t, start, end| {
+        let col = Scratch::<T>::new(g.col_len())?;
+        // SAFETY: task t owns its accumulator.
+        let acc = unsafe {
+            if t == 0 {
+                pdw.get()
+            } else {
+                pp.get().add((t - 1) * w_len)
+            }
+        };
+        for n in start..end {
+            for gi in 0..g.groups {
+                // SAFETY: offsets stay within the sample's group slices and the
+                // task's own accumulator.
+                unsafe {
+                    let xg = px.get().add((n * g.c + gi * g.cg()) * xlen);
+                    let src = if pointwise {
+                        xg as *const T
+                    } else {
+                        im2col(g, xg, col.ptr);
+                        col.ptr as *const T
+                    };
+                    gemm_threads(
+                        fg,
+                        kk,
+                        ylen,
+                        T::from_f64(1.0),
+                        pdy.get().add((n * g.f + gi * fg) * ylen),
+                        ylen,
+                        false,
+                        src,
+                        ylen,
+                        true,
+                        if n == start { T::zero() } else { T::from_f64(1.0) },
+                        acc.add(gi * fg * kk),
+                        kk,
+                        gemm_th,
+                    );
+                }
+            }
+        }
+        Ok(())
+    })?;
+    let dws = std::slice::from_raw_parts_mut(dw, w_len);
+    for t in 1..tasks {
+        let part = std::slice::from_raw_parts(partials.ptr.add((t - 1) * w_len), w_len);
+        for (a, b) in dws.iter_mut().zip(part) {
+            *a = *a + *b;
+        }
+    }
+    if g.batch == 0 {
+        dws.fill(T::zero());
+    }
+    if let Some(db) = db {
+        channel_sum(dy, db, g.batch, g.f, ylen);
+    }
+    Ok(())
+}
+
+// ---- pooling ------------------------------------------------------------------
+
+/// What a pooling window computes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PoolKind {
+    Max,
+    /// Mean; `include_pad`: divide by the window clipped to the padded input,
+    /// else by the number of real elements.
+    Avg {
+        include_pad: bool,
+    },
+    Sum,
+    /// `(Σ x^p)^(1/p)` (signs kept for odd `p`).
+    Lp(i32),
+}
+
+/// A pooling of `(batch, ch, x...)` (or channels-last `(batch, x..., ch)`) to
+/// `(batch, ch, y...)`; windows start at `o·s - p_lo` and are clipped to the input.
+/// `p_hi` bounds the padded input at the end (`x + p_hi`) for counting.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolGeom {
+    pub batch: usize,
+    pub ch: usize,
+    pub x: [usize; 3],
+    pub y: [usize; 3],
+    pub k: [usize; 3],
+    pub s: [usize; 3],
+    pub p_lo: [usize; 3],
+    pub p_hi: [usize; 3],
+    pub channels_last: bool,
+}
+
+impl PoolGeom {
+    /// (plane base offset, element stride) for plane `(n, c)` of an image with
+    /// `len` positions.
+    #[inline]
+    fn plane(&self, plane: usize, len: usize) -> (usize, usize) {
+        let (n, c) = (plane / self.ch, plane % self.ch);
+        if self.channels_last {
+            (n * len * self.ch + c, self.ch)
+        } else {
+            (plane * len, 1)
+        }
+    }
+}
+
+#[inline]
+fn pow_p(v: f64, p: i32) -> f64 {
+    match p {
+        1 => v,
+        2 => v * v,
+        3 => v * v * v,
+        _ => v.powi(p),
+    }
+}
+
+#[inline]
+fn root_p(v: f64, p: i32) -> f64 {
+    match p {
+        1 => v,
+        2 => v.sqrt(),
+        3 => v.cbrt(),
+        _ => v.powf(1.0 / p as f64),
+    }
+}
+
+/// One axis of a window: clipped `[lo, hi)` and the padded extent `hi_pad - lo_pad`.
+#[inline]
+fn window(o: usize, s: usize, k: usize, p_lo: usize, p_hi: usize, x: usize) -> (usize, usize, usize) {
+    let start = (o * s) as isize - p_lo as isize;
+    let end_pad = (start + k as isize).min((x + p_hi) as isize);
+    let lo = start.max(0) as usize;
+    let hi = (end_pad.max(0) as usize).min(x);
+    let padded = (end_pad - start).max(0) as usize;
+    (lo, hi.max(lo), padded)
+}
+
+/// Windows of output `o` (3-D index) of `g`: the clipped ranges and the padded size.
+#[inline]
+fn windows(g: &PoolGeom, od: usize, oh: usize, ow: usize) -> ([(usize, usize); 3], usize) {
+    let a = window(od, g.s[0], g.k[0], g.p_lo[0], g.p_hi[0], g.x[0]);
+    let b = window(oh, g.s[1], g.k[1], g.p_lo[1], g.p_hi[1], g.x[1]);
+    let c = window(ow, g.s[2], g.k[2], g.p_lo[2], g.p_hi[2], g.x[2]);
+    ([(a.0, a.1), (b.0, b.1), (c.0, c.1)], a.2 * b.2 * c.2)
+}
+
+/// Pooling forward; `y` is overwritten. A max window with no input element in it
+/// (all padding) gives the lowest finite value.
+///
+/// # Safety
+/// `x` and `y` must be valid for the extents of `g` and must not overlap.
+pub unsafe fn pool_forward<T: ConvElem>(g: &PoolGeom, kind: PoolKind, x: *const T, y: *mut T) {
+    let (xlen, ylen) = (g.x.iter().product::<usize>(), g.y.iter().product::<usize>());
+    let [_, xh, xw] = g.x;
+    let [yd, yh, yw] = g.y;
+    let (px, py) = (SendPtr(x as *mut T), SendPtr(y));
+    let planes = g.batch * g.ch;
+    let work = ylen * g.k.iter().product::<usize>();
+    super::par_for(planes, (1 << 15) / work.max(1) + 1, move |s, e| {
+        for plane in s..e {
+            let (xb, xs) = g.plane(plane, xlen);
+            let (yb, ys) = g.plane(plane, ylen);
+            // SAFETY: within the plane's extents; planes are disjoint in y.
+            unsafe {
+                let xp = px.get().add(xb) as *const T;
+                let yp = py.get().add(yb);
+                for od in 0..yd {
+                    for oh in 0..yh {
+                        for ow in 0..yw {
+                            let (r, padded) = windows(g, od, oh, ow);
+                            let out = yp.add(((od * yh + oh) * yw + ow) * ys);
+                            match kind {
+                                PoolKind::Max => {
+                                    let mut m: Option<T> = None;
+                                    for id in r[0].0..r[0].1 {
+                                        for ih in r[1].0..r[1].1 {
+                                            let row = xp.add((id * xh + ih) * xw * xs);
+                                            for iw in r[2].0..r[2].1 {
+                                                let v = *row.add(iw * xs);
+                                                if m.is_none_or(|m| v > m) {
+                                                    m = Some(v);
+                                                }
+                                            }
+                                        }
+                                    }
+                                    *out = m.unwrap_or_else(|| T::from_f64(lowest::<T>()));
+                                }
+                                _ => {
+                                    let mut acc = 0.0f64;
+                                    let mut count = 0usize;
+                                    for id in r[0].0..r[0].1 {
+                                        for ih in r[1].0..r[1].1 {
+                                            let row = xp.add((id * xh + ih) * xw * xs);
+                                            for iw in r[2].0..r[2].1 {
+                                                let v = (*row.add(iw * xs)).to_f64();
+                                                acc += if let PoolKind::Lp(p) = kind { pow_p(v, p) } else { v };
+                                                count += 1;
+                                            }
+                                        }
+                                    }
+                                    *out = T::from_f64(match kind {
+                                        PoolKind::Avg { include_pad } => {
+                                            let n = if include_pad { padded } else { count };
+                                            if n == 0 {
+                                                0.0
+                                            } else {
+                                                acc / n as f64
+                                            }
+                                        }
+                                        PoolKind::Lp(p) => root_p(acc, p),
+                                        _ => acc,
+                                    });
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// The lowest finite value of `T` (float16's is -65504).
+fn lowest<T: ConvElem>() -> f64 {
+    match std::mem::size_of::<T>() {
+        2 => -65504.0,
+        4 => f32::MIN as f64,
+        _ => f64::MIN,
+    }
+}
+
+/// Pooling backward: `dx` is overwritten with the gradient of the pooled output.
+/// Max routes each output's gradient to the first maximal element of its window;
+/// avg spreads it over the window's count; sum copies it; Lp scales it by
+/// `(x / y)^(p-1)` (zero where `y` is zero).
+///
+/// # Safety
+/// `x`, `y`, `dy` and `dx` must be valid for the extents of `g`; `dx` must not
+/// overlap the others.
+pub unsafe fn pool_backward<T: ConvElem>(g: &PoolGeom, kind: PoolKind, x: *const T, y: *const T, dy: *const T, dx: *mut T) {
+    let (xlen, ylen) = (g.x.iter().product::<usize>(), g.y.iter().product::<usize>());
+    let [_, xh, xw] = g.x;
+    let [yd, yh, yw] = g.y;
+    let (px, py, pdy, pdx) = (SendPtr(x as *mut T), SendPtr(y as *mut T), SendPtr(dy as *mut T), SendPtr(dx));
+    let planes = g.batch * g.ch;
+    let work = ylen * g.k.iter().product::<usize>();
+    super::par_for(planes, (1 << 15) / work.max(1) + 1, move |s, e| {
+        for plane in s..e {
+            let (xb, xs) = g.plane(plane, xlen);
+            let (yb, ys) = g.plane(plane, ylen);
+            // SAFETY: within the plane's extents; planes are disjoint in dx.
+            unsafe {
+                let xp = px.get().add(xb) as *const T;
+                let dxp = pdx.get().add(xb);
+                for i in 0..xlen {
+                    *dxp.add(i * xs) = T::zero();
+                }
+                for od in 0..yd {
+                    for oh in 0..yh {
+                        for ow in 0..yw {
+                            let (r, padded) = windows(g, od, oh, ow);
+                            let yi = yb + ((od * yh + oh) * yw + ow) * ys;
+                            let gy = *pdy.get().add(yi);
+                            match kind {
+                                PoolKind::Max => {
+                                    let mut best: Option<(T, usize)> = None;
+                                    for id in r[0].0..r[0].1 {
+                                        for ih in r[1].0..r[1].1 {
+                                            for iw in r[2].0..r[2].1 {
+                                                let at = ((id * xh + ih) * xw + iw) * xs;
+                                                let v = *xp.add(at);
+                                                if best.is_none_or(|(m, _)| v > m) {
+                                                    best = Some((v, at));
+                                                }
+                                            }
+                                        }
+                                    }
+                                    if let Some((_, at)) = best {
+                                        *dxp.add(at) = *dxp.add(at) + gy;
+                                    }
+                                }
+                                _ => {
+                                    let scale = match kind {
+                                        PoolKind::Avg { include_pad } => {
+                                            let mut n = padded;
+                                            if !include_pad {
+                                                n = (r[0].1 - r[0].0) * (r[1].1 - r[1].0) * (r[2].1 - r[2].0);
+                                            }
+                                            if n == 0 {
+                                                0.0
+                                            } else {
+                                                1.0 / n as f64
+                                            }
+                                        }
+                                        _ => 1.0,
+                                    };
+                                    let gyf = gy.to_f64() * scale;
+                                    let yv = (*py.get().add(yi)).to_f64();
+                                    for id in r[0].0..r[0].1 {
+                                        for ih in r[1].0..r[1].1 {
+                                            for iw in r[2].0..r[2].1 {
+                                                let at = ((id * xh + ih) * xw + iw) * xs;
+                                                let gv = match kind {
+                                                    PoolKind::Lp(p) => {
+                                                        if yv == 0.0 {
+                                                            0.0
+                                                        } else {
+                                                            gyf * pow_p((*xp.add(at)).to_f64() / yv, p - 1)
+                                                        }
+                                                    }
+                                                    _ => gyf,
+                                                };
+                                                *dxp.add(at) = T::from_f64((*dxp.add(at)).to_f64() + gv);
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// Runs `gemm` for a fully-connected layer: `y (b×h) = x (b×k) · wᵀ (+ bias)`.
+///
+/// # Safety
+/// Extents as described; `y` must not overlap the inputs.
+pub unsafe fn fc_forward<T: ConvElem>(b: usize, k: usize, h: usize, x: *const T, w: *const T, bias: Option<*const T>, y: *mut T) {
+    gemm(b, h, k, T::from_f64(1.0), x, k, false, w, k, true, T::zero(), y, h);
+    if let Some(bias) = bias {
+        let bias = std::slice::from_raw_parts(bias, h);
+        for r in 0..b {
+            for (v, bv) in std::slice::from_raw_parts_mut(y.add(r * h), h).iter_mut().zip(bias) {
+                *v = *v + *bv;
+            }
+        }
+    }
+}
+
+/// `out[j] = Σ_i y[i, j]` over a `rows × cols` matrix, accumulated in float64.
+///
+/// # Safety
+/// `y` must hold `rows · cols` elements and `out` `cols`.
+pub unsafe fn column_sum<T: ConvElem>(y: *const T, out: *mut T, rows: usize, cols: usize) {
+    let mut acc = vec![0.0f64; cols];
+    for r in 0..rows {
+        for (a, v) in acc.iter_mut().zip(std::slice::from_raw_parts(y.add(r * cols), cols)) {
+            *a += v.to_f64();
+        }
+    }
+    for (j, a) in acc.into_iter().enumerate() {
+        *out.add(j) = T::from_f64(a);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive_conv(g: &ConvGeom, x: &[f64], w: &[f64]) -> Vec<f64> {
+        let mut y = vec![0.0; g.batch * g.f * g.y_len()];
+        let (cg, fg) = (g.cg(), g.fg());
+        for n in 0..g.batch {
+            for f in 0..g.f {
+                let gi = f / fg;
+                for od in 0..g.y[0] {
+                    for oh in 0..g.y[1] {
+                        for ow in 0..g.y[2] {
+                            let mut acc = 0.0;
+                            for c in 0..cg {
+                                for kd in 0..g.k[0] {
+                                    for kh in 0..g.k[1] {
+                                        for kw in 0..g.k[2] {
+                                            let id = (od * g.s[0] + kd * g.d[0]) as isize - g.p[0] as isize;
+                                            let ih = (oh * g.s[1] + kh * g.d[1]) as isize - g.p[1] as isize;
+                                            let iw = (ow * g.s[2] + kw * g.d[2]) as isize - g.p[2] as isize;
+                                            if id < 0 || ih < 0 || iw < 0 {
+                                                continue;
+                                            }
+                                            let (id, ih, iw) = (id as usize, ih as usize, iw as usize);
+                                            if id >= g.x[0] || ih >= g.x[1] || iw >= g.x[2] {
+                                                continue;
+                                            }
+                                            let xv = x[(((n * g.c + gi * cg + c) * g.x[0] + id) * g.x[1] + ih) * g.x[2] + iw];
+                                            let wv = w[(((f * cg + c) * g.k[0] + kd) * g.k[1] + kh) * g.k[2] + kw];
+                                            acc += xv * wv;
+                                        }
+                                    }
+                                }
+                            }
+                            y[(((n * g.f + f) * g.y[0] + od) * g.y[1] + oh) * g.y[2] + ow] = acc;
+                        }
+                    }
+                }
+            }
+        }
+        y
+    }
+
+    fn geom(
+        batch: usize,
+        c: usize,
+        f: usize,
+        groups: usize,
+        x: [usize; 3],
+        k: [usize; 3],
+        s: [usize; 3],
+        d: [usize; 3],
+        p: [usize; 3],
+    ) -> ConvGeom {
+        let mut y = [0; 3];
+        for i in 0..3 {
+            y[i] = ConvGeom::out_size(x[i], k[i], s[i], d[i], p[i]).unwrap();
+        }
+        ConvGeom { batch, c, f, groups, x, y, k, s, d, p }
+    }
+
+    fn data(n: usize, seed: u64) -> Vec<f64> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((s >> 33) as f64 / (1u64 << 31) as f64) - 0.5
+            })
+            .collect()
+    }
+
+    #[test]
+    fn forward_matches_naive() {
+        for g in [
+            geom(3, 4, 6, 2, [1, 7, 6], [1, 3, 2], [1, 2, 1], [1, 1, 2], [0, 1, 2]),
+            geom(2, 3, 2, 1, [4, 5, 5], [2, 3, 3], [2, 1, 2], [1, 2, 1], [1, 1, 0]),
+            geom(5, 2, 4, 1, [1, 1, 9], [1, 1, 1], [1, 1, 1], [1, 1, 1], [0, 0, 0]),
+            geom(5, 2, 4, 2, [1, 1, 9], [1, 1, 4], [1, 1, 3], [1, 1, 1], [0, 0, 3]),
+        ] {
+            let x = data(g.batch * g.c * g.x_len(), 1);
+            let w = data(g.f * g.col_rows(), 2);
+            let mut y = vec![0.0; g.batch * g.f * g.y_len()];
+            unsafe { conv_forward(&g, x.as_ptr(), w.as_ptr(), None, y.as_mut_ptr()).unwrap() };
+            let want = naive_conv(&g, &x, &w);
+            for (a, b) in y.iter().zip(&want) {
+                assert!((a - b).abs() < 1e-12, "{g:?}: {a} vs {b}");
+            }
+            // Adjoint identities: <conv(x), dy> = <x, conv_bwd_data(dy)> and
+            // = <w, conv_bwd_weight(x, dy)>.
+            let dy = data(y.len(), 3);
+            let mut dx = vec![0.0; x.len()];
+            let mut dw = vec![0.0; w.len()];
+            let mut db = vec![0.0; g.f];
+            unsafe {
+                conv_backward_data(&g, w.as_ptr(), dy.as_ptr(), dx.as_mut_ptr()).unwrap();
+                conv_backward_weight(&g, x.as_ptr(), dy.as_ptr(), dw.as_mut_ptr(), Some(db.as_mut_ptr())).unwrap();
+            }
+            let lhs: f64 = y.iter().zip(&dy).map(|(a, b)| a * b).sum();
+            let rx: f64 = x.iter().zip(&dx).map(|(a, b)| a * b).sum();
+            let rw: f64 = w.iter().zip(&dw).map(|(a, b)| a * b).sum();
+            assert!((lhs - rx).abs() < 1e-10 && (lhs - rw).abs() < 1e-10, "{g:?}: {lhs} {rx} {rw}");
+            let total: f64 = dy.iter().sum();
+            assert!((db.iter().sum::<f64>() - total).abs() < 1e-10);
+        }
+    }
+
+    #[test]
+    fn pooling_windows() {
+        // 1-D, kernel 3 stride 2 pad 1 over [1..=5]: windows [-1,2) [1,4) [3,6).
+        let g = PoolGeom {
+            batch: 1,
+            ch: 1,
+            x: [1, 1, 5],
+            y: [1, 1, 3],
+            k: [1, 1, 3],
+            s: [1, 1, 2],
+            p_lo: [0, 0, 1],
+            p_hi: [0, 0, 1],
+            channels_last: false,
+        };
+        let x = [1.0f64, -2.0, 3.0, 4.0, 5.0];
+        let mut y = [0.0; 3];
+        unsafe { pool_forward(&g, PoolKind::Max, x.as_ptr(), y.as_mut_ptr()) };
+        assert_eq!(y, [1.0, 4.0, 5.0]);
+        unsafe { pool_forward(&g, PoolKind::Avg { include_pad: true }, x.as_ptr(), y.as_mut_ptr()) };
+        assert_eq!(y, [-1.0 / 3.0, 5.0 / 3.0, 3.0]);
+        unsafe { pool_forward(&g, PoolKind::Avg { include_pad: false }, x.as_ptr(), y.as_mut_ptr()) };
+        assert_eq!(y, [-0.5, 5.0 / 3.0, 4.5]);
+        let dy = [1.0, 10.0, 100.0];
+        let mut dx = [0.0; 5];
+        unsafe { pool_backward(&g, PoolKind::Max, x.as_ptr(), y.as_ptr(), dy.as_ptr(), dx.as_mut_ptr()) };
+        assert_eq!(dx, [1.0, 0.0, 0.0, 10.0, 100.0]);
+        unsafe { pool_backward(&g, PoolKind::Sum, x.as_ptr(), y.as_ptr(), dy.as_ptr(), dx.as_mut_ptr()) };
+        assert_eq!(dx, [1.0, 11.0, 10.0, 110.0, 100.0]);
+    }
+}
