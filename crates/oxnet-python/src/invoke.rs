@@ -146,7 +146,8 @@ fn invoke<'py>(
     };
     let mut arrays = Vec::with_capacity(inputs.len());
     for (i, obj) in inputs.iter().enumerate() {
-        if is_null(&obj) {
+        // Inputs of a Dynamic op that these parameters do not use come as None.
+        if is_null(&obj) || (obj.is_none() && matches!(def.inputs, Arity::Dynamic { .. })) {
             continue;
         }
         collect_inputs(def, &obj, &names, i, &mut arrays)?;
