@@ -71,6 +71,13 @@ fn pool_release(py: Python<'_>) -> PyResult<()> {
     Ok(())
 }
 
+/// Sets this thread's training-mode flag (what Dropout and BatchNorm see as
+/// `is_train`); returns the previous value.
+#[pyfunction]
+fn _set_is_training(on: bool) -> bool {
+    oxnet_core::autograd::set_training(on)
+}
+
 /// Seeds the random generator of one device, or of all devices.
 #[pyfunction]
 #[pyo3(signature = (seed, dev_type=None, dev_id=0))]
@@ -99,6 +106,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pool_stats, m)?)?;
     m.add_function(wrap_pyfunction!(pool_release, m)?)?;
     m.add_function(wrap_pyfunction!(random_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_is_training, m)?)?;
     m.add_function(wrap_pyfunction!(engine_is_naive, m)?)?;
     invoke::add_functions(m)?;
     array::add_functions(m)?;

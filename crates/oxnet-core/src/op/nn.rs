@@ -1452,7 +1452,7 @@ data's shape is taken as probabilities.",
         OpDef::new(
             "_backward_SoftmaxOutput",
             "Gradient of SoftmaxOutput.",
-            Arity::Fixed(&["out_grad", "label", "output"]),
+            Arity::Fixed(&["ograd", "label", "output"]),
             SMO_PARAMS,
             smo_bwd_infer,
             smo_bwd_compute,
