@@ -20,7 +20,7 @@ build: venv
 	$(VENV)/bin/maturin develop --release -q
 
 demo: build
-	$(PY) tests/seeds/nd_seed.py oxnet
+	$(PY) examples/train_mnist.py
 
 test: build test-rust test-python
 

@@ -160,8 +160,6 @@ def _mlp_numpy_step(x, label, w1, b1, w2, b2, lr):
     return p, [w1 - lr * gw1, b1 - lr * gb1, w2 - lr * gw2, b2 - lr * gb2]
 
 
-@pytest.mark.skipif(not _registered("FullyConnected", "Activation", "SoftmaxOutput", "sgd_update"),
-                    reason="NN ops / sgd_update not merged yet")
 def test_mlp_trains_one_step_like_numpy():
     data = mx.sym.Variable("data")
     fc1 = mx.sym.FullyConnected(data, num_hidden=8, name="fc1")
@@ -187,9 +185,6 @@ def test_mlp_trains_one_step_like_numpy():
         np.testing.assert_allclose(ex.arg_dict[k].asnumpy(), want, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.skipif(not _registered("Convolution", "Pooling", "FullyConnected", "Activation",
-                                    "SoftmaxOutput", "sgd_update"),
-                    reason="NN ops / sgd_update not merged yet")
 def test_lenet_trains_one_step_like_numpy():
     data = mx.sym.Variable("data")
     c1 = mx.sym.Convolution(data, kernel=(3, 3), num_filter=2, name="conv1")

@@ -130,7 +130,6 @@ def test_infer_shape_conflict_names_op_and_shapes():
         s.infer_shape(c=(1,))
 
 
-@pytest.mark.skipif(not _registered("FullyConnected"), reason="FullyConnected not merged yet")
 def test_infer_shape_conflict_backward_fill():
     w = mx.sym.Variable("w")
     fc = mx.sym.FullyConnected(mx.sym.Variable("data"), weight=w, num_hidden=10, name="fc1")
@@ -169,8 +168,7 @@ def test_mxnet_written_fixture_loads_and_round_trips():
 def test_mxnet_written_nn_fixtures(name):
     text = open(os.path.join(FIX, name + "-symbol.json")).read()
     ops = {n["op"] for n in json.loads(text)["nodes"]} - {"null"}
-    if not _registered(*ops):
-        pytest.skip("operators not merged yet: %s" % sorted(o for o in ops if not _registered(o)))
+    assert _registered(*ops), sorted(o for o in ops if not _registered(o))
     exp = json.load(open(os.path.join(FIX, "expected.json")))[name]
     s = mx.sym.load_json(text)
     assert s.list_arguments() == exp["arguments"]
@@ -180,7 +178,16 @@ def test_mxnet_written_nn_fixtures(name):
     assert [list(x) for x in arg] == exp["arg_shapes"]
     assert [list(x) for x in out] == exp["out_shapes"]
     assert [list(x) for x in aux] == exp["aux_shapes"]
-    assert s.tojson() == text
+    ours = s.tojson()
+    if name == "lenet":
+        # MXNet's oneDNN build gives max Pooling a hidden workspace output, which shows
+        # only in node_row_ptr (derived data MXNet recomputes on load); compare the rest.
+        a, b = json.loads(ours), json.loads(text)
+        a.pop("node_row_ptr")
+        b.pop("node_row_ptr")
+        assert a == b
+    else:
+        assert ours == text
 
 
 @pytest.mark.parametrize("text,match", [
