@@ -17,9 +17,11 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _driver import mxnet_python, run_worker  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NKEYS = 100
@@ -75,20 +77,11 @@ def worker(mod_name):
 
 
 def _mxnet_python():
-    for cand in (os.environ.get("MXNET_PYTHON"), os.path.join(HERE, ".mxnet-venv", "bin", "python"),
-                 "/opt/mxnet-venv/bin/python"):
-        if cand and os.path.exists(cand):
-            return cand
-    return None
+    return mxnet_python()
 
 
 def _run(python, name):
-    r = subprocess.run([python, os.path.abspath(__file__), "--worker", name],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        print("[%s failed]\n%s" % (name, r.stderr[-2000:]), file=sys.stderr)
-        return None
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return run_worker(python, __file__, name)
 
 
 def main():
