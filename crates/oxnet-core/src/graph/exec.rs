@@ -21,24 +21,8 @@ use crate::Context;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// How an argument's gradient is stored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GradReq {
-    Null,
-    Write,
-    Add,
-}
-
-impl GradReq {
-    pub fn parse(s: &str) -> Result<GradReq> {
-        match s {
-            "null" => Ok(GradReq::Null),
-            "write" | "inplace" => Ok(GradReq::Write),
-            "add" => Ok(GradReq::Add),
-            _ => Err(Error::new(format!("grad_req must be one of 'write', 'add', 'null', got '{s}'"))),
-        }
-    }
-}
+/// How an argument's gradient is stored: the same `grad_req` as autograd's.
+pub use crate::autograd::GradReq;
 
 /// Where each node's inputs come from.
 #[derive(Clone, Copy)]
