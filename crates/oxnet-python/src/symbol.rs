@@ -195,8 +195,36 @@ impl ExecutorHandle {
     }
 }
 
+/// A symbol run as one cached graph per call (gluon's `hybridize`, `mx.nd.CachedOp`).
+#[pyclass(name = "CachedOpHandle", module = "oxnet._core", frozen)]
+pub struct CachedOpHandle {
+    inner: graph::CachedOp,
+}
+
+#[pymethods]
+impl CachedOpHandle {
+    #[new]
+    fn new(sym: &SymbolHandle) -> PyResult<CachedOpHandle> {
+        Ok(CachedOpHandle { inner: graph::CachedOp::new(&sym.inner).py_err()? })
+    }
+    /// Input names in call order: arguments, then auxiliary states.
+    fn input_names(&self) -> Vec<String> {
+        self.inner.input_names().to_vec()
+    }
+    fn num_compiled(&self) -> usize {
+        self.inner.num_compiled()
+    }
+    /// Runs the graph on `inputs`; recorded as one node while autograd records.
+    fn forward(&self, py: Python<'_>, inputs: Vec<PyRef<'_, PyND>>) -> PyResult<Vec<PyND>> {
+        let ins: Vec<oxnet_core::NDArray> = inputs.iter().map(|a| a.arr()).collect();
+        let outs = py.detach(|| self.inner.forward(&ins)).py_err()?;
+        Ok(outs.into_iter().map(PyND::new).collect())
+    }
+}
+
 pub(crate) fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SymbolHandle>()?;
+    m.add_class::<CachedOpHandle>()?;
     m.add_class::<ExecutorHandle>()?;
     m.add_function(wrap_pyfunction!(sym_var, m)?)?;
     m.add_function(wrap_pyfunction!(sym_create, m)?)?;

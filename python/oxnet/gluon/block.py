@@ -4,11 +4,18 @@ prefixed names (``sequential0_dense0_weight``).
 
 ``HybridBlock.forward`` runs ``hybrid_forward`` with ``F = mx.nd``. Parameters with
 unknown dimensions are initialized on the first forward: the block's ``infer_shape``
-(each layer defines it from its input) fills their shapes first. ``hybridize()``
-records the request; the graph executor takes it up where it exists, and until then
-blocks run imperatively (no speed-up is claimed).
+(each layer defines it from its input) fills their shapes first.
+
+``hybridize()`` makes the next call trace ``hybrid_forward`` once with ``F = mx.sym``
+(inputs are variables ``data`` or ``data0, data1, ...``, parameters their ``var()``)
+into one Symbol, which then runs as a cached graph in Rust
+(``oxnet._core.CachedOpHandle``): one call per forward, recorded on the autograd tape
+as one node whose backward runs the whole graph's gradient. ``export`` writes the
+traced graph and the parameters in MXNet's files; ``SymbolBlock`` runs a Symbol
+(e.g. one loaded by ``SymbolBlock.imports``) the same way.
 """
 
+import copy
 import re
 import threading
 import warnings
@@ -16,14 +23,56 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .. import _core
 from .. import initializer
 from .. import name as _name
 from .. import ndarray
+from .. import symbol
 from ..base import MXNetError
 from ..ndarray import NDArray
+from ..symbol import Symbol
 from .parameter import DeferredInitializationError, Parameter, ParameterDict, _indent
 
-__all__ = ["Block", "HybridBlock"]
+__all__ = ["Block", "HybridBlock", "SymbolBlock"]
+
+
+def _flatten(args, inout_str):
+    """Flattens nested lists/tuples of NDArrays or Symbols (None kept) into a list
+    and a format that :func:`_regroup` uses to rebuild the nesting."""
+    if isinstance(args, NDArray):
+        return [args], int(0)
+    if isinstance(args, Symbol):
+        length = len(args.list_outputs())
+        length = length if length > 1 else 0
+        return [args], int(length)
+    if args is None:
+        return [None], int(-1)
+    if not isinstance(args, (list, tuple)):
+        raise ValueError("HybridBlock %s must be (nested) list of Symbol or NDArray, but got %s "
+                         "of type %s" % (inout_str, str(args), str(type(args))))
+    flat, fmts = [], []
+    for i in args:
+        arg, fmt = _flatten(i, inout_str)
+        flat.extend(arg)
+        fmts.append(fmt)
+    return flat, fmts
+
+
+def _regroup(args, fmt):
+    """Inverse of :func:`_flatten`: (nested structure, remaining items)."""
+    if isinstance(fmt, int):
+        if fmt == 0:
+            return args[0], args[1:]
+        if fmt == -1:
+            if args[0] is not None:
+                raise ValueError("Data of the input format -1 must be None")
+            return None, args[1:]
+        return args[:fmt], args[fmt:]
+    ret = []
+    for i in fmt:
+        res, args = _regroup(args, i)
+        ret.append(res)
+    return ret, args
 
 
 class _BlockScope:
@@ -426,6 +475,7 @@ class HybridBlock(Block):
     def _clear_cached_op(self):
         self._cached_graph = ()
         self._cached_op = None
+        self._cached_op_args = []
 
     def register_child(self, block, name=None):
         if not isinstance(block, HybridBlock):
@@ -466,11 +516,18 @@ class HybridBlock(Block):
         self.infer_shape(*args)
 
     def forward(self, x, *args):
-        """Runs ``hybrid_forward`` with ``F = mx.nd`` on the device of ``x``; finishes
-        deferred initialization on the first call."""
+        """Runs ``hybrid_forward`` with ``F = mx.nd`` on the device of ``x`` (as a
+        cached graph once hybridized), or with ``F = mx.sym`` when ``x`` is a Symbol;
+        finishes deferred initialization on the first call."""
+        if isinstance(x, Symbol):
+            params = {k: v.var() for k, v in self._reg_params.items()}
+            with self.name_scope():
+                return self.hybrid_forward(symbol, x, *args, **params)
         if not isinstance(x, NDArray):
             raise MXNetError("%s.forward expects an NDArray input, got %s"
                              % (type(self).__name__, type(x).__name__))
+        if self._active:
+            return self._call_cached_op(x, *args)
         ctx = x.context
         with ctx:
             try:
@@ -482,6 +539,195 @@ class HybridBlock(Block):
                 params = {k: v.data(ctx) for k, v in self._reg_params.items()}
             return self.hybrid_forward(ndarray, x, *args, **params)
 
+    # ---- the cached graph ---------------------------------------------------------
+    def _get_graph(self, *args):
+        """Traces ``hybrid_forward`` with Symbols once: (input variables, output)."""
+        if not self._cached_graph:
+            flat, self._in_format = _flatten(args, "input")
+            real = [a for a in flat if a is not None]
+            if len(real) == 1:
+                names = ["data"]
+            else:
+                names = ["data%d" % i for i in range(len(real))]
+            it = iter(names)
+            inputs = [symbol.var(next(it)) if a is not None else None for a in flat]
+            grouped = _regroup(inputs, self._in_format)[0]
+            if not isinstance(grouped, list) or self._in_format == 0:
+                grouped = [grouped]
+            params = {i: j.var() for i, j in self._reg_params.items()}
+            with self.name_scope():
+                out = self.hybrid_forward(symbol, *grouped, **params)
+            out, self._out_format = _flatten(out, "output")
+            self._cached_graph = ([i for i in inputs if i is not None],
+                                  out[0] if len(out) == 1 else symbol.Group(out))
+        return self._cached_graph
+
+    def _infer_param_shapes(self, inputs, flat_args):
+        """Shapes of parameters that are still deferred, from a symbolic inference."""
+        inputs_sym, out = self._cached_graph
+        shapes = {i.name: a.shape for i, a in zip(inputs_sym, flat_args)}
+        try:
+            arg_shapes, _, aux_shapes = out.infer_shape_partial(**shapes)
+        except MXNetError as e:
+            raise MXNetError("%s (in hybridized block %s)" % (e, self.name)) from None
+        names = out.list_arguments() + out.list_auxiliary_states()
+        return dict(zip(names, arg_shapes + aux_shapes))
+
+    def _build_cache(self, *args):
+        inputs, out = self._get_graph(*args)
+        flat = [a for a in _flatten(args, "input")[0] if a is not None]
+        op = _core.CachedOpHandle(out.handle)
+        data_pos = {sym.name: i for i, sym in enumerate(inputs)}
+        params = {p.name: p for p in self.collect_params().values()}
+        op_args = []
+        for name in op.input_names():
+            if name in data_pos:
+                op_args.append((True, data_pos[name]))
+            elif name in params:
+                op_args.append((False, params[name]))
+            else:
+                raise MXNetError("%s: the traced graph has an input '%s' that is neither an input "
+                                 "of the block nor one of its parameters" % (self.name, name))
+        deferred = [p for is_arg, p in op_args if not is_arg and p._data is None]
+        if any(p._deferred_init for p in deferred):
+            shapes = self._infer_param_shapes(inputs, flat)
+            for p in deferred:
+                s = shapes.get(p.name, ())
+                if s:
+                    p.shape = s
+                p._finish_deferred_init()
+        self._cached_op_args = op_args
+        self._cached_op = op
+
+    def _call_cached_op(self, *args):
+        if self._cached_op is None:
+            self._build_cache(*args)
+        flat, fmt = _flatten(args, "input")
+        if fmt != self._in_format:
+            raise ValueError("Invalid input format")
+        flat = [a for a in flat if a is not None]
+        for a in flat:
+            if not isinstance(a, NDArray):
+                raise MXNetError("%s: a hybridized block takes NDArrays, got %s"
+                                 % (self.name, type(a).__name__))
+        ctx = flat[0].context
+        arrays = [flat[v] if is_arg else v.data(ctx) for is_arg, v in self._cached_op_args]
+        try:
+            outs = self._cached_op.forward(arrays)
+        except MXNetError as e:
+            raise MXNetError("%s (in hybridized block %s)" % (e, self.name)) from None
+        return _regroup(outs, self._out_format)[0]
+
+    def export(self, path, epoch=0, remove_amp_cast=True):
+        """Writes the traced graph to ``path-symbol.json`` and the parameters to
+        ``path-%04d.params`` (``arg:``/``aux:`` names), the files
+        ``SymbolBlock.imports`` and MXNet's Module read."""
+        if not self._cached_graph:
+            raise RuntimeError("Please first call block.hybridize() and then run forward with "
+                               "this block at least once before calling export.")
+        sym = self._cached_graph[1]
+        sym.save("%s-symbol.json" % path, remove_amp_cast=remove_amp_cast)
+        arg_names = set(sym.list_arguments())
+        aux_names = set(sym.list_auxiliary_states())
+        arg_dict = {}
+        for name, param in self.collect_params().items():
+            if name in arg_names:
+                arg_dict["arg:%s" % name] = param._reduce()
+            elif name in aux_names:
+                arg_dict["aux:%s" % name] = param._reduce()
+        ndarray.save("%s-%04d.params" % (path, epoch), arg_dict)
+
     def hybrid_forward(self, F, x, *args, **kwargs):
         """The computation, written with ``F`` (mx.nd or mx.sym); subclasses override."""
         raise MXNetError("%s must override hybrid_forward()" % type(self).__name__)
+
+
+def _common_prefix(names):
+    if not names:
+        return ""
+    prefix = names[0]
+    for name in names:
+        i = 0
+        while i < len(prefix) and i < len(name) and prefix[i] == name[i]:
+            i += 1
+        prefix = prefix[:i]
+    return prefix
+
+
+class SymbolBlock(HybridBlock):
+    """A block running a Symbol: ``outputs`` (a Symbol or list of Symbols) computed
+    from the variables ``inputs``; every other argument of the graph becomes a
+    Parameter (auxiliary states with ``grad_req='null'``). Always runs as a cached
+    graph."""
+
+    @staticmethod
+    def imports(symbol_file, input_names, param_file=None, ctx=None, allow_missing=False,
+                ignore_extra=False):
+        """A SymbolBlock from files written by ``export`` (or MXNet's
+        ``HybridBlock.export`` / Module checkpoints)."""
+        sym = symbol.load(symbol_file)
+        if isinstance(input_names, str):
+            input_names = [input_names]
+        if param_file is None:
+            inputs = [symbol.var(i, dtype="float32") for i in input_names]
+        else:
+            inputs = [symbol.var(i) for i in input_names]
+        ret = SymbolBlock(sym, inputs)
+        if param_file is not None:
+            ret.collect_params().load(param_file, ctx=ctx, allow_missing=allow_missing,
+                                      ignore_extra=ignore_extra, cast_dtype=True,
+                                      dtype_source="saved")
+        return ret
+
+    def __init__(self, outputs, inputs, params=None):
+        super().__init__(prefix="", params=None)
+        self._prefix = ""
+        self._params = ParameterDict("", params)
+        if isinstance(inputs, Symbol) and len(inputs.list_outputs()) == 1:
+            inputs = [inputs]
+        if isinstance(outputs, (list, tuple)) and len(outputs) == 1:
+            outputs = outputs[0]
+        syms, self._in_format = _flatten(inputs, "input")
+        out, self._out_format = _flatten(outputs, "output")
+        out = out[0] if len(out) == 1 else symbol.Group(out)
+        input_names = set()
+        for i in syms:
+            if not isinstance(i, Symbol) or len(i.get_internals().list_outputs()) != 1:
+                raise MXNetError("SymbolBlock: input %s is not a variable; inputs must be "
+                                 "Variables (mx.sym.var)" % (i,))
+            input_names.add(i.name)
+        missing = [n for n in input_names if n not in out.list_inputs()]
+        if missing:
+            raise MXNetError("SymbolBlock: input %s is not used by the outputs; the graph's "
+                             "inputs are %s" % (", ".join(repr(m) for m in missing),
+                                                out.list_inputs()))
+        arg_types, _, aux_types = out.infer_type_partial()
+        for arg, t in zip(out.list_arguments(), arg_types):
+            if arg not in input_names:
+                self.params.get(arg, allow_deferred_init=True, dtype=t or np.float32)
+        for aux, t in zip(out.list_auxiliary_states(), aux_types):
+            if aux not in input_names:
+                self.params.get(aux, grad_req="null", allow_deferred_init=True,
+                                dtype=t or np.float32)
+        self._cached_graph = syms, out
+        len_prefix = len(_common_prefix(list(self._params.keys())))
+        self._reg_params = {key[len_prefix:]: val for key, val in self._params.items()}
+
+    def forward(self, x, *args):
+        if isinstance(x, NDArray):
+            return self._call_cached_op(x, *args)
+        flat = _flatten([x] + list(args), "input")[0]
+        if len(flat) != len(self._cached_graph[0]):
+            raise ValueError("SymbolBlock: %d inputs given, the block takes %d"
+                             % (len(flat), len(self._cached_graph[0])))
+        ret = self._cached_graph[1](**{k.name: v for k, v in zip(self._cached_graph[0], flat)})
+        return _regroup(list(ret) if len(ret.list_outputs()) > 1 else [ret],
+                        self._out_format)[0]
+
+    def _clear_cached_op(self):
+        tmp = self._cached_graph
+        super()._clear_cached_op()
+        self._cached_graph = tmp
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        raise MXNetError("SymbolBlock runs its Symbol; hybrid_forward is not used")

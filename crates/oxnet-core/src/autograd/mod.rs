@@ -179,6 +179,12 @@ fn live_entry(a: &NDArray) -> Option<&Entry> {
     a.ag_entry().filter(|e| e.is_live())
 }
 
+/// True when `a` is in a recorded graph (a variable, or the output of a recorded
+/// op whose graph was not freed): a recorded op using it will be differentiated.
+pub fn is_in_graph(a: &NDArray) -> bool {
+    live_entry(a).is_some()
+}
+
 /// Makes `var` a variable of autograd with gradient buffer `grad` (same shape)
 /// updated per `req` (MXNet's `mark_variables`, behind `attach_grad`).
 pub fn mark_variable(var: &mut NDArray, grad: NDArray, req: GradReq) -> Result<()> {

@@ -105,19 +105,266 @@ fn plan(topo: &[Arc<Node>], info: &[Vec<(Shape, DType)>], srcs: &[Vec<Src>], hea
     Plan { slot, slots }
 }
 
-pub struct Executor {
+/// A symbol compiled for given variable shapes and dtypes: the nodes in order,
+/// where each node's inputs come from, every output's shape and dtype, and the
+/// heads. The executor and the cached op (gluon's hybridize) both run one.
+pub struct Graph {
     topo: Vec<Arc<Node>>,
     srcs: Vec<Vec<Src>>,
-    /// Node index → array of a variable (argument or auxiliary state).
-    vars: HashMap<usize, NDArray>,
-    arg_nodes: Vec<usize>,
+    info: Vec<Vec<(Shape, DType)>>,
+    heads: Vec<(usize, usize)>,
+    /// Node index of each argument and auxiliary variable, in `var_nodes` order.
+    pub arg_nodes: Vec<usize>,
+    pub aux_nodes: Vec<usize>,
+}
+
+/// Per node, per output: the arrays a run writes (views into planned buffers).
+pub type Entries = Vec<Vec<NDArray>>;
+
+impl Graph {
+    /// Infers every shape and dtype from the variables' (`shapes`, `dtypes`, by name).
+    pub fn compile(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<String, DType>) -> Result<Graph> {
+        let (arg_vars, aux_vars) = sym.var_nodes();
+        let inf: Inferred = infer(sym, shapes, dtypes, true)?;
+        for n in arg_vars.iter().chain(&aux_vars) {
+            if let (Some(s), Some(given)) = (inf.var(n).0, shapes.get(&n.name)) {
+                if s != given {
+                    return Err(Error::new(format!(
+                        "bind: array for '{}' has shape {}, the graph needs {}",
+                        n.name,
+                        fmt_shape(given),
+                        fmt_shape(s)
+                    )));
+                }
+            }
+        }
+        let topo = inf.topo.clone();
+        let mut info: Vec<Vec<(Shape, DType)>> = Vec::with_capacity(topo.len());
+        for (ni, n) in topo.iter().enumerate() {
+            if n.is_var() {
+                info.push(vec![]);
+                continue;
+            }
+            let mut outs = Vec::new();
+            for k in 0..inf.shapes[ni].len() {
+                match (&inf.shapes[ni][k], inf.dtypes[ni][k]) {
+                    (Some(s), Some(d)) => outs.push((s.clone(), d)),
+                    _ => {
+                        return Err(Error::new(format!(
+                            "bind: cannot infer the shape of output {k} of node '{}' ({}); give the shapes of its inputs",
+                            n.name,
+                            n.op.map(|o| o.name).unwrap_or("")
+                        )))
+                    }
+                }
+            }
+            info.push(outs);
+        }
+        let srcs: Vec<Vec<Src>> = topo
+            .iter()
+            .map(|n| {
+                n.inputs
+                    .iter()
+                    .map(|e| {
+                        let s = inf.node_id(&e.node);
+                        if e.node.is_var() {
+                            Src::Var(s)
+                        } else {
+                            Src::Out(s, e.index)
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let heads = sym.outputs.iter().map(|e| (inf.node_id(&e.node), e.index)).collect();
+        let arg_nodes = arg_vars.iter().map(|n| inf.node_id(n)).collect();
+        let aux_nodes = aux_vars.iter().map(|n| inf.node_id(n)).collect();
+        Ok(Graph { topo, srcs, info, heads, arg_nodes, aux_nodes })
+    }
+
+    pub fn num_nodes(&self) -> usize {
+        self.topo.len()
+    }
+
+    /// Plans the intermediate buffers (`keep_all`: every output keeps its own, for a
+    /// backward pass) and allocates them on `ctx`: the entries, planned bytes and
+    /// bytes without reuse.
+    pub fn allocate(&self, ctx: Context, keep_all: bool) -> Result<(Entries, usize, usize)> {
+        let p = plan(&self.topo, &self.info, &self.srcs, &self.heads, keep_all);
+        let mut buffers = Vec::with_capacity(p.slots.len());
+        let mut planned = 0;
+        for (d, n) in &p.slots {
+            planned += n * d.size();
+            buffers.push(NDArray::empty(&[*n], ctx, *d)?);
+        }
+        let mut naive = 0;
+        let mut entries: Entries = Vec::with_capacity(self.topo.len());
+        for (ni, outs) in self.info.iter().enumerate() {
+            let mut v = Vec::with_capacity(outs.len());
+            for (k, (s, d)) in outs.iter().enumerate() {
+                let n: usize = s.iter().product();
+                naive += n * d.size();
+                v.push(buffers[p.slot[ni][k]].slice_view(0, n)?.reshape_view(s)?);
+            }
+            entries.push(v);
+        }
+        Ok((entries, planned, naive))
+    }
+
+    /// Arrays for the heads: the entries, and a new array for a head that is a
+    /// variable (filled by [`Graph::forward`]).
+    pub fn head_arrays(&self, vars: &[Option<NDArray>], entries: &Entries, ctx: Context) -> Result<Vec<NDArray>> {
+        let mut outputs = Vec::with_capacity(self.heads.len());
+        for &(n, k) in &self.heads {
+            if self.topo[n].is_var() {
+                let v = self.var_array(n, vars)?;
+                outputs.push(NDArray::empty(v.shape(), ctx, v.dtype())?);
+            } else {
+                outputs.push(entries[n][k].clone());
+            }
+        }
+        Ok(outputs)
+    }
+
+    fn var_array(&self, n: usize, vars: &[Option<NDArray>]) -> Result<NDArray> {
+        vars[n].clone().ok_or_else(|| Error::new(format!("no array is bound for variable '{}'", self.topo[n].name)))
+    }
+
+    fn input_arrays(&self, ni: usize, vars: &[Option<NDArray>], entries: &Entries) -> Result<Vec<NDArray>> {
+        self.srcs[ni]
+            .iter()
+            .map(|s| match *s {
+                Src::Var(n) => self.var_array(n, vars),
+                Src::Out(n, k) => Ok(entries[n][k].clone()),
+            })
+            .collect()
+    }
+
+    /// Pushes every node through the engine (`vars`: per node index, the array of
+    /// each variable). The caller sets the autograd flags.
+    pub fn forward(&self, vars: &[Option<NDArray>], entries: &Entries, outputs: &[NDArray]) -> Result<()> {
+        for (ni, n) in self.topo.iter().enumerate() {
+            let Some(op) = n.op else { continue };
+            let inputs = self.input_arrays(ni, vars, entries)?;
+            op::invoke(op, &inputs, n.params.clone(), Some(&entries[ni]), None)
+                .map_err(|e| Error::new(format!("{} (in node {})", e.message(), n.name)))?;
+        }
+        let copy = op::lookup("_copyto")?;
+        for (i, &(n, _)) in self.heads.iter().enumerate() {
+            if self.topo[n].is_var() {
+                let v = self.var_array(n, vars)?;
+                op::invoke(copy, &[v], Params::default(), Some(std::slice::from_ref(&outputs[i])), None)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Which nodes a gradient must flow through, given which variables want one.
+    pub fn needs(&self, wants: &[bool]) -> Vec<bool> {
+        let mut needs = wants.to_vec();
+        for ni in 0..self.topo.len() {
+            if !self.topo[ni].is_var() {
+                needs[ni] = self.srcs[ni].iter().any(|s| match *s {
+                    Src::Var(v) => needs[v],
+                    Src::Out(v, _) => needs[v],
+                });
+            }
+        }
+        needs
+    }
+
+    /// Back-propagates `out_grads` (one per head; ones where None) through the
+    /// registry's gradients; returns the gradient of each variable node reached
+    /// (by node index). The caller sets the autograd flags.
+    pub fn backward(
+        &self,
+        vars: &[Option<NDArray>],
+        entries: &Entries,
+        outputs: &[NDArray],
+        out_grads: &[Option<NDArray>],
+        needs: &[bool],
+    ) -> Result<HashMap<usize, NDArray>> {
+        if !out_grads.is_empty() && out_grads.len() != self.heads.len() {
+            return Err(Error::new(format!("backward: {} head gradients given for {} outputs", out_grads.len(), self.heads.len())));
+        }
+        let mut acc: HashMap<(usize, usize), NDArray> = HashMap::new();
+        let add = |acc: &mut HashMap<(usize, usize), NDArray>, key: (usize, usize), g: NDArray| -> Result<()> {
+            match acc.remove(&key) {
+                Some(prev) => {
+                    acc.insert(key, op::call1("elemwise_add", &[prev, g], &[])?);
+                }
+                None => {
+                    acc.insert(key, g);
+                }
+            }
+            Ok(())
+        };
+        for (i, &(n, k)) in self.heads.iter().enumerate() {
+            if !needs[n] {
+                continue;
+            }
+            let out = &outputs[i];
+            let g = match out_grads.get(i).cloned().flatten() {
+                Some(g) => {
+                    if g.shape() != out.shape() {
+                        return Err(Error::new(format!(
+                            "backward: head gradient {i} has shape {}, the output has {}",
+                            fmt_shape(g.shape()),
+                            fmt_shape(out.shape())
+                        )));
+                    }
+                    g
+                }
+                None => op::call1("ones_like", std::slice::from_ref(out), &[])?,
+            };
+            add(&mut acc, (n, k), g)?;
+        }
+        for ni in (0..self.topo.len()).rev() {
+            let node = &self.topo[ni];
+            let Some(op) = node.op else { continue };
+            if !needs[ni] {
+                continue;
+            }
+            let outs = &entries[ni];
+            if !(0..outs.len()).any(|k| acc.contains_key(&(ni, k))) {
+                continue;
+            }
+            let mut ograds = Vec::with_capacity(outs.len());
+            for (k, o) in outs.iter().enumerate() {
+                ograds.push(match acc.remove(&(ni, k)) {
+                    Some(g) => g,
+                    None => op::call1("zeros_like", std::slice::from_ref(o), &[])?,
+                });
+            }
+            let gf = op.grad.ok_or_else(|| Error::op(op.name, format!("no gradient is defined for this operator (node {})", node.name)))?;
+            let inputs = self.input_arrays(ni, vars, entries)?;
+            let gin = gf(&node.params, &inputs, outs, &ograds)
+                .map_err(|e| Error::new(format!("{} (in the backward of node {})", e.message(), node.name)))?;
+            for (i, g) in gin.into_iter().enumerate() {
+                let (Some(g), Some(src)) = (g, self.srcs[ni].get(i)) else { continue };
+                let key = match *src {
+                    Src::Var(v) => (v, 0),
+                    Src::Out(v, k) => (v, k),
+                };
+                if needs[key.0] {
+                    add(&mut acc, key, g)?;
+                }
+            }
+        }
+        Ok(acc.into_iter().filter(|((n, _), _)| self.topo[*n].is_var()).map(|((n, _), g)| (n, g)).collect())
+    }
+}
+
+pub struct Executor {
+    graph: Graph,
+    /// Per node index: the array of a variable (argument or auxiliary state).
+    vars: Vec<Option<NDArray>>,
     pub args: Vec<NDArray>,
     pub grads: Vec<Option<NDArray>>,
     pub reqs: Vec<GradReq>,
     pub aux: Vec<NDArray>,
     pub outputs: Vec<NDArray>,
-    heads: Vec<(usize, usize)>,
-    entries: Vec<Vec<NDArray>>,
+    entries: Entries,
     keep_all: bool,
     planned_bytes: usize,
     naive_bytes: usize,
@@ -133,6 +380,16 @@ fn zero_into(a: &NDArray) -> Result<()> {
     )?;
     op::invoke(op::lookup("_zeros")?, &[], p, Some(std::slice::from_ref(a)), Some(a.ctx()))?;
     Ok(())
+}
+
+/// Runs `f` with the recording flag off and the training flag at `train`.
+fn with_flags<T>(train: bool, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let prev_t = autograd::set_training(train);
+    let prev_r = autograd::set_recording(false);
+    let r = f();
+    autograd::set_training(prev_t);
+    autograd::set_recording(prev_r);
+    r
 }
 
 impl Executor {
@@ -184,109 +441,15 @@ impl Executor {
                 _ => {}
             }
         }
-        let inf: Inferred = infer(sym, &shapes, &dtypes, true)?;
-        // Every given array must agree with what inference derived for it.
-        for (n, a) in arg_vars.iter().zip(&args).chain(aux_vars.iter().zip(&aux)) {
-            if let (Some(s), _) = inf.var(n) {
-                if &s[..] != a.shape() {
-                    return Err(Error::new(format!(
-                        "bind: array for '{}' has shape {}, the graph needs {}",
-                        n.name,
-                        fmt_shape(a.shape()),
-                        fmt_shape(s)
-                    )));
-                }
-            }
-        }
-        let topo = inf.topo.clone();
-        let mut info: Vec<Vec<(Shape, DType)>> = Vec::with_capacity(topo.len());
-        for (ni, n) in topo.iter().enumerate() {
-            if n.is_var() {
-                info.push(vec![]);
-                continue;
-            }
-            let mut outs = Vec::new();
-            for k in 0..inf.shapes[ni].len() {
-                match (&inf.shapes[ni][k], inf.dtypes[ni][k]) {
-                    (Some(s), Some(d)) => outs.push((s.clone(), d)),
-                    _ => {
-                        return Err(Error::new(format!(
-                            "bind: cannot infer the shape of output {k} of node '{}' ({}); give the shapes of its inputs",
-                            n.name,
-                            n.op.map(|o| o.name).unwrap_or("")
-                        )))
-                    }
-                }
-            }
-            info.push(outs);
-        }
-        let srcs: Vec<Vec<Src>> = topo
-            .iter()
-            .map(|n| {
-                n.inputs
-                    .iter()
-                    .map(|e| {
-                        let s = inf.node_id(&e.node);
-                        if e.node.is_var() {
-                            Src::Var(s)
-                        } else {
-                            Src::Out(s, e.index)
-                        }
-                    })
-                    .collect()
-            })
-            .collect();
-        let heads: Vec<(usize, usize)> = sym.outputs.iter().map(|e| (inf.node_id(&e.node), e.index)).collect();
+        let graph = Graph::compile(sym, &shapes, &dtypes)?;
         let keep_all = reqs.iter().any(|r| *r != GradReq::Null);
-        let p = plan(&topo, &info, &srcs, &heads, keep_all);
-        let mut buffers = Vec::with_capacity(p.slots.len());
-        let mut planned_bytes = 0;
-        for (d, n) in &p.slots {
-            planned_bytes += n * d.size();
-            buffers.push(NDArray::empty(&[*n], ctx, *d)?);
+        let (entries, planned_bytes, naive_bytes) = graph.allocate(ctx, keep_all)?;
+        let mut vars = vec![None; graph.num_nodes()];
+        for (&ni, a) in graph.arg_nodes.iter().zip(&args).chain(graph.aux_nodes.iter().zip(&aux)) {
+            vars[ni] = Some(a.clone());
         }
-        let mut naive_bytes = 0;
-        let mut entries: Vec<Vec<NDArray>> = Vec::with_capacity(topo.len());
-        for (ni, outs) in info.iter().enumerate() {
-            let mut v = Vec::with_capacity(outs.len());
-            for (k, (s, d)) in outs.iter().enumerate() {
-                let n: usize = s.iter().product();
-                naive_bytes += n * d.size();
-                v.push(buffers[p.slot[ni][k]].slice_view(0, n)?.reshape_view(s)?);
-            }
-            entries.push(v);
-        }
-        let mut vars = HashMap::new();
-        let arg_nodes: Vec<usize> = arg_vars.iter().map(|n| inf.node_id(n)).collect();
-        for (n, a) in arg_vars.iter().zip(&args).chain(aux_vars.iter().zip(&aux)) {
-            vars.insert(inf.node_id(n), a.clone());
-        }
-        let mut outputs = Vec::with_capacity(heads.len());
-        for &(n, k) in &heads {
-            if topo[n].is_var() {
-                let v = &vars[&n];
-                outputs.push(NDArray::empty(v.shape(), ctx, v.dtype())?);
-            } else {
-                outputs.push(entries[n][k].clone());
-            }
-        }
-        Ok(Executor {
-            topo,
-            srcs,
-            vars,
-            arg_nodes,
-            args,
-            grads,
-            reqs,
-            aux,
-            outputs,
-            heads,
-            entries,
-            keep_all,
-            planned_bytes,
-            naive_bytes,
-            trained: false,
-        })
+        let outputs = graph.head_arrays(&vars, &entries, ctx)?;
+        Ok(Executor { graph, vars, args, grads, reqs, aux, outputs, entries, keep_all, planned_bytes, naive_bytes, trained: false })
     }
 
     /// Bytes of intermediate buffers after planning, and without reuse.
@@ -294,37 +457,9 @@ impl Executor {
         (self.planned_bytes, self.naive_bytes)
     }
 
-    fn input_arrays(&self, ni: usize) -> Vec<NDArray> {
-        self.srcs[ni]
-            .iter()
-            .map(|s| match *s {
-                Src::Var(n) => self.vars[&n].clone(),
-                Src::Out(n, k) => self.entries[n][k].clone(),
-            })
-            .collect()
-    }
-
     /// Runs the graph once (asynchronously, through the engine).
     pub fn forward(&mut self, is_train: bool) -> Result<()> {
-        let prev_t = autograd::set_training(is_train);
-        let prev_r = autograd::set_recording(false);
-        let r = (|| {
-            for (ni, n) in self.topo.iter().enumerate() {
-                let Some(op) = n.op else { continue };
-                let inputs = self.input_arrays(ni);
-                op::invoke(op, &inputs, n.params.clone(), Some(&self.entries[ni]), None)
-                    .map_err(|e| Error::new(format!("{} (in node {})", e.message(), n.name)))?;
-            }
-            let copy = op::lookup("_copyto")?;
-            for (i, &(n, _)) in self.heads.iter().enumerate() {
-                if self.topo[n].is_var() {
-                    op::invoke(copy, &[self.vars[&n].clone()], Params::default(), Some(std::slice::from_ref(&self.outputs[i])), None)?;
-                }
-            }
-            Ok(())
-        })();
-        autograd::set_training(prev_t);
-        autograd::set_recording(prev_r);
+        let r = with_flags(is_train, || self.graph.forward(&self.vars, &self.entries, &self.outputs));
         self.trained = r.is_ok() && is_train;
         r
     }
@@ -335,102 +470,17 @@ impl Executor {
         if !self.keep_all {
             return Err(Error::new("backward: the executor was bound with grad_req='null' for every argument"));
         }
-        if !out_grads.is_empty() && out_grads.len() != self.heads.len() {
-            return Err(Error::new(format!("backward: {} head gradients given for {} outputs", out_grads.len(), self.heads.len())));
+        let mut wants = vec![false; self.graph.num_nodes()];
+        for (j, &ni) in self.graph.arg_nodes.iter().enumerate() {
+            wants[ni] = self.reqs[j] != GradReq::Null;
         }
-        let n = self.topo.len();
-        // needs[ni]: some argument with a gradient depends on node ni.
-        let mut needs = vec![false; n];
-        for (j, &ni) in self.arg_nodes.iter().enumerate() {
-            needs[ni] = self.reqs[j] != GradReq::Null;
-        }
-        for ni in 0..n {
-            if !self.topo[ni].is_var() {
-                needs[ni] = self.srcs[ni].iter().any(|s| match *s {
-                    Src::Var(v) => needs[v],
-                    Src::Out(v, _) => needs[v],
-                });
-            }
-        }
-        let prev_t = autograd::set_training(true);
-        let prev_r = autograd::set_recording(false);
-        let r = self.run_backward(out_grads, &needs);
-        autograd::set_training(prev_t);
-        autograd::set_recording(prev_r);
-        r
-    }
-
-    fn run_backward(&mut self, out_grads: &[Option<NDArray>], needs: &[bool]) -> Result<()> {
-        let mut acc: HashMap<(usize, usize), NDArray> = HashMap::new();
-        let add = |acc: &mut HashMap<(usize, usize), NDArray>, key: (usize, usize), g: NDArray| -> Result<()> {
-            match acc.remove(&key) {
-                Some(prev) => {
-                    acc.insert(key, op::call1("elemwise_add", &[prev, g], &[])?);
-                }
-                None => {
-                    acc.insert(key, g);
-                }
-            }
-            Ok(())
-        };
-        for (i, &(n, k)) in self.heads.iter().enumerate() {
-            if !needs[n] {
-                continue;
-            }
-            let out = &self.outputs[i];
-            let g = match out_grads.get(i).cloned().flatten() {
-                Some(g) => {
-                    if g.shape() != out.shape() {
-                        return Err(Error::new(format!(
-                            "backward: head gradient {i} has shape {}, the output has {}",
-                            fmt_shape(g.shape()),
-                            fmt_shape(out.shape())
-                        )));
-                    }
-                    g
-                }
-                None => op::call1("ones_like", std::slice::from_ref(out), &[])?,
-            };
-            add(&mut acc, (n, k), g)?;
-        }
-        for ni in (0..self.topo.len()).rev() {
-            let node = self.topo[ni].clone();
-            let Some(op) = node.op else { continue };
-            if !needs[ni] {
-                continue;
-            }
-            let outs = &self.entries[ni];
-            if !(0..outs.len()).any(|k| acc.contains_key(&(ni, k))) {
-                continue;
-            }
-            let mut ograds = Vec::with_capacity(outs.len());
-            for (k, o) in outs.iter().enumerate() {
-                ograds.push(match acc.remove(&(ni, k)) {
-                    Some(g) => g,
-                    None => op::call1("zeros_like", std::slice::from_ref(o), &[])?,
-                });
-            }
-            let gf = op.grad.ok_or_else(|| Error::op(op.name, format!("no gradient is defined for this operator (node {})", node.name)))?;
-            let inputs = self.input_arrays(ni);
-            let gin = gf(&node.params, &inputs, outs, &ograds)
-                .map_err(|e| Error::new(format!("{} (in the backward of node {})", e.message(), node.name)))?;
-            for (i, g) in gin.into_iter().enumerate() {
-                let (Some(g), Some(src)) = (g, self.srcs[ni].get(i)) else { continue };
-                let key = match *src {
-                    Src::Var(v) => (v, 0),
-                    Src::Out(v, k) => (v, k),
-                };
-                if needs[key.0] {
-                    add(&mut acc, key, g)?;
-                }
-            }
-        }
+        let needs = self.graph.needs(&wants);
+        let mut acc = with_flags(true, || self.graph.backward(&self.vars, &self.entries, &self.outputs, out_grads, &needs))?;
         let copy = op::lookup("_copyto")?;
         let plus = op::lookup("elemwise_add")?;
-        for (j, &ni) in self.arg_nodes.iter().enumerate() {
+        for (j, &ni) in self.graph.arg_nodes.iter().enumerate() {
             let Some(dst) = self.grads[j].clone() else { continue };
-            let g = acc.remove(&(ni, 0));
-            match (self.reqs[j], g) {
+            match (self.reqs[j], acc.remove(&ni)) {
                 (GradReq::Null, _) => {}
                 (GradReq::Write, Some(g)) => {
                     op::invoke(copy, &[g], Params::default(), Some(std::slice::from_ref(&dst)), None)?;

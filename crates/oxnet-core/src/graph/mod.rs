@@ -8,6 +8,7 @@
 //! JSON, [`infer`] runs shape and dtype inference, [`exec`] binds a graph to arrays
 //! and runs it through the engine. It must not know about Python.
 
+pub mod cached;
 pub mod exec;
 pub mod infer;
 pub mod json;
@@ -19,6 +20,7 @@ use parking_lot::RwLock;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
+pub use cached::CachedOp;
 pub use exec::{Executor, GradReq};
 pub use infer::Inferred;
 

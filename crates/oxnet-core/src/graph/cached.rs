@@ -1,0 +1,158 @@
+//! The cached op behind gluon's `hybridize()`: a symbol run as one graph per call.
+//!
+//! The inputs are the symbol's arguments then its auxiliary states (in
+//! `var_nodes` order). Each distinct set of input shapes, dtypes and device is
+//! compiled once ([`Graph::compile`]) and kept. A call outside autograd recording
+//! (inference) plans its intermediate buffers so that dead ones are reused; a call
+//! while recording keeps every intermediate value and records the whole graph as
+//! one node on the autograd tape, whose backward runs the graph's registry
+//! gradients in reverse: one call per forward and one per backward.
+
+use super::exec::{Entries, Graph};
+use super::Symbol;
+use crate::autograd::{self, CustomGrad};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::ndarray::NDArray;
+use crate::shape::{fmt_shape, Shape};
+use crate::Context;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+type Signature = (Context, Vec<(Shape, DType)>);
+
+pub struct CachedOp {
+    sym: Symbol,
+    names: Vec<String>,
+    graphs: Mutex<HashMap<Signature, Arc<Graph>>>,
+}
+
+/// The saved state of one recorded call: what its backward needs.
+struct Recorded {
+    name: String,
+    graph: Arc<Graph>,
+    vars: Vec<Option<NDArray>>,
+    entries: Entries,
+    outputs: Vec<NDArray>,
+    /// Per input: its variable node, and whether a gradient is wanted for it.
+    input_nodes: Vec<usize>,
+    wants: Vec<bool>,
+}
+
+impl CachedOp {
+    pub fn new(sym: &Symbol) -> Result<CachedOp> {
+        sym.check_unique_names()?;
+        let (a, x) = sym.var_nodes();
+        let names = a.iter().chain(&x).map(|n| n.name.clone()).collect();
+        Ok(CachedOp { sym: sym.clone(), names, graphs: Mutex::new(HashMap::new()) })
+    }
+
+    /// Names of the inputs a call takes, in order: arguments, then auxiliary states.
+    pub fn input_names(&self) -> &[String] {
+        &self.names
+    }
+
+    pub fn symbol(&self) -> &Symbol {
+        &self.sym
+    }
+
+    /// Number of compiled shape signatures (for tests).
+    pub fn num_compiled(&self) -> usize {
+        self.graphs.lock().len()
+    }
+
+    fn graph(&self, inputs: &[NDArray]) -> Result<(Context, Arc<Graph>)> {
+        if inputs.len() != self.names.len() {
+            return Err(Error::new(format!(
+                "CachedOp: {} inputs given, the graph takes {} ({})",
+                inputs.len(),
+                self.names.len(),
+                self.names.join(", ")
+            )));
+        }
+        let ctx = inputs.first().map(|a| a.ctx()).unwrap_or_default();
+        for (n, a) in self.names.iter().zip(inputs) {
+            if a.ctx() != ctx {
+                return Err(Error::new(format!(
+                    "CachedOp: input '{n}' is on {} but input '{}' is on {ctx}; all inputs must be on one device",
+                    a.ctx(),
+                    self.names[0]
+                )));
+            }
+        }
+        let sig: Signature = (ctx, inputs.iter().map(|a| (Shape::from_slice(a.shape()), a.dtype())).collect());
+        if let Some(g) = self.graphs.lock().get(&sig) {
+            return Ok((ctx, g.clone()));
+        }
+        let shapes: HashMap<String, Shape> = self.names.iter().cloned().zip(sig.1.iter().map(|(s, _)| s.clone())).collect();
+        let dtypes: HashMap<String, DType> = self.names.iter().cloned().zip(sig.1.iter().map(|(_, d)| *d)).collect();
+        let g = Arc::new(Graph::compile(&self.sym, &shapes, &dtypes)?);
+        self.graphs.lock().insert(sig, g.clone());
+        Ok((ctx, g))
+    }
+
+    /// Runs the graph on `inputs` (in [`CachedOp::input_names`] order) in the
+    /// current training mode; while recording, the call is put on the tape.
+    pub fn forward(&self, inputs: &[NDArray]) -> Result<Vec<NDArray>> {
+        let (ctx, graph) = self.graph(inputs)?;
+        let wants: Vec<bool> =
+            if autograd::is_recording() { inputs.iter().map(autograd::is_in_graph).collect() } else { vec![false; inputs.len()] };
+        let record = wants.iter().any(|&w| w);
+        let (entries, _, _) = graph.allocate(ctx, record)?;
+        let mut vars = vec![None; graph.num_nodes()];
+        let input_nodes: Vec<usize> = graph.arg_nodes.iter().chain(&graph.aux_nodes).copied().collect();
+        for (&ni, a) in input_nodes.iter().zip(inputs) {
+            vars[ni] = Some(a.detach());
+        }
+        let mut outputs = graph.head_arrays(&vars, &entries, ctx)?;
+        let prev = autograd::set_recording(false);
+        let r = graph.forward(&vars, &entries, &outputs);
+        autograd::set_recording(prev);
+        r?;
+        if record {
+            let name = self.sym.outputs.first().map(|e| e.node.name.clone()).unwrap_or_default();
+            let saved = Recorded {
+                name: format!("CachedOp({name})"),
+                graph: graph.clone(),
+                vars,
+                entries,
+                outputs: outputs.iter().map(|o| o.detach()).collect(),
+                input_nodes,
+                wants,
+            };
+            autograd::record_custom(Arc::new(saved), inputs, &mut outputs);
+        }
+        Ok(outputs)
+    }
+}
+
+impl CustomGrad for Recorded {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn backward(&self, out_grads: &[NDArray], _is_train: bool) -> Result<Vec<Option<NDArray>>> {
+        if out_grads.len() != self.outputs.len() {
+            return Err(Error::new(format!("{}: {} output gradients for {} outputs", self.name, out_grads.len(), self.outputs.len())));
+        }
+        for (i, (g, o)) in out_grads.iter().zip(&self.outputs).enumerate() {
+            if g.shape() != o.shape() {
+                return Err(Error::new(format!(
+                    "{}: gradient of output {i} has shape {}, the output has {}",
+                    self.name,
+                    fmt_shape(g.shape()),
+                    fmt_shape(o.shape())
+                )));
+            }
+        }
+        let mut wants = vec![false; self.graph.num_nodes()];
+        for (&ni, &w) in self.input_nodes.iter().zip(&self.wants) {
+            wants[ni] = w;
+        }
+        let needs = self.graph.needs(&wants);
+        let og: Vec<Option<NDArray>> = out_grads.iter().cloned().map(Some).collect();
+        let mut acc = self.graph.backward(&self.vars, &self.entries, &self.outputs, &og, &needs)?;
+        Ok(self.input_nodes.iter().zip(&self.wants).map(|(ni, &w)| if w { acc.remove(ni) } else { None }).collect())
+    }
+}
