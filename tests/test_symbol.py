@@ -243,3 +243,23 @@ def test_fluent_methods_and_constructors():
     z = mx.sym.zeros((2, 3))
     np.testing.assert_array_equal(z.eval(ctx=mx.cpu())[0].asnumpy(), np.zeros((2, 3)))
     np.testing.assert_array_equal(mx.sym.ones((2,)).eval(ctx=mx.cpu())[0].asnumpy(), np.ones(2))
+
+
+def test_symbol_ufuncs_with_scalars_and_symbols():
+    a, b = mx.sym.var("a"), mx.sym.var("b")
+    av = np.array([[0.5, -2.0, 3.0]], dtype=np.float32)
+    bv = np.array([[1.0], [-1.0]], dtype=np.float32)
+    cases = [
+        (mx.sym.maximum(a, 1.0), np.maximum(av, 1.0)),
+        (mx.sym.maximum(1.0, a), np.maximum(av, 1.0)),
+        (mx.sym.minimum(a, b), np.minimum(av, bv)),
+        (mx.sym.power(a, 2), av ** 2),
+        (mx.sym.power(2, a), 2.0 ** av),
+        (mx.sym.hypot(a, b), np.hypot(av, bv)),
+    ]
+    for s, want in cases:
+        args = {"a": mx.nd.array(av)}
+        if "b" in s.list_arguments():
+            args["b"] = mx.nd.array(bv)
+        np.testing.assert_allclose(s.eval(**args)[0].asnumpy(), want, rtol=1e-6)
+    assert mx.sym.maximum(2, 3) == 3 and mx.sym.pow(2, 3) == 8

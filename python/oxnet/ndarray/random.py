@@ -13,6 +13,8 @@ def _call(opname, ctx, out, kwargs, **params):
         params["ctx"] = out.context
         if params.get("shape", _Null) is _Null:
             params["shape"] = out.shape  # MXNet fills `out` whole when no shape is given
+        if "dtype" in params and params["dtype"] in (_Null, None):
+            params["dtype"] = out.dtype  # MXNet infers the dtype from `out` when not given
     for k, v in list(params.items()):
         if v is _Null:
             del params[k]

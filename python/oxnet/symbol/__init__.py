@@ -63,3 +63,42 @@ def _astype(self, dtype):
 
 Symbol.reshape = _reshape
 Symbol.astype = _astype
+
+
+def _ufunc(left, right, bcast, scalar, rscalar, fn):
+    """MXNet's symbol ufuncs: a broadcast op for two symbols, a scalar op when one
+    side is a number, plain Python for two numbers."""
+    if isinstance(left, Symbol) and isinstance(right, Symbol):
+        return getattr(op, bcast)(left, right)
+    if isinstance(left, Symbol):
+        return getattr(_internal, scalar)(left, scalar=right)
+    if isinstance(right, Symbol):
+        return getattr(_internal, rscalar)(right, scalar=left)
+    return fn(left, right)
+
+
+def maximum(left, right):
+    """Element-wise maximum of symbols or numbers (with broadcasting)."""
+    return _ufunc(left, right, "broadcast_maximum", "_maximum_scalar", "_maximum_scalar",
+                  lambda a, b: a if a > b else b)
+
+
+def minimum(left, right):
+    """Element-wise minimum of symbols or numbers (with broadcasting)."""
+    return _ufunc(left, right, "broadcast_minimum", "_minimum_scalar", "_minimum_scalar",
+                  lambda a, b: a if a < b else b)
+
+
+def power(base, exp):
+    """``base ** exp`` element-wise for symbols or numbers (with broadcasting)."""
+    return _ufunc(base, exp, "broadcast_power", "_power_scalar", "_rpower_scalar",
+                  lambda a, b: a ** b)
+
+
+pow = power  # noqa: A001
+
+
+def hypot(left, right):
+    """``sqrt(left**2 + right**2)`` element-wise (with broadcasting)."""
+    return _ufunc(left, right, "broadcast_hypot", "_hypot_scalar", "_hypot_scalar",
+                  lambda a, b: (a * a + b * b) ** 0.5)
