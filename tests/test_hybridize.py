@@ -295,3 +295,31 @@ def test_symbolblock_from_symbols_with_deferred_shapes():
     assert blk.collect_params()["fc_weight"].shape == (4, 3)
     with pytest.raises(MXNetError, match="not a variable"):
         gluon.SymbolBlock(out, out)
+
+
+def test_nd_cachedop_follows_list_inputs_order_and_records():
+    data = mx.sym.var("data")
+    w = mx.sym.var("w")
+    bn = mx.sym.BatchNorm(mx.sym.FullyConnected(data, w, num_hidden=2, no_bias=True,
+                                                 name="fc"), fix_gamma=False, name="bn")
+    op = nd.CachedOp(bn)
+    names = bn.list_inputs()
+    assert names[:2] == ["data", "w"] and "bn_moving_mean" in names
+    vals = {"data": nd.array([[1.0, 2.0], [3.0, -1.0]]), "w": nd.array([[1.0, 0.0], [0.0, 1.0]]),
+            "bn_gamma": nd.ones(2), "bn_beta": nd.zeros(2),
+            "bn_moving_mean": nd.array([1.0, 0.5]), "bn_moving_var": nd.array([4.0, 1.0])}
+    args = [vals[n] for n in names]
+    y = op(*args)
+    want = (vals["data"].asnumpy() - [1.0, 0.5]) / np.sqrt(np.array([4.0, 1.0]) + 1e-3)
+    np.testing.assert_allclose(y.asnumpy(), want, rtol=1e-5)
+    vals["w"].attach_grad()
+    with autograd.record():
+        op(*args).sum().backward()
+    assert vals["w"].grad.shape == (2, 2)
+    # the recorded (training) call updated the running statistics
+    assert vals["bn_moving_mean"].asnumpy()[0] != 1.0
+    out = nd.zeros((2, 2))
+    assert op(*args, out=out) is out
+    np.testing.assert_allclose(out.asnumpy(), op(*args).asnumpy(), rtol=1e-6)
+    with pytest.raises(MXNetError, match="takes 6"):
+        op(vals["data"])
