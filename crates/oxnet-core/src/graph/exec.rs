@@ -19,7 +19,7 @@ use crate::op::{self, Params, Value};
 use crate::shape::{fmt_shape, Shape};
 use crate::Context;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// How an argument's gradient is stored: the same `grad_req` as autograd's.
 pub use crate::autograd::GradReq;
@@ -116,6 +116,8 @@ pub struct Graph {
     /// Node index of each argument and auxiliary variable, in `var_nodes` order.
     pub arg_nodes: Vec<usize>,
     pub aux_nodes: Vec<usize>,
+    /// The buffer plans, made once: [reusing dead buffers, keeping every value].
+    plans: [OnceLock<Plan>; 2],
 }
 
 /// Per node, per output: the arrays a run writes (views into planned buffers).
@@ -179,7 +181,7 @@ impl Graph {
         let heads = sym.outputs.iter().map(|e| (inf.node_id(&e.node), e.index)).collect();
         let arg_nodes = arg_vars.iter().map(|n| inf.node_id(n)).collect();
         let aux_nodes = aux_vars.iter().map(|n| inf.node_id(n)).collect();
-        Ok(Graph { topo, srcs, info, heads, arg_nodes, aux_nodes })
+        Ok(Graph { topo, srcs, info, heads, arg_nodes, aux_nodes, plans: [OnceLock::new(), OnceLock::new()] })
     }
 
     pub fn num_nodes(&self) -> usize {
@@ -190,7 +192,7 @@ impl Graph {
     /// backward pass) and allocates them on `ctx`: the entries, planned bytes and
     /// bytes without reuse.
     pub fn allocate(&self, ctx: Context, keep_all: bool) -> Result<(Entries, usize, usize)> {
-        let p = plan(&self.topo, &self.info, &self.srcs, &self.heads, keep_all);
+        let p = self.plans[keep_all as usize].get_or_init(|| plan(&self.topo, &self.info, &self.srcs, &self.heads, keep_all));
         let mut buffers = Vec::with_capacity(p.slots.len());
         let mut planned = 0;
         for (d, n) in &p.slots {
