@@ -566,3 +566,24 @@ def test_trainer_two_devices_sums_gradients(update_on_kvstore):
             np.testing.assert_allclose(w, ws[0], rtol=1e-6)
         results.append(ws[0])
     np.testing.assert_allclose(results[1], results[0], rtol=1e-5)
+
+
+def test_trainer_step_with_stale_gradient_raises_and_keeps_params():
+    net = nn.Dense(2, in_units=2)
+    net.initialize()
+    tr = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+    w0 = net.weight.data().asnumpy().copy()
+    with pytest.raises(MXNetError, match="has not been updated by backward since last `step`"):
+        tr.step(1)
+    with pytest.raises(UserWarning):  # MXNet raises a UserWarning here
+        tr.step(1)
+    np.testing.assert_array_equal(net.weight.data().asnumpy(), w0)
+    with mx.autograd.record():
+        net(nd.ones((1, 2))).sum().backward()
+    tr.step(1)
+    w1 = net.weight.data().asnumpy().copy()
+    assert not np.array_equal(w1, w0)
+    with pytest.raises(MXNetError, match="dense.*_weight"):
+        tr.step(1)  # the gradient was used by the last step
+    tr.step(1, ignore_stale_grad=True)  # skips the stale parameters
+    np.testing.assert_array_equal(net.weight.data().asnumpy(), w1)

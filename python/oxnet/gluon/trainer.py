@@ -13,6 +13,11 @@ from .parameter import Parameter, ParameterDict
 __all__ = ["Trainer"]
 
 
+class StaleGradientError(MXNetError, UserWarning):
+    """Trainer.step found a parameter whose gradient backward did not write since the
+    last step (MXNet raises a UserWarning; this is both)."""
+
+
 class Trainer:
     """Applies an Optimizer on a set of Parameters.
 
@@ -154,6 +159,7 @@ class Trainer:
         devices, and applied by the optimizer."""
         self._optimizer.rescale_grad = self._scale / batch_size
         self._prepare()
+        self._check_fresh(ignore_stale_grad)
         self._allreduce_grads()
         self._update(ignore_stale_grad)
 
@@ -189,12 +195,13 @@ class Trainer:
                              "supported. Try setting `update_on_kvstore` to False when creating "
                              "trainer.")
         self._optimizer.rescale_grad = self._scale / batch_size
+        self._check_fresh(ignore_stale_grad)
         self._update(ignore_stale_grad)
 
-    def _update(self, ignore_stale_grad=False):
-        if self._update_on_kvstore:
-            return
-        for i, param in enumerate(self._params):
+    def _check_fresh(self, ignore_stale_grad):
+        """Before anything changes: every parameter must be initialized and (unless
+        ``ignore_stale_grad``) have a gradient written by backward since the last step."""
+        for param in self._params:
             if param.grad_req == "null":
                 continue
             if param._data is None:
@@ -203,8 +210,27 @@ class Trainer:
                 raise MXNetError("Parameter '%s' has not been initialized (it is deferred until "
                                  "the first forward pass); run a forward and backward pass "
                                  "before Trainer.step" % param.name)
+            if ignore_stale_grad:
+                continue
+            for data in param.list_data():
+                if not data._fresh_grad:
+                    raise StaleGradientError(
+                        "Gradient of Parameter `%s` on context %s has not been updated by "
+                        "backward since last `step`. This could mean a bug in your model that "
+                        "made it only use a subset of the Parameters (Blocks) for this "
+                        "iteration. If you are intentionally only using a subset, call step "
+                        "with ignore_stale_grad=True to suppress this warning and skip "
+                        "updating of Parameters with stale gradient"
+                        % (param.name, str(data.context)))
+
+    def _update(self, ignore_stale_grad=False):
+        for i, param in enumerate(self._params):
+            if param.grad_req == "null" or param._data is None:
+                continue
             for upd, arr, grad in zip(self._updaters, param.list_data(), param.list_grad()):
-                upd(i, grad, arr)
+                if not self._update_on_kvstore and (not ignore_stale_grad or arr._fresh_grad):
+                    upd(i, grad, arr)
+                arr._fresh_grad = False
 
     def save_states(self, fname):
         """Saves the optimizer's states (momentum, ...) to ``fname``."""
