@@ -370,16 +370,19 @@ class F1(EvalMetric):
         super().__init__(name=name, output_names=output_names, label_names=label_names,
                          has_global_stats=True)
 
+    def _score(self):
+        return self.metrics.fscore
+
     def update(self, labels, preds):
         labels, preds = _wrap(labels, preds)
         for label, pred in zip(labels, preds):
             self.metrics.update_binary_stats(label, pred, type(self).__name__)
         if self.average == "macro":
-            self._add(self.metrics.fscore, 1)
+            self._add(self._score(), 1)
             self.metrics.reset_stats()
         else:
             total = self.metrics.total_examples
-            self.sum_metric = self.metrics.fscore * total
+            self.sum_metric = self._score() * total
             self.global_sum_metric = self.sum_metric
             self.num_inst = total
             self.global_num_inst = total
@@ -401,19 +404,8 @@ class MCC(F1):
         super().__init__(name=name, output_names=output_names, label_names=label_names,
                          average=average)
 
-    def update(self, labels, preds):
-        labels, preds = _wrap(labels, preds)
-        for label, pred in zip(labels, preds):
-            self.metrics.update_binary_stats(label, pred, type(self).__name__)
-        if self.average == "macro":
-            self._add(self.metrics.matthewscc, 1)
-            self.metrics.reset_stats()
-        else:
-            total = self.metrics.total_examples
-            self.sum_metric = self.metrics.matthewscc * total
-            self.global_sum_metric = self.sum_metric
-            self.num_inst = total
-            self.global_num_inst = total
+    def _score(self):
+        return self.metrics.matthewscc
 
 
 @register

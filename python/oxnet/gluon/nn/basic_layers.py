@@ -34,19 +34,13 @@ def _chain(blocks, x, args):
     return x
 
 
-class Sequential(Block):
-    """Stacks Blocks: each one's output is the next one's input."""
-
-    def __init__(self, prefix=None, params=None):
-        super().__init__(prefix=prefix, params=params)
+class _SequentialMixin:
+    """What Sequential and HybridSequential share: add, indexing, len, repr."""
 
     def add(self, *blocks):
         """Appends blocks."""
         for block in blocks:
             self.register_child(block)
-
-    def forward(self, x, *args):
-        return _chain(self._children.values(), x, args)
 
     def __repr__(self):
         return _children_repr(self)
@@ -62,6 +56,16 @@ class Sequential(Block):
 
     def __len__(self):
         return len(self._children)
+
+
+class Sequential(_SequentialMixin, Block):
+    """Stacks Blocks: each one's output is the next one's input."""
+
+    def __init__(self, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+
+    def forward(self, x, *args):
+        return _chain(self._children.values(), x, args)
 
     def hybridize(self, active=True, **kwargs):
         if self._children and all(isinstance(c, HybridBlock) for c in self._children.values()):
@@ -71,34 +75,14 @@ class Sequential(Block):
         super().hybridize(active, **kwargs)
 
 
-class HybridSequential(HybridBlock):
+class HybridSequential(_SequentialMixin, HybridBlock):
     """Stacks HybridBlocks."""
 
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
 
-    def add(self, *blocks):
-        """Appends blocks."""
-        for block in blocks:
-            self.register_child(block)
-
     def hybrid_forward(self, F, x, *args):
         return _chain(self._children.values(), x, args)
-
-    def __repr__(self):
-        return _children_repr(self)
-
-    def __getitem__(self, key):
-        layers = list(self._children.values())[key]
-        if isinstance(layers, list):
-            net = type(self)(prefix=self._prefix)
-            with net.name_scope():
-                net.add(*layers)
-            return net
-        return layers
-
-    def __len__(self):
-        return len(self._children)
 
 
 class Dense(HybridBlock):
