@@ -279,7 +279,23 @@ mod tests {
 
     #[test]
     fn every_elementwise_reduce_and_copy_op_has_a_cuda_launcher() {
-        for name in ["exp", "relu", "clip", "elemwise_add", "broadcast_mul", "_rminus_scalar", "sum", "mean", "max", "_copyto", "Cast", "_zeros", "_full", "softmax", "_random_normal"] {
+        for name in [
+            "exp",
+            "relu",
+            "clip",
+            "elemwise_add",
+            "broadcast_mul",
+            "_rminus_scalar",
+            "sum",
+            "mean",
+            "max",
+            "_copyto",
+            "Cast",
+            "_zeros",
+            "_full",
+            "softmax",
+            "_random_normal",
+        ] {
             assert!(lookup(name).is_some(), "{name}");
             let op = super::super::lookup(name).unwrap();
             assert!(op.cuda.is_some(), "the registry fills {name}'s cuda slot");
@@ -317,9 +333,13 @@ mod tests {
         }
         let e = crate::NDArray::empty(&[2], crate::Context::gpu(0), DType::F32).unwrap_err().to_string();
         assert!(e.contains("gpu(0)"), "{e}");
-        let e = super::super::call("_ones", &[], &[("shape", super::super::Value::Str("(2,)".into())), ("ctx", super::super::Value::Str("gpu(0)".into()))])
-            .unwrap_err()
-            .to_string();
+        let e = super::super::call(
+            "_ones",
+            &[],
+            &[("shape", super::super::Value::Str("(2,)".into())), ("ctx", super::super::Value::Str("gpu(0)".into()))],
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("gpu(0)"), "{e}");
     }
 }

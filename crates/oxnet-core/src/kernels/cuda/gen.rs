@@ -141,10 +141,34 @@ const MOD_F: &str = "(b == 0 ? (C)0 : ox_fmod_floor(a, b))";
 const MOD_I: &str = "(b == 0 ? 0LL : ((a % b != 0 && ((a % b < 0) != (b < 0))) ? a % b + b : a % b))";
 
 pub const BINARY: &[BinOp] = &[
-    bin(ew("add", "a + b", Some("(long long)((unsigned long long)a + (unsigned long long)b)")), "elemwise_add", "broadcast_add", "_plus_scalar", None),
-    bin(ew("sub", "a - b", Some("(long long)((unsigned long long)a - (unsigned long long)b)")), "elemwise_sub", "broadcast_sub", "_minus_scalar", Some("_rminus_scalar")),
-    bin(ew("mul", "a * b", Some("(long long)((unsigned long long)a * (unsigned long long)b)")), "elemwise_mul", "broadcast_mul", "_mul_scalar", None),
-    bin(ew("div", "a / b", Some("(b == 0 ? 0LL : (b == -1 ? (long long)(0ULL - (unsigned long long)a) : a / b))")), "elemwise_div", "broadcast_div", "_div_scalar", Some("_rdiv_scalar")),
+    bin(
+        ew("add", "a + b", Some("(long long)((unsigned long long)a + (unsigned long long)b)")),
+        "elemwise_add",
+        "broadcast_add",
+        "_plus_scalar",
+        None,
+    ),
+    bin(
+        ew("sub", "a - b", Some("(long long)((unsigned long long)a - (unsigned long long)b)")),
+        "elemwise_sub",
+        "broadcast_sub",
+        "_minus_scalar",
+        Some("_rminus_scalar"),
+    ),
+    bin(
+        ew("mul", "a * b", Some("(long long)((unsigned long long)a * (unsigned long long)b)")),
+        "elemwise_mul",
+        "broadcast_mul",
+        "_mul_scalar",
+        None,
+    ),
+    bin(
+        ew("div", "a / b", Some("(b == 0 ? 0LL : (b == -1 ? (long long)(0ULL - (unsigned long long)a) : a / b))")),
+        "elemwise_div",
+        "broadcast_div",
+        "_div_scalar",
+        Some("_rdiv_scalar"),
+    ),
     bin(ew("mod", MOD_F, Some(MOD_I)), "_mod", "broadcast_mod", "_mod_scalar", Some("_rmod_scalar")),
     bin(ew("power", "$pow(a, b)", None), "_power", "broadcast_power", "_power_scalar", Some("_rpower_scalar")),
     bin(ew("maximum", "((a > b || a != a) ? a : b)", Some("(a > b ? a : b)")), "_maximum", "broadcast_maximum", "_maximum_scalar", None),
@@ -152,13 +176,43 @@ pub const BINARY: &[BinOp] = &[
     bin(ew("equal", "(C)(a == b)", Some("(long long)(a == b)")), "_equal", "broadcast_equal", "_equal_scalar", None),
     bin(ew("not_equal", "(C)(a != b)", Some("(long long)(a != b)")), "_not_equal", "broadcast_not_equal", "_not_equal_scalar", None),
     bin(ew("greater", "(C)(a > b)", Some("(long long)(a > b)")), "_greater", "broadcast_greater", "_greater_scalar", None),
-    bin(ew("greater_equal", "(C)(a >= b)", Some("(long long)(a >= b)")), "_greater_equal", "broadcast_greater_equal", "_greater_equal_scalar", None),
+    bin(
+        ew("greater_equal", "(C)(a >= b)", Some("(long long)(a >= b)")),
+        "_greater_equal",
+        "broadcast_greater_equal",
+        "_greater_equal_scalar",
+        None,
+    ),
     bin(ew("lesser", "(C)(a < b)", Some("(long long)(a < b)")), "_lesser", "broadcast_lesser", "_lesser_scalar", None),
-    bin(ew("lesser_equal", "(C)(a <= b)", Some("(long long)(a <= b)")), "_lesser_equal", "broadcast_lesser_equal", "_lesser_equal_scalar", None),
+    bin(
+        ew("lesser_equal", "(C)(a <= b)", Some("(long long)(a <= b)")),
+        "_lesser_equal",
+        "broadcast_lesser_equal",
+        "_lesser_equal_scalar",
+        None,
+    ),
     bin(ew("hypot", "$hypot(a, b)", None), "_hypot", "broadcast_hypot", "_hypot_scalar", None),
-    bin(ew("logical_and", "(C)(a != 0 && b != 0)", Some("(long long)(a != 0 && b != 0)")), "_logical_and", "broadcast_logical_and", "_logical_and_scalar", None),
-    bin(ew("logical_or", "(C)(a != 0 || b != 0)", Some("(long long)(a != 0 || b != 0)")), "_logical_or", "broadcast_logical_or", "_logical_or_scalar", None),
-    bin(ew("logical_xor", "(C)((a != 0) != (b != 0))", Some("(long long)((a != 0) != (b != 0))")), "_logical_xor", "broadcast_logical_xor", "_logical_xor_scalar", None),
+    bin(
+        ew("logical_and", "(C)(a != 0 && b != 0)", Some("(long long)(a != 0 && b != 0)")),
+        "_logical_and",
+        "broadcast_logical_and",
+        "_logical_and_scalar",
+        None,
+    ),
+    bin(
+        ew("logical_or", "(C)(a != 0 || b != 0)", Some("(long long)(a != 0 || b != 0)")),
+        "_logical_or",
+        "broadcast_logical_or",
+        "_logical_or_scalar",
+        None,
+    ),
+    bin(
+        ew("logical_xor", "(C)((a != 0) != (b != 0))", Some("(long long)((a != 0) != (b != 0))")),
+        "_logical_xor",
+        "broadcast_logical_xor",
+        "_logical_xor_scalar",
+        None,
+    ),
 ];
 
 /// Reductions: key (= registry name), per-element accumulate statement on `acc` and
@@ -174,8 +228,18 @@ pub const REDUCE: &[RedOp] = &[
     RedOp { key: "sum", init: "0", float: "acc += v;", int: "acc = (long long)((unsigned long long)acc + (unsigned long long)v);" },
     RedOp { key: "mean", init: "0", float: "acc += v;", int: "acc = (long long)((unsigned long long)acc + (unsigned long long)v);" },
     RedOp { key: "prod", init: "1", float: "acc *= v;", int: "acc = (long long)((unsigned long long)acc * (unsigned long long)v);" },
-    RedOp { key: "nansum", init: "0", float: "if (v == v) acc += v;", int: "acc = (long long)((unsigned long long)acc + (unsigned long long)v);" },
-    RedOp { key: "nanprod", init: "1", float: "if (v == v) acc *= v;", int: "acc = (long long)((unsigned long long)acc * (unsigned long long)v);" },
+    RedOp {
+        key: "nansum",
+        init: "0",
+        float: "if (v == v) acc += v;",
+        int: "acc = (long long)((unsigned long long)acc + (unsigned long long)v);",
+    },
+    RedOp {
+        key: "nanprod",
+        init: "1",
+        float: "if (v == v) acc *= v;",
+        int: "acc = (long long)((unsigned long long)acc * (unsigned long long)v);",
+    },
     RedOp { key: "max", init: "LOWEST", float: "if (v > acc || v != v) acc = v;", int: "if (v > acc) acc = v;" },
     RedOp { key: "min", init: "HIGHEST", float: "if (v < acc || v != v) acc = v;", int: "if (v < acc) acc = v;" },
 ];
@@ -333,7 +397,15 @@ fn ew_fn(prefix: &str, op: &EwOp, t: &CType, binary: bool) -> String {
             }
         }
     };
-    let ctype = if t.float { if t.storage == "double" { "double" } else { "float" } } else { "long long" };
+    let ctype = if t.float {
+        if t.storage == "double" {
+            "double"
+        } else {
+            "float"
+        }
+    } else {
+        "long long"
+    };
     format!("typedef {ctype} C_{prefix}_{key};\n__device__ __forceinline__ C_{prefix}_{key} {prefix}_{key}({args}) {{ typedef C_{prefix}_{key} C; return {body}; }}\n",
         key = op.key, args = args.replace('C', &format!("C_{prefix}_{}", op.key)))
 }
@@ -366,7 +438,15 @@ fn unary_source(t: &CType) -> String {
         ));
     }
     // clip: max(lo) then min(hi), NaN kept.
-    let c = if t.float { if t.storage == "double" { "double" } else { "float" } } else { "long long" };
+    let c = if t.float {
+        if t.storage == "double" {
+            "double"
+        } else {
+            "float"
+        }
+    } else {
+        "long long"
+    };
     src.push_str(&format!(
         "extern \"C\" __global__ void {k}(const {s}* __restrict__ x, {s}* __restrict__ y, unsigned long long n, double lo, double hi) {{\n  {c} l = ({c})lo, h = ({c})hi;\n  OX_LOOP(i, n) {{ {c} a = Ox<{s}>::ld(x[i]); a = (a > l || a != a) ? a : l; a = (a < h || a != a) ? a : h; y[i] = Ox<{s}>::st(a); }}\n}}\n",
         k = kernel_name(Family::Unary, "clip", t.tag)
@@ -376,7 +456,15 @@ fn unary_source(t: &CType) -> String {
 
 fn binary_source(t: &CType, family: Family) -> String {
     let s = t.storage;
-    let c = if t.float { if t.storage == "double" { "double" } else { "float" } } else { "long long" };
+    let c = if t.float {
+        if t.storage == "double" {
+            "double"
+        } else {
+            "float"
+        }
+    } else {
+        "long long"
+    };
     let mut src = String::new();
     for b in BINARY {
         let op = &b.op;
@@ -405,7 +493,15 @@ fn binary_source(t: &CType, family: Family) -> String {
 /// shared-memory tree combines them. Half types accumulate in float32.
 fn reduce_source(t: &CType) -> String {
     let s = t.storage;
-    let acc = if t.float { if t.storage == "double" { "double" } else { "float" } } else { "long long" };
+    let acc = if t.float {
+        if t.storage == "double" {
+            "double"
+        } else {
+            "float"
+        }
+    } else {
+        "long long"
+    };
     let mut src = String::new();
     for r in REDUCE {
         let init = r.init.replace("LOWEST", t.lowest).replace("HIGHEST", t.highest);

@@ -82,7 +82,8 @@ pub fn candidates() -> Vec<PathBuf> {
 pub fn site_packages(prefix: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let Ok(rd) = std::fs::read_dir(prefix.join("lib")) else { return out };
-    let mut pys: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("python3"))).collect();
+    let mut pys: Vec<PathBuf> =
+        rd.flatten().map(|e| e.path()).filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("python3"))).collect();
     pys.sort();
     for py in pys {
         let sp = py.join("site-packages").join("nvidia");
@@ -105,10 +106,12 @@ fn open(path: &Path) -> std::result::Result<Api, String> {
             let mut names: Vec<PathBuf> = rd
                 .flatten()
                 .map(|e| e.path())
-                .filter(|p| p.file_name().is_some_and(|n| {
-                    let n = n.to_string_lossy();
-                    n.starts_with("libnvrtc-builtins.so") && !n.contains(".alt.")
-                }))
+                .filter(|p| {
+                    p.file_name().is_some_and(|n| {
+                        let n = n.to_string_lossy();
+                        n.starts_with("libnvrtc-builtins.so") && !n.contains(".alt.")
+                    })
+                })
                 .collect();
             names.sort();
             if let Some(b) = names.last() {

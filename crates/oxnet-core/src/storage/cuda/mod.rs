@@ -208,9 +208,7 @@ impl Device {
         }
         self.cu.bind_to_thread().map_err(|e| driver_err(self.ctx, "binding the context", e))?;
         // SAFETY: both ranges hold at least `bytes` bytes, ordered by the engine.
-        unsafe { sys::cuMemcpyAsync(dst, src, bytes, self.stream.cu_stream()) }
-            .result()
-            .map_err(|e| driver_err(self.ctx, "copy", e))
+        unsafe { sys::cuMemcpyAsync(dst, src, bytes, self.stream.cu_stream()) }.result().map_err(|e| driver_err(self.ctx, "copy", e))
     }
 
     /// Copies host bytes to the device and waits for the copy (the host buffer may
