@@ -39,11 +39,9 @@ fn every_kernel_source_compiles_for_sm80_and_sm90() {
     require_nvrtc();
     let all = sources();
     assert!(all.len() > 50, "expected every family's sources, got {}", all.len());
-    let jobs: Vec<(String, String, u32)> =
-        all.iter().flat_map(|(n, s)| [80u32, 90].map(|a| (n.clone(), s.clone(), a))).collect();
+    let jobs: Vec<(String, String, u32)> = all.iter().flat_map(|(n, s)| [80u32, 90].map(|a| (n.clone(), s.clone(), a))).collect();
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).min(8);
-    let chunks: Vec<Vec<(String, String, u32)>> =
-        (0..threads).map(|t| jobs.iter().skip(t).step_by(threads).cloned().collect()).collect();
+    let chunks: Vec<Vec<(String, String, u32)>> = (0..threads).map(|t| jobs.iter().skip(t).step_by(threads).cloned().collect()).collect();
     let failures: Vec<String> = std::thread::scope(|s| {
         let hs: Vec<_> = chunks
             .into_iter()

@@ -754,7 +754,7 @@ mod tests {
 
     #[test]
     fn integer_ops_without_int_expression_go_through_double() {
-        let f = ew_fn("u", &UNARY.iter().find(|o| o.key == "sqrt").unwrap(), &TYPES[5], false);
+        let f = ew_fn("u", UNARY.iter().find(|o| o.key == "sqrt").unwrap(), &TYPES[5], false);
         assert!(f.contains("(long long)(sqrt((double)a))"), "{f}");
     }
 }
