@@ -133,3 +133,27 @@ def test_mixed_contexts_are_an_error():
     with pytest.raises(mx.base.MXNetError) as e:
         mx.nd.ones((2,), ctx=GPU) + mx.nd.ones((2,))
     assert "gpu(0)" in str(e.value) and "cpu(0)" in str(e.value)
+
+
+@pytest.mark.parametrize("dtype", FLOATS + ["int8", "int64"])
+@pytest.mark.parametrize("axes", [None, (1, 0, 2), (2, 0, 1)])
+def test_transpose(axes, dtype):
+    x = rand((3, 4, 5), dtype)
+    g, c = both(lambda a: mx.nd.transpose(a) if axes is None else mx.nd.transpose(a, axes=axes), x)
+    same(g, c, dtype)
+
+
+@pytest.mark.parametrize("idx_dtype", ["float32", "int32", "int64"])
+@pytest.mark.parametrize("axis,mode", [(0, "clip"), (1, "wrap"), (-1, "clip")])
+def test_take(axis, mode, idx_dtype):
+    x = rand((4, 5, 6), "float32")
+    idx = np.array([[0, 3], [7, -2]], dtype=idx_dtype)
+    g, c = both(lambda a, i: mx.nd.take(a, i, axis=axis, mode=mode), x, idx)
+    same(g, c, "float32")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "uint8"])
+def test_one_hot(dtype):
+    idx = np.array([0, 2, 5, 1], dtype="float32")
+    g, c = both(lambda i: mx.nd.one_hot(i, 4, on_value=3, off_value=-1 if dtype != "uint8" else 0, dtype=dtype), idx)
+    same(g, c, dtype)

@@ -7,6 +7,7 @@
 //! host is not blocked; stream order carries the engine's order on the device.
 
 use super::{ComputeFn, OpCall};
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::cuda::gen::{self, ctype, kernel_name, source_name, Family, MAX_DIMS};
 use crate::shape::{self, norm_axis};
@@ -16,6 +17,14 @@ use cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
 const BLOCK: u32 = 256;
 /// Enough blocks to fill an H100 many times over; the kernels loop over the rest.
 const MAX_GRID: usize = 1 << 16;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Strided {
+    ndim: i32,
+    shape: [i64; MAX_DIMS],
+    stride: [i64; MAX_DIMS],
+}
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -39,6 +48,7 @@ struct Reduce {
 }
 
 // SAFETY: plain #[repr(C)] data laid out as the kernels' OxStrided/OxBcast/OxReduce.
+unsafe impl DeviceRepr for Strided {}
 unsafe impl DeviceRepr for Bcast {}
 unsafe impl DeviceRepr for Reduce {}
 
@@ -250,6 +260,67 @@ fn random(c: &mut OpCall) -> Result<()> {
     launch!(c, Family::Random, key, ctype(y.dtype).tag, elems(y.size()), [&yp, &n, &seed, &off, &a, &b2])
 }
 
+/// `transpose`: a strided gather (only the element size matters).
+fn transpose(c: &mut OpCall) -> Result<()> {
+    let (x, y) = (&c.inputs[0], &c.outputs[0]);
+    let nd = x.shape.len();
+    if nd > MAX_DIMS {
+        return Err(too_many_dims(c, nd));
+    }
+    let axes = c.params.tuple("axes");
+    let perm: Vec<usize> = if axes.is_empty() { (0..nd).rev().collect() } else { axes.iter().map(|&a| a as usize).collect() };
+    let st = shape::strides(&x.shape);
+    let mut p = Strided { ndim: nd as i32, shape: [1; MAX_DIMS], stride: [0; MAX_DIMS] };
+    for (i, &a) in perm.iter().enumerate() {
+        p.shape[i] = x.shape[a] as i64;
+        p.stride[i] = st[a] as i64;
+    }
+    let tag = match y.dtype.size() {
+        1 => "b1",
+        2 => "b2",
+        4 => "b4",
+        _ => "b8",
+    };
+    let (n, base) = (y.size() as u64, 0i64);
+    let (xp, yp) = (ptr(x), ptr(y));
+    launch!(c, Family::Gather, "strided", tag, elems(y.size()), [&xp, &yp, &n, &base, &p])
+}
+
+fn index_tag(c: &OpCall, d: DType) -> Result<&'static str> {
+    match d {
+        DType::Bool => Err(Error::op(c.op.name, format!("bool indices are not supported on {}", c.ctx))),
+        _ => Ok(ctype(d).tag),
+    }
+}
+
+/// `take` with mode clip or wrap (`raise` needs a device-to-host check: not on GPU).
+fn take(c: &mut OpCall) -> Result<()> {
+    let (a, idx, y) = (&c.inputs[0], &c.inputs[1], &c.outputs[0]);
+    let wrap = match c.params.str("mode") {
+        "wrap" => 1i32,
+        "clip" => 0,
+        m => return Err(Error::op(c.op.name, format!("mode='{m}' is not supported on {} (use 'clip' or 'wrap')", c.ctx))),
+    };
+    let ax = norm_axis(c.params.int("axis"), a.shape.len(), c.op.name)?;
+    let axis_len = a.shape[ax] as i64;
+    let inner: i64 = a.shape[ax + 1..].iter().product::<usize>() as i64;
+    let nidx = idx.size() as i64;
+    let key = format!("take_{}", index_tag(c, idx.dtype)?);
+    let n = y.size() as u64;
+    let (ap, ip, yp) = (ptr(a), ptr(idx), ptr(y));
+    launch!(c, Family::Index, &key, ctype(a.dtype).tag, elems(y.size()), [&ap, &ip, &yp, &n, &nidx, &axis_len, &inner, &wrap])
+}
+
+fn one_hot(c: &mut OpCall) -> Result<()> {
+    let (idx, y) = (&c.inputs[0], &c.outputs[0]);
+    let depth = c.params.int("depth");
+    let (on, off) = (c.params.float("on_value"), c.params.float("off_value"));
+    let key = format!("one_hot_{}", index_tag(c, idx.dtype)?);
+    let n = y.size() as u64;
+    let (ip, yp) = (ptr(idx), ptr(y));
+    launch!(c, Family::Index, &key, ctype(y.dtype).tag, elems(y.size()), [&ip, &yp, &n, &depth, &on, &off])
+}
+
 /// The CUDA compute of the op registered as `name`, where there is one.
 pub(super) fn lookup(name: &str) -> Option<ComputeFn> {
     if gen::UNARY.iter().any(|u| u.key == name) {
@@ -268,6 +339,9 @@ pub(super) fn lookup(name: &str) -> Option<ComputeFn> {
         "_zeros" | "_ones" | "_full" | "zeros_like" | "ones_like" => fill,
         "softmax" | "log_softmax" | "softmin" => softmax,
         "_random_uniform" | "_random_normal" => random,
+        "transpose" => transpose,
+        "take" => take,
+        "one_hot" => one_hot,
         _ => return None,
     })
 }
@@ -275,7 +349,6 @@ pub(super) fn lookup(name: &str) -> Option<ComputeFn> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dtype::DType;
 
     #[test]
     fn every_elementwise_reduce_and_copy_op_has_a_cuda_launcher() {
@@ -321,6 +394,7 @@ mod tests {
     #[test]
     fn struct_layouts_match_the_kernels() {
         // int + padding, then int64 arrays: as the C structs in the prelude.
+        assert_eq!(std::mem::size_of::<Strided>(), 8 + 2 * 8 * MAX_DIMS);
         assert_eq!(std::mem::size_of::<Bcast>(), 8 + 3 * 8 * MAX_DIMS);
         assert_eq!(std::mem::size_of::<Reduce>(), 8 + 2 * 8 * MAX_DIMS + 8 + 2 * 8 * MAX_DIMS + 8);
         assert_eq!(bcast_strides(&[3, 1], &[2, 3, 4]), vec![0, 1, 0]);
