@@ -1,9 +1,31 @@
 """Devices. ``cpu(i)`` are distinct logical devices sharing host memory; ``gpu(i)``
 are CUDA devices. ``with mx.Context(...)`` sets the default device of the thread."""
 
+import importlib.util
+import os
 import threading
 
 from . import _core
+
+
+def _find_nvrtc():
+    """Points the core at NVRTC from the pip package ``nvidia-cuda-nvrtc`` (its
+    library is not on the linker's path) unless ``OXNET_NVRTC_LIBRARY`` is set."""
+    if os.environ.get("OXNET_NVRTC_LIBRARY"):
+        return
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        for sub, name in (("cu13", "libnvrtc.so.13"), ("cuda_nvrtc", "libnvrtc.so.12")):
+            path = os.path.join(root, sub, "lib", name)
+            if os.path.isfile(path):
+                os.environ["OXNET_NVRTC_LIBRARY"] = path
+                return
+
+
+_find_nvrtc()
 
 
 class Context:
@@ -60,7 +82,7 @@ class Context:
         if self.device_typeid != 2:
             _core.pool_release()
         else:
-            _core.check_context(self.device_typeid, self.device_id)
+            _core.gpu_release(self.device_id)
 
     # MXNet exposes the thread's default as a class attribute too.
     @classmethod
@@ -92,6 +114,12 @@ def num_gpus():
     return _core.num_gpus()
 
 
+def gpu_memory_info(device_id=0):
+    """Returns ``(free, total)`` bytes of GPU memory of device ``device_id``; raises
+    ``MXNetError`` where there is no such GPU."""
+    return _core.gpu_memory_info(int(device_id))
+
+
 def current_context():
     """Returns the current context (``cpu(0)`` unless changed with ``with ctx:``)."""
     return Context._current()
@@ -108,4 +136,4 @@ def _ctx_from_tuple(t):
     return c
 
 
-__all__ = ["Context", "cpu", "gpu", "cpu_pinned", "num_gpus", "current_context"]
+__all__ = ["Context", "cpu", "gpu", "cpu_pinned", "num_gpus", "gpu_memory_info", "current_context"]

@@ -31,7 +31,55 @@ impl<T> IntoPy<T> for oxnet_core::Result<T> {
 /// Blocks until every pushed operation has finished; raises the first deferred error.
 #[pyfunction]
 fn waitall(py: Python<'_>) -> PyResult<()> {
-    py.detach(oxnet_core::engine::wait_all).py_err()
+    py.detach(|| {
+        oxnet_core::engine::wait_all()?;
+        oxnet_core::storage::cuda::synchronize_all()
+    })
+    .py_err()
+}
+
+/// `(free, total)` bytes of GPU `dev_id`.
+#[pyfunction]
+fn gpu_memory_info(dev_id: i32) -> PyResult<(usize, usize)> {
+    oxnet_core::storage::cuda::memory_info(dev_id).py_err()
+}
+
+/// The caching allocator's counters of GPU `dev_id` as a dict.
+#[pyfunction]
+fn gpu_pool_stats(py: Python<'_>, dev_id: i32) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    let s = oxnet_core::storage::cuda::pool_stats(dev_id).py_err()?;
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("allocated", s.allocated)?;
+    d.set_item("cached", s.cached)?;
+    d.set_item("peak", s.peak)?;
+    d.set_item("hits", s.hits)?;
+    d.set_item("misses", s.misses)?;
+    d.set_item("oom_retries", s.oom_retries)?;
+    Ok(d)
+}
+
+/// Gives GPU `dev_id`'s cached blocks back to the driver (after all pending work).
+#[pyfunction]
+fn gpu_release(py: Python<'_>, dev_id: i32) -> PyResult<usize> {
+    py.detach(|| {
+        oxnet_core::engine::wait_all()?;
+        let d = oxnet_core::storage::cuda::device(oxnet_core::Context::gpu(dev_id))?;
+        d.synchronize()?;
+        Ok(d.release_cache())
+    })
+    .py_err()
+}
+
+/// Every generated CUDA kernel source as (name, text).
+#[pyfunction]
+fn cuda_kernel_sources() -> Vec<(String, String)> {
+    oxnet_core::kernels::cuda::sources()
+}
+
+/// Compiles CUDA source `src` (named `name`) with NVRTC for sm_`arch`; the CUBIN.
+#[pyfunction]
+fn nvrtc_compile(py: Python<'_>, name: &str, src: &str, arch: u32) -> PyResult<Vec<u8>> {
+    py.detach(|| oxnet_core::kernels::cuda::nvrtc::compile(name, src, arch, oxnet_core::kernels::cuda::nvrtc::Output::Cubin)).py_err()
 }
 
 /// Number of CUDA devices (0 without an NVIDIA driver).
@@ -102,6 +150,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<invoke::Op>()?;
     m.add_function(wrap_pyfunction!(waitall, m)?)?;
     m.add_function(wrap_pyfunction!(num_gpus, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu_memory_info, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu_pool_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu_release, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_kernel_sources, m)?)?;
+    m.add_function(wrap_pyfunction!(nvrtc_compile, m)?)?;
     m.add_function(wrap_pyfunction!(check_context, m)?)?;
     m.add_function(wrap_pyfunction!(pool_stats, m)?)?;
     m.add_function(wrap_pyfunction!(pool_release, m)?)?;

@@ -157,7 +157,12 @@ impl NDArray {
 
     /// Blocks until pending writes finish; returns (and clears) a deferred error.
     pub fn wait_to_read(&self) -> Result<()> {
-        engine::wait_for_read(self.var())
+        engine::wait_for_read(self.var())?;
+        if !self.ctx().is_host() {
+            // The engine has run the op that enqueued the last write; wait for the device too.
+            crate::storage::cuda::device(self.ctx())?.synchronize()?;
+        }
+        Ok(())
     }
     /// Blocks until every pending operation on this array finishes.
     pub fn wait_to_write(&self) -> Result<()> {
@@ -169,9 +174,7 @@ impl NDArray {
         if dst.len() != self.nbytes() {
             return Err(Error::new(format!("read_into: buffer of {} bytes for an array of {} bytes", dst.len(), self.nbytes())));
         }
-        if !self.ctx().is_host() {
-            return Err(Error::new(format!("copy from {} to host is not available in this build", self.ctx())));
-        }
+        let ctx = self.ctx();
         let src = self.data_ptr() as usize;
         let dptr = dst.as_mut_ptr() as usize;
         let n = dst.len();
@@ -180,7 +183,12 @@ impl NDArray {
             Box::new(move || {
                 let _keep = keep;
                 // SAFETY: the engine holds this array's var for reading; dst outlives the call.
-                unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dptr as *mut u8, n) };
+                let dst = unsafe { std::slice::from_raw_parts_mut(dptr as *mut u8, n) };
+                if !ctx.is_host() {
+                    return crate::storage::cuda::device(ctx)?.copy_dtoh(dst, src as u64);
+                }
+                // SAFETY: as above; src holds n bytes.
+                unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), n) };
                 Ok(())
             }),
             std::slice::from_ref(self.var()),
@@ -221,9 +229,7 @@ impl NDArray {
                 self.nbytes()
             )));
         }
-        if !self.ctx().is_host() {
-            return Err(Error::new(format!("copy from host to {} is not available in this build", self.ctx())));
-        }
+        let ctx = self.ctx();
         let dst = self.data_ptr() as usize;
         let sptr = src.as_ptr() as usize;
         let n = src.len();
@@ -232,7 +238,12 @@ impl NDArray {
             Box::new(move || {
                 let _keep = keep;
                 // SAFETY: the engine holds this array's var for writing; src outlives the call.
-                unsafe { std::ptr::copy_nonoverlapping(sptr as *const u8, dst as *mut u8, n) };
+                let src = unsafe { std::slice::from_raw_parts(sptr as *const u8, n) };
+                if !ctx.is_host() {
+                    return crate::storage::cuda::device(ctx)?.copy_htod(dst as u64, src);
+                }
+                // SAFETY: as above; dst holds n bytes.
+                unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst as *mut u8, n) };
                 Ok(())
             }),
             &[],

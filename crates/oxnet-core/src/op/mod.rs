@@ -24,6 +24,7 @@ mod optimizer;
 mod grads;
 mod nn;
 mod nn_conv;
+mod cuda;
 
 pub use params::{PType, ParamSpec, Params, Value};
 pub use util::*;
@@ -314,6 +315,9 @@ impl Registry {
         if op.grad.is_none() {
             op.grad = grads::lookup(op.name);
         }
+        if op.cuda.is_none() {
+            op.cuda = cuda::lookup(op.name);
+        }
         let op: &'static OpDef = Box::leak(Box::new(op));
         assert!(self.by_name.insert(op.name, op).is_none(), "op {} registered twice", op.name);
         for a in op.aliases {
@@ -388,6 +392,11 @@ pub fn invoke(op: &'static OpDef, inputs: &[NDArray], params: Params, out: Optio
     let shapes: SmallVec<[&[usize]; 4]> = inputs.iter().map(|a| a.shape()).collect();
     let dtypes: SmallVec<[DType; 4]> = inputs.iter().map(|a| a.dtype()).collect();
     let outs_info = op.infer(&params, &shapes, &dtypes)?;
+    // A cross-device copy from the host to a GPU runs on the GPU.
+    let ctx = match out {
+        Some([o, ..]) if op.cross_device && ctx.is_host() && !o.ctx().is_host() => o.ctx(),
+        _ => ctx,
+    };
     let compute = if ctx.is_host() {
         op.cpu
     } else {
@@ -416,7 +425,7 @@ pub fn invoke(op: &'static OpDef, inputs: &[NDArray], params: Params, out: Optio
                         format!("output dtype {} does not match the expected dtype {}", o.dtype().name(), d.name()),
                     ));
                 }
-                if o.ctx() != ctx && !(op.cross_device && o.ctx().is_host() && ctx.is_host()) {
+                if o.ctx() != ctx && !op.cross_device {
                     return Err(Error::op(op.name, format!("output is on {} but the inputs are on {ctx}", o.ctx())));
                 }
                 let aliased = inputs.iter().any(|i| i.overlaps(o));

@@ -32,12 +32,9 @@ impl Storage {
             let (ptr, class) = cpu::alloc(bytes)?;
             Ok(Storage { ptr, bytes, class, ctx })
         } else {
-            cuda::ensure_available(ctx)?;
-            // The CUDA allocator is built with the CUDA backend; until then a present
-            // driver still gets a clear error rather than a host block posing as GPU.
-            Err(crate::error::Error::new(format!(
-                "{ctx}: GPU memory is not available in this build of oxnet yet (the CUDA kernels come with the CUDA backend)"
-            )))
+            let (p, class) = cuda::device(ctx)?.alloc(bytes)?;
+            let ptr = NonNull::new(p as *mut u8).ok_or_else(|| crate::error::Error::new(format!("{ctx}: the driver returned a null block")))?;
+            Ok(Storage { ptr, bytes, class, ctx })
         }
     }
     pub fn ptr(&self) -> *mut u8 {
@@ -55,6 +52,8 @@ impl Drop for Storage {
     fn drop(&mut self) {
         if self.ctx.is_host() {
             cpu::free(self.ptr, self.class);
+        } else if let Ok(d) = cuda::device(self.ctx) {
+            d.free(self.ptr.as_ptr() as u64, self.class);
         }
     }
 }

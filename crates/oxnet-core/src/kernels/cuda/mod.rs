@@ -1,6 +1,21 @@
-//! CUDA kernel sources, compiled at run time by NVRTC. The op entries' `cuda` slots
-//! point at launchers built from these sources; they come with the CUDA backend work.
-//! Every source is listed in [`SOURCES`] so CI can compile each one with NVRTC.
+//! CUDA kernel sources, compiled at run time by NVRTC ([`nvrtc`]). The sources are
+//! generated from one description per op family ([`gen`]); [`sources`] lists every
+//! one of them so CI can compile each with NVRTC (see `tests/nvrtc_compile.rs`).
 
-/// (name, CUDA C++ source) of every kernel file.
-pub const SOURCES: &[(&str, &str)] = &[];
+pub mod gen;
+pub mod nvrtc;
+
+/// (name, CUDA C++ source) of every kernel source.
+pub fn sources() -> Vec<(String, String)> {
+    gen::sources()
+}
+
+/// The generated source called `name` (as in [`sources`]).
+pub fn source_by_name(name: &str) -> Option<String> {
+    if name == "gather" {
+        return gen::source(gen::Family::Gather, "any");
+    }
+    let (fam, tag) = name.split_once('_')?;
+    let family = gen::FAMILIES.into_iter().find(|f| f.name() == fam)?;
+    gen::source(family, tag)
+}
