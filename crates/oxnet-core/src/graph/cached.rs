@@ -8,7 +8,7 @@
 //! one node on the autograd tape, whose backward runs the graph's registry
 //! gradients in reverse: one call per forward and one per backward.
 
-use super::exec::{Entries, Graph};
+use super::exec::{Buffers, Graph};
 use super::Symbol;
 use crate::autograd::{self, CustomGrad};
 use crate::dtype::DType;
@@ -33,7 +33,7 @@ struct Recorded {
     name: String,
     graph: Arc<Graph>,
     vars: Vec<Option<NDArray>>,
-    entries: Entries,
+    bufs: Buffers,
     outputs: Vec<NDArray>,
     /// Per input: its variable node, and whether a gradient is wanted for it.
     input_nodes: Vec<usize>,
@@ -62,7 +62,7 @@ impl CachedOp {
         self.graphs.lock().len()
     }
 
-    fn graph(&self, inputs: &[NDArray]) -> Result<(Context, Arc<Graph>)> {
+    fn graph(&self, inputs: &[NDArray]) -> Result<Arc<Graph>> {
         if inputs.len() != self.names.len() {
             return Err(Error::new(format!(
                 "CachedOp: {} inputs given, the graph takes {} ({})",
@@ -83,31 +83,31 @@ impl CachedOp {
         }
         let sig: Signature = (ctx, inputs.iter().map(|a| (Shape::from_slice(a.shape()), a.dtype())).collect());
         if let Some(g) = self.graphs.lock().get(&sig) {
-            return Ok((ctx, g.clone()));
+            return Ok(g.clone());
         }
         let shapes: HashMap<String, Shape> = self.names.iter().cloned().zip(sig.1.iter().map(|(s, _)| s.clone())).collect();
         let dtypes: HashMap<String, DType> = self.names.iter().cloned().zip(sig.1.iter().map(|(_, d)| *d)).collect();
-        let g = Arc::new(Graph::compile(&self.sym, &shapes, &dtypes)?);
+        let g = Arc::new(Graph::compile(&self.sym, &shapes, &dtypes, ctx, &HashMap::new(), &HashMap::new())?);
         self.graphs.lock().insert(sig, g.clone());
-        Ok((ctx, g))
+        Ok(g)
     }
 
     /// Runs the graph on `inputs` (in [`CachedOp::input_names`] order) in the
     /// current training mode; while recording, the call is put on the tape.
     pub fn forward(&self, inputs: &[NDArray]) -> Result<Vec<NDArray>> {
-        let (ctx, graph) = self.graph(inputs)?;
+        let graph = self.graph(inputs)?;
         let wants: Vec<bool> =
             if autograd::is_recording() { inputs.iter().map(autograd::is_in_graph).collect() } else { vec![false; inputs.len()] };
         let record = wants.iter().any(|&w| w);
-        let (entries, _, _) = graph.allocate(ctx, record)?;
+        let (bufs, _, _) = graph.allocate(record)?;
         let mut vars = vec![None; graph.num_nodes()];
         let input_nodes: Vec<usize> = graph.arg_nodes.iter().chain(&graph.aux_nodes).copied().collect();
         for (&ni, a) in input_nodes.iter().zip(inputs) {
             vars[ni] = Some(a.detach());
         }
-        let mut outputs = graph.head_arrays(&vars, &entries, ctx)?;
+        let mut outputs = graph.head_arrays(&vars, &bufs)?;
         let prev = autograd::set_recording(false);
-        let r = graph.forward(&vars, &entries, &outputs);
+        let r = graph.forward(&vars, &bufs, &outputs, None);
         autograd::set_recording(prev);
         r?;
         if record {
@@ -116,7 +116,7 @@ impl CachedOp {
                 name: format!("CachedOp({name})"),
                 graph: graph.clone(),
                 vars,
-                entries,
+                bufs,
                 outputs: outputs.iter().map(|o| o.detach()).collect(),
                 input_nodes,
                 wants,
@@ -152,7 +152,7 @@ impl CustomGrad for Recorded {
         }
         let needs = self.graph.needs(&wants);
         let og: Vec<Option<NDArray>> = out_grads.iter().cloned().map(Some).collect();
-        let mut acc = self.graph.backward(&self.vars, &self.entries, &self.outputs, &og, &needs)?;
+        let mut acc = self.graph.backward(&self.vars, &self.bufs, &self.outputs, &og, &needs)?;
         Ok(self.input_nodes.iter().zip(&self.wants).map(|(ni, &w)| if w { acc.remove(ni) } else { None }).collect())
     }
 }

@@ -8,6 +8,12 @@
 //! through [`crate::op::invoke`] with the training flag set; `backward` runs the
 //! registry's gradient functions in reverse order, sums gradients that meet, and
 //! writes or adds them into the gradient arrays as `grad_req` says.
+//!
+//! With a `group2ctx` map, nodes carrying a `ctx_group` attribute run on the mapped
+//! context: their buffers are planned there and their inputs from other contexts
+//! are copied over before they run (gradients flow back the same way). A monitor
+//! callback passed to [`Executor::forward_monitored`] sees every node's outputs
+//! (and with `monitor_all` its inputs) right after the node is pushed.
 
 use super::infer::{infer, Inferred};
 use super::{Node, Symbol};
@@ -34,11 +40,12 @@ enum Src {
 struct Plan {
     /// Per node, per output: the buffer it lives in.
     slot: Vec<Vec<usize>>,
-    /// Per buffer: dtype and capacity in elements.
-    slots: Vec<(DType, usize)>,
+    /// Per buffer: dtype, capacity in elements and device (index into the contexts).
+    slots: Vec<(DType, usize, usize)>,
 }
 
-fn plan(topo: &[Arc<Node>], info: &[Vec<(Shape, DType)>], srcs: &[Vec<Src>], heads: &[(usize, usize)], keep_all: bool) -> Plan {
+/// `dev[ni]`: the device of node `ni`; a buffer only serves nodes of its device.
+fn plan(topo: &[Arc<Node>], info: &[Vec<(Shape, DType)>], srcs: &[Vec<Src>], heads: &[(usize, usize)], keep_all: bool, dev: &[usize]) -> Plan {
     const FOREVER: usize = usize::MAX;
     let mut last: Vec<Vec<Option<usize>>> = info.iter().map(|o| vec![None; o.len()]).collect();
     for (ni, ins) in srcs.iter().enumerate() {
@@ -54,7 +61,7 @@ fn plan(topo: &[Arc<Node>], info: &[Vec<(Shape, DType)>], srcs: &[Vec<Src>], hea
         }
     }
     let mut slot: Vec<Vec<usize>> = info.iter().map(|o| vec![usize::MAX; o.len()]).collect();
-    let mut slots: Vec<(DType, usize)> = Vec::new();
+    let mut slots: Vec<(DType, usize, usize)> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
     for (ni, n) in topo.iter().enumerate() {
         if n.is_var() {
@@ -65,11 +72,12 @@ fn plan(topo: &[Arc<Node>], info: &[Vec<(Shape, DType)>], srcs: &[Vec<Src>], hea
             let fit = free
                 .iter()
                 .enumerate()
-                .filter(|(_, &b)| slots[b].0 == *d && slots[b].1 >= need)
+                .filter(|(_, &b)| slots[b].0 == *d && slots[b].2 == dev[ni] && slots[b].1 >= need)
                 .min_by_key(|(_, &b)| slots[b].1)
                 .map(|(i, _)| i);
-            let pick =
-                fit.or_else(|| free.iter().enumerate().filter(|(_, &b)| slots[b].0 == *d).max_by_key(|(_, &b)| slots[b].1).map(|(i, _)| i));
+            let pick = fit.or_else(|| {
+                free.iter().enumerate().filter(|(_, &b)| slots[b].0 == *d && slots[b].2 == dev[ni]).max_by_key(|(_, &b)| slots[b].1).map(|(i, _)| i)
+            });
             let b = match pick {
                 Some(i) => {
                     let b = free.swap_remove(i);
@@ -77,7 +85,7 @@ fn plan(topo: &[Arc<Node>], info: &[Vec<(Shape, DType)>], srcs: &[Vec<Src>], hea
                     b
                 }
                 None => {
-                    slots.push((*d, need));
+                    slots.push((*d, need, dev[ni]));
                     slots.len() - 1
                 }
             };
@@ -116,16 +124,58 @@ pub struct Graph {
     /// Node index of each argument and auxiliary variable, in `var_nodes` order.
     pub arg_nodes: Vec<usize>,
     pub aux_nodes: Vec<usize>,
+    /// Per node: the context it runs on (a variable: where its array lives), and
+    /// its index into `ctxs`.
+    node_ctx: Vec<Context>,
+    dev: Vec<usize>,
+    ctxs: Vec<Context>,
+    /// Per variable node: its shape and dtype.
+    var_info: Vec<Option<(Shape, DType)>>,
     /// The buffer plans, made once: [reusing dead buffers, keeping every value].
     plans: [OnceLock<Plan>; 2],
 }
 
-/// Per node, per output: the arrays a run writes (views into planned buffers).
-pub type Entries = Vec<Vec<NDArray>>;
+/// The arrays one run of a graph writes.
+pub struct Buffers {
+    /// Per node, per output: views into the planned buffers.
+    pub entries: Vec<Vec<NDArray>>,
+    /// Per node, per input: the copy of an input that lives on another context.
+    xfer: Vec<Vec<Option<NDArray>>>,
+}
+
+/// A monitor callback: `(name, array)` for node outputs (`node_output`,
+/// `node_output1`, ...) and, when `monitor_all`, node inputs (`node_data`, ...).
+pub type MonitorFn<'a> = &'a mut dyn FnMut(&str, &NDArray) -> Result<()>;
+
+/// `a` itself when it lives on `ctx`, else a copy there.
+fn to_ctx(a: NDArray, ctx: Context) -> Result<NDArray> {
+    if a.ctx() == ctx {
+        return Ok(a);
+    }
+    let o = NDArray::empty(a.shape(), ctx, a.dtype())?;
+    op::invoke(op::lookup("_copyto")?, &[a], Params::default(), Some(std::slice::from_ref(&o)), None)?;
+    Ok(o)
+}
+
+/// The `ctx_group` attribute of a node, if any.
+fn ctx_group(n: &Node) -> Option<String> {
+    let a = n.attrs.read();
+    a.get("__ctx_group__").or_else(|| a.get("ctx_group")).cloned()
+}
 
 impl Graph {
-    /// Infers every shape and dtype from the variables' (`shapes`, `dtypes`, by name).
-    pub fn compile(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<String, DType>) -> Result<Graph> {
+    /// Infers every shape and dtype from the variables' (`shapes`, `dtypes`, by name)
+    /// and places the nodes: on `ctx`, or with a non-empty `group2ctx` on the context
+    /// of their `ctx_group` (host contexts only). `var_ctx` gives where variables'
+    /// arrays live (default `ctx`).
+    pub fn compile(
+        sym: &Symbol,
+        shapes: &HashMap<String, Shape>,
+        dtypes: &HashMap<String, DType>,
+        ctx: Context,
+        var_ctx: &HashMap<String, Context>,
+        group2ctx: &HashMap<String, Context>,
+    ) -> Result<Graph> {
         let (arg_vars, aux_vars) = sym.var_nodes();
         let inf: Inferred = infer(sym, shapes, dtypes, true)?;
         for n in arg_vars.iter().chain(&aux_vars) {
@@ -181,7 +231,43 @@ impl Graph {
         let heads = sym.outputs.iter().map(|e| (inf.node_id(&e.node), e.index)).collect();
         let arg_nodes = arg_vars.iter().map(|n| inf.node_id(n)).collect();
         let aux_nodes = aux_vars.iter().map(|n| inf.node_id(n)).collect();
-        Ok(Graph { topo, srcs, info, heads, arg_nodes, aux_nodes, plans: [OnceLock::new(), OnceLock::new()] })
+        // Devices: ctxs[0] is the graph's; a node runs on its group's context.
+        let mut ctxs = vec![ctx];
+        let mut dev = vec![0usize; topo.len()];
+        let mut node_ctx = vec![ctx; topo.len()];
+        let mut var_info = vec![None; topo.len()];
+        for (ni, n) in topo.iter().enumerate() {
+            if n.is_var() {
+                node_ctx[ni] = var_ctx.get(&n.name).copied().unwrap_or(ctx);
+                if let (Some(s), Some(d)) = (inf.shapes[ni][0].clone(), inf.dtypes[ni][0]) {
+                    var_info[ni] = Some((s, d));
+                }
+                continue;
+            }
+            let Some(g) = ctx_group(n).filter(|_| !group2ctx.is_empty()) else { continue };
+            let c = *group2ctx.get(&g).ok_or_else(|| {
+                let mut known: Vec<&str> = group2ctx.keys().map(|k| k.as_str()).collect();
+                known.sort();
+                Error::new(format!(
+                    "bind: the device assignment for group '{g}' of node '{}' ({}) is not found in group2ctx (it maps {})",
+                    n.name,
+                    n.op.map(|o| o.name).unwrap_or(""),
+                    known.join(", ")
+                ))
+            })?;
+            if !(c.is_host() && ctx.is_host()) && c != ctx {
+                return Err(Error::new(format!("bind: group '{g}' maps to {c}; groups on other devices than {ctx} need host contexts")));
+            }
+            dev[ni] = match ctxs.iter().position(|x| *x == c) {
+                Some(i) => i,
+                None => {
+                    ctxs.push(c);
+                    ctxs.len() - 1
+                }
+            };
+            node_ctx[ni] = c;
+        }
+        Ok(Graph { topo, srcs, info, heads, arg_nodes, aux_nodes, node_ctx, dev, ctxs, var_info, plans: [OnceLock::new(), OnceLock::new()] })
     }
 
     pub fn num_nodes(&self) -> usize {
@@ -189,18 +275,19 @@ impl Graph {
     }
 
     /// Plans the intermediate buffers (`keep_all`: every output keeps its own, for a
-    /// backward pass) and allocates them on `ctx`: the entries, planned bytes and
-    /// bytes without reuse.
-    pub fn allocate(&self, ctx: Context, keep_all: bool) -> Result<(Entries, usize, usize)> {
-        let p = self.plans[keep_all as usize].get_or_init(|| plan(&self.topo, &self.info, &self.srcs, &self.heads, keep_all));
+    /// backward pass) and allocates them on the nodes' contexts: the buffers, the
+    /// planned bytes and the bytes without reuse.
+    pub fn allocate(&self, keep_all: bool) -> Result<(Buffers, usize, usize)> {
+        let p = self.plans[keep_all as usize]
+            .get_or_init(|| plan(&self.topo, &self.info, &self.srcs, &self.heads, keep_all, &self.dev));
         let mut buffers = Vec::with_capacity(p.slots.len());
         let mut planned = 0;
-        for (d, n) in &p.slots {
+        for (d, n, dv) in &p.slots {
             planned += n * d.size();
-            buffers.push(NDArray::empty(&[*n], ctx, *d)?);
+            buffers.push(NDArray::empty(&[*n], self.ctxs[*dv], *d)?);
         }
         let mut naive = 0;
-        let mut entries: Entries = Vec::with_capacity(self.topo.len());
+        let mut entries = Vec::with_capacity(self.topo.len());
         for (ni, outs) in self.info.iter().enumerate() {
             let mut v = Vec::with_capacity(outs.len());
             for (k, (s, d)) in outs.iter().enumerate() {
@@ -210,19 +297,36 @@ impl Graph {
             }
             entries.push(v);
         }
-        Ok((entries, planned, naive))
+        // Inputs from another context get a buffer on the node's context.
+        let mut xfer = Vec::with_capacity(self.topo.len());
+        for (ni, ins) in self.srcs.iter().enumerate() {
+            let mut v = Vec::with_capacity(ins.len());
+            for s in ins {
+                let (src, info) = match *s {
+                    Src::Var(n) => (n, self.var_info[n].clone()),
+                    Src::Out(n, k) => (n, Some(self.info[n][k].clone())),
+                };
+                let moved = !self.topo[ni].is_var() && self.node_ctx[src] != self.node_ctx[ni];
+                v.push(match (moved, info) {
+                    (true, Some((shape, d))) => Some(NDArray::empty(&shape, self.node_ctx[ni], d)?),
+                    _ => None,
+                });
+            }
+            xfer.push(v);
+        }
+        Ok((Buffers { entries, xfer }, planned, naive))
     }
 
     /// Arrays for the heads: the entries, and a new array for a head that is a
     /// variable (filled by [`Graph::forward`]).
-    pub fn head_arrays(&self, vars: &[Option<NDArray>], entries: &Entries, ctx: Context) -> Result<Vec<NDArray>> {
+    pub fn head_arrays(&self, vars: &[Option<NDArray>], bufs: &Buffers) -> Result<Vec<NDArray>> {
         let mut outputs = Vec::with_capacity(self.heads.len());
         for &(n, k) in &self.heads {
             if self.topo[n].is_var() {
                 let v = self.var_array(n, vars)?;
-                outputs.push(NDArray::empty(v.shape(), ctx, v.dtype())?);
+                outputs.push(NDArray::empty(v.shape(), self.ctxs[0], v.dtype())?);
             } else {
-                outputs.push(entries[n][k].clone());
+                outputs.push(bufs.entries[n][k].clone());
             }
         }
         Ok(outputs)
@@ -232,26 +336,58 @@ impl Graph {
         vars[n].clone().ok_or_else(|| Error::new(format!("no array is bound for variable '{}'", self.topo[n].name)))
     }
 
-    fn input_arrays(&self, ni: usize, vars: &[Option<NDArray>], entries: &Entries) -> Result<Vec<NDArray>> {
+    /// The value an input refers to, where it was made.
+    fn source(&self, s: Src, vars: &[Option<NDArray>], bufs: &Buffers) -> Result<NDArray> {
+        match s {
+            Src::Var(n) => self.var_array(n, vars),
+            Src::Out(n, k) => Ok(bufs.entries[n][k].clone()),
+        }
+    }
+
+    /// The arrays a node reads: its inputs, or their copies on its context.
+    fn input_arrays(&self, ni: usize, vars: &[Option<NDArray>], bufs: &Buffers) -> Result<Vec<NDArray>> {
         self.srcs[ni]
             .iter()
-            .map(|s| match *s {
-                Src::Var(n) => self.var_array(n, vars),
-                Src::Out(n, k) => Ok(entries[n][k].clone()),
+            .zip(&bufs.xfer[ni])
+            .map(|(s, x)| match x {
+                Some(x) => Ok(x.clone()),
+                None => self.source(*s, vars, bufs),
             })
             .collect()
     }
 
     /// Pushes every node through the engine (`vars`: per node index, the array of
-    /// each variable). The caller sets the autograd flags.
-    pub fn forward(&self, vars: &[Option<NDArray>], entries: &Entries, outputs: &[NDArray]) -> Result<()> {
+    /// each variable), calling `monitor` as [`Executor::forward_monitored`]
+    /// describes. The caller sets the autograd flags.
+    pub fn forward(&self, vars: &[Option<NDArray>], bufs: &Buffers, outputs: &[NDArray], mut monitor: Option<(MonitorFn<'_>, bool)>) -> Result<()> {
+        let copy = op::lookup("_copyto")?;
         for (ni, n) in self.topo.iter().enumerate() {
             let Some(op) = n.op else { continue };
-            let inputs = self.input_arrays(ni, vars, entries)?;
-            op::invoke(op, &inputs, n.params.clone(), Some(&entries[ni]), None)
+            for (s, x) in self.srcs[ni].iter().zip(&bufs.xfer[ni]) {
+                if let Some(x) = x {
+                    let src = self.source(*s, vars, bufs)?;
+                    op::invoke(copy, &[src], Params::default(), Some(std::slice::from_ref(x)), None)?;
+                }
+            }
+            let inputs = self.input_arrays(ni, vars, bufs)?;
+            let call = |f: &mut MonitorFn<'_>, what: String, a: &NDArray| {
+                f(&what, a).map_err(|e| {
+                    Error::new(format!("monitor callback failed on '{what}' of node '{}' (operator {}): {}", n.name, op.name, e.message()))
+                })
+            };
+            if let Some((f, true)) = monitor.as_mut() {
+                for (name, a) in n.input_names().into_iter().zip(&inputs) {
+                    call(f, format!("{}_{name}", n.name), a)?;
+                }
+            }
+            op::invoke(op, &inputs, n.params.clone(), Some(&bufs.entries[ni]), None)
                 .map_err(|e| Error::new(format!("{} (in node {})", e.message(), n.name)))?;
+            if let Some((f, _)) = monitor.as_mut() {
+                for k in 0..n.num_visible().min(bufs.entries[ni].len()) {
+                    call(f, n.output_name(k), &bufs.entries[ni][k])?;
+                }
+            }
         }
-        let copy = op::lookup("_copyto")?;
         for (i, &(n, _)) in self.heads.iter().enumerate() {
             if self.topo[n].is_var() {
                 let v = self.var_array(n, vars)?;
@@ -281,7 +417,7 @@ impl Graph {
     pub fn backward(
         &self,
         vars: &[Option<NDArray>],
-        entries: &Entries,
+        bufs: &Buffers,
         outputs: &[NDArray],
         out_grads: &[Option<NDArray>],
         needs: &[bool],
@@ -319,7 +455,7 @@ impl Graph {
                 }
                 None => op::call1("ones_like", std::slice::from_ref(out), &[])?,
             };
-            add(&mut acc, (n, k), g)?;
+            add(&mut acc, (n, k), to_ctx(g, self.node_ctx[n])?)?;
         }
         for ni in (0..self.topo.len()).rev() {
             let node = &self.topo[ni];
@@ -327,7 +463,7 @@ impl Graph {
             if !needs[ni] {
                 continue;
             }
-            let outs = &entries[ni];
+            let outs = &bufs.entries[ni];
             if !(0..outs.len()).any(|k| acc.contains_key(&(ni, k))) {
                 continue;
             }
@@ -339,7 +475,7 @@ impl Graph {
                 });
             }
             let gf = op.grad.ok_or_else(|| Error::op(op.name, format!("no gradient is defined for this operator (node {})", node.name)))?;
-            let inputs = self.input_arrays(ni, vars, entries)?;
+            let inputs = self.input_arrays(ni, vars, bufs)?;
             let gin = gf(&node.params, &inputs, outs, &ograds)
                 .map_err(|e| Error::new(format!("{} (in the backward of node {})", e.message(), node.name)))?;
             for (i, g) in gin.into_iter().enumerate() {
@@ -349,7 +485,7 @@ impl Graph {
                     Src::Out(v, k) => (v, k),
                 };
                 if needs[key.0] {
-                    add(&mut acc, key, g)?;
+                    add(&mut acc, key, to_ctx(g, self.node_ctx[key.0])?)?;
                 }
             }
         }
@@ -366,7 +502,7 @@ pub struct Executor {
     pub reqs: Vec<GradReq>,
     pub aux: Vec<NDArray>,
     pub outputs: Vec<NDArray>,
-    entries: Entries,
+    bufs: Buffers,
     keep_all: bool,
     planned_bytes: usize,
     naive_bytes: usize,
@@ -405,7 +541,23 @@ impl Executor {
         reqs: Vec<GradReq>,
         aux: Vec<NDArray>,
     ) -> Result<Executor> {
+        Self::bind_grouped(sym, ctx, args, grads, reqs, aux, &HashMap::new())
+    }
+
+    /// [`Executor::bind`] with MXNet's `group2ctx`: a node whose `ctx_group` is
+    /// mapped runs on that context (every group in the graph must be mapped when the
+    /// map is not empty); arrays may then live on any host context.
+    pub fn bind_grouped(
+        sym: &Symbol,
+        ctx: Context,
+        args: Vec<NDArray>,
+        grads: Vec<Option<NDArray>>,
+        reqs: Vec<GradReq>,
+        aux: Vec<NDArray>,
+        group2ctx: &HashMap<String, Context>,
+    ) -> Result<Executor> {
         sym.check_unique_names()?;
+        let grouped = !group2ctx.is_empty();
         let (arg_vars, aux_vars) = sym.var_nodes();
         if args.len() != arg_vars.len() {
             return Err(Error::new(format!("bind: the symbol has {} arguments, {} arrays given", arg_vars.len(), args.len())));
@@ -418,8 +570,10 @@ impl Executor {
         }
         let mut shapes = HashMap::new();
         let mut dtypes = HashMap::new();
+        let mut var_ctx = HashMap::new();
         for (n, a) in arg_vars.iter().zip(&args).chain(aux_vars.iter().zip(&aux)) {
-            if a.ctx() != ctx {
+            var_ctx.insert(n.name.clone(), a.ctx());
+            if a.ctx() != ctx && !(grouped && a.ctx().is_host() && ctx.is_host()) {
                 return Err(Error::new(format!("bind: array for '{}' is on {} but the executor is on {ctx}", n.name, a.ctx())));
             }
             shapes.insert(n.name.clone(), Shape::from_slice(a.shape()));
@@ -443,15 +597,15 @@ impl Executor {
                 _ => {}
             }
         }
-        let graph = Graph::compile(sym, &shapes, &dtypes)?;
+        let graph = Graph::compile(sym, &shapes, &dtypes, ctx, &var_ctx, group2ctx)?;
         let keep_all = reqs.iter().any(|r| *r != GradReq::Null);
-        let (entries, planned_bytes, naive_bytes) = graph.allocate(ctx, keep_all)?;
+        let (bufs, planned_bytes, naive_bytes) = graph.allocate(keep_all)?;
         let mut vars = vec![None; graph.num_nodes()];
         for (&ni, a) in graph.arg_nodes.iter().zip(&args).chain(graph.aux_nodes.iter().zip(&aux)) {
             vars[ni] = Some(a.clone());
         }
-        let outputs = graph.head_arrays(&vars, &entries, ctx)?;
-        Ok(Executor { graph, vars, args, grads, reqs, aux, outputs, entries, keep_all, planned_bytes, naive_bytes, trained: false })
+        let outputs = graph.head_arrays(&vars, &bufs)?;
+        Ok(Executor { graph, vars, args, grads, reqs, aux, outputs, bufs, keep_all, planned_bytes, naive_bytes, trained: false })
     }
 
     /// Bytes of intermediate buffers after planning, and without reuse.
@@ -461,7 +615,15 @@ impl Executor {
 
     /// Runs the graph once (asynchronously, through the engine).
     pub fn forward(&mut self, is_train: bool) -> Result<()> {
-        let r = with_flags(is_train, || self.graph.forward(&self.vars, &self.entries, &self.outputs));
+        self.forward_monitored(is_train, None)
+    }
+
+    /// [`Executor::forward`] calling `monitor` (the callback and `monitor_all`) with
+    /// every node's outputs right after the node is pushed, and with its inputs
+    /// before, when `monitor_all`. An error from the callback stops the forward and
+    /// is returned naming the node, its operator and the array.
+    pub fn forward_monitored(&mut self, is_train: bool, monitor: Option<(MonitorFn<'_>, bool)>) -> Result<()> {
+        let r = with_flags(is_train, || self.graph.forward(&self.vars, &self.bufs, &self.outputs, monitor));
         self.trained = r.is_ok() && is_train;
         r
     }
@@ -477,7 +639,7 @@ impl Executor {
             wants[ni] = self.reqs[j] != GradReq::Null;
         }
         let needs = self.graph.needs(&wants);
-        let mut acc = with_flags(true, || self.graph.backward(&self.vars, &self.entries, &self.outputs, out_grads, &needs))?;
+        let mut acc = with_flags(true, || self.graph.backward(&self.vars, &self.bufs, &self.outputs, out_grads, &needs))?;
         let copy = op::lookup("_copyto")?;
         let plus = op::lookup("elemwise_add")?;
         for (j, &ni) in self.graph.arg_nodes.iter().enumerate() {
@@ -489,6 +651,7 @@ impl Executor {
                 }
                 (GradReq::Write, None) => zero_into(&dst)?,
                 (GradReq::Add, Some(g)) => {
+                    let g = to_ctx(g, dst.ctx())?;
                     op::invoke(plus, &[dst.clone(), g], Params::default(), Some(std::slice::from_ref(&dst)), None)?;
                 }
                 (GradReq::Add, None) => {}

@@ -114,168 +114,63 @@ pub trait Reducer<T>: Copy + Send + Sync {
     fn merge(self, a: Self::A, b: Self::A) -> Self::A;
 }
 
-/// Sum in f64 (float types).
-#[derive(Clone, Copy)]
-pub struct SumF;
-impl<T: Num> Reducer<T> for SumF {
-    type A = f64;
-    #[inline(always)]
-    fn init(self) -> f64 {
-        0.0
-    }
-    #[inline(always)]
-    fn step(self, a: f64, x: T, _: usize) -> f64 {
-        a + x.to_f64()
-    }
-    #[inline(always)]
-    fn merge(self, a: f64, b: f64) -> f64 {
-        a + b
-    }
-}
-
-/// Sum in i64 with wrapping (integer types).
-#[derive(Clone, Copy)]
-pub struct SumI;
-impl<T: Num> Reducer<T> for SumI {
-    type A = i64;
-    #[inline(always)]
-    fn init(self) -> i64 {
-        0
-    }
-    #[inline(always)]
-    fn step(self, a: i64, x: T, _: usize) -> i64 {
-        a.wrapping_add(x.to_i64())
-    }
-    #[inline(always)]
-    fn merge(self, a: i64, b: i64) -> i64 {
-        a.wrapping_add(b)
-    }
-}
-
-/// Sum in f64 treating NaN as 0.
-#[derive(Clone, Copy)]
-pub struct NanSumF;
-impl<T: Num> Reducer<T> for NanSumF {
-    type A = f64;
-    #[inline(always)]
-    fn init(self) -> f64 {
-        0.0
-    }
-    #[inline(always)]
-    fn step(self, a: f64, x: T, _: usize) -> f64 {
-        let v = x.to_f64();
-        if v.is_nan() {
-            a
-        } else {
-            a + v
+/// A stateless reducer over an accumulator of type `$a`: its initial value, how an
+/// element `$x` folds into the accumulator, and the merge of two partial results.
+macro_rules! reducer {
+    ($(#[$doc:meta])* $name:ident, $a:ty, $init:expr, |$acc:ident, $x:ident| $step:expr, |$l:ident, $r:ident| $merge:expr) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy)]
+        pub struct $name;
+        impl<T: Num> Reducer<T> for $name {
+            type A = $a;
+            #[inline(always)]
+            fn init(self) -> $a {
+                $init
+            }
+            #[inline(always)]
+            fn step(self, $acc: $a, $x: T, _: usize) -> $a {
+                $step
+            }
+            #[inline(always)]
+            fn merge(self, $l: $a, $r: $a) -> $a {
+                $merge
+            }
         }
-    }
-    #[inline(always)]
-    fn merge(self, a: f64, b: f64) -> f64 {
-        a + b
-    }
+    };
 }
 
-/// Product in f64 (float types).
-#[derive(Clone, Copy)]
-pub struct ProdF;
-impl<T: Num> Reducer<T> for ProdF {
-    type A = f64;
-    #[inline(always)]
-    fn init(self) -> f64 {
-        1.0
-    }
-    #[inline(always)]
-    fn step(self, a: f64, x: T, _: usize) -> f64 {
-        a * x.to_f64()
-    }
-    #[inline(always)]
-    fn merge(self, a: f64, b: f64) -> f64 {
-        a * b
-    }
-}
-
-/// Product in i64 with wrapping (integer types).
-#[derive(Clone, Copy)]
-pub struct ProdI;
-impl<T: Num> Reducer<T> for ProdI {
-    type A = i64;
-    #[inline(always)]
-    fn init(self) -> i64 {
-        1
-    }
-    #[inline(always)]
-    fn step(self, a: i64, x: T, _: usize) -> i64 {
-        a.wrapping_mul(x.to_i64())
-    }
-    #[inline(always)]
-    fn merge(self, a: i64, b: i64) -> i64 {
-        a.wrapping_mul(b)
-    }
-}
-
-/// Product in f64 treating NaN as 1.
-#[derive(Clone, Copy)]
-pub struct NanProdF;
-impl<T: Num> Reducer<T> for NanProdF {
-    type A = f64;
-    #[inline(always)]
-    fn init(self) -> f64 {
-        1.0
-    }
-    #[inline(always)]
-    fn step(self, a: f64, x: T, _: usize) -> f64 {
-        let v = x.to_f64();
-        if v.is_nan() {
-            a
-        } else {
-            a * v
-        }
-    }
-    #[inline(always)]
-    fn merge(self, a: f64, b: f64) -> f64 {
-        a * b
-    }
-}
-
-/// Sum of absolute values in f64 (L1 norm).
-#[derive(Clone, Copy)]
-pub struct AbsSum;
-impl<T: Num> Reducer<T> for AbsSum {
-    type A = f64;
-    #[inline(always)]
-    fn init(self) -> f64 {
-        0.0
-    }
-    #[inline(always)]
-    fn step(self, a: f64, x: T, _: usize) -> f64 {
-        a + x.to_f64().abs()
-    }
-    #[inline(always)]
-    fn merge(self, a: f64, b: f64) -> f64 {
-        a + b
-    }
-}
-
-/// Sum of squares in f64 (L2 norm of types whose squares cannot overflow f64).
-#[derive(Clone, Copy)]
-pub struct SqSum;
-impl<T: Num> Reducer<T> for SqSum {
-    type A = f64;
-    #[inline(always)]
-    fn init(self) -> f64 {
-        0.0
-    }
-    #[inline(always)]
-    fn step(self, a: f64, x: T, _: usize) -> f64 {
-        let v = x.to_f64();
-        a + v * v
-    }
-    #[inline(always)]
-    fn merge(self, a: f64, b: f64) -> f64 {
-        a + b
-    }
-}
+reducer!(
+    /// Sum in f64 (float types).
+    SumF, f64, 0.0, |a, x| a + x.to_f64(), |a, b| a + b
+);
+reducer!(
+    /// Sum in i64 with wrapping (integer types).
+    SumI, i64, 0, |a, x| a.wrapping_add(x.to_i64()), |a, b| a.wrapping_add(b)
+);
+reducer!(
+    /// Sum in f64 treating NaN as 0.
+    NanSumF, f64, 0.0, |a, x| if x.to_f64().is_nan() { a } else { a + x.to_f64() }, |a, b| a + b
+);
+reducer!(
+    /// Product in f64 (float types).
+    ProdF, f64, 1.0, |a, x| a * x.to_f64(), |a, b| a * b
+);
+reducer!(
+    /// Product in i64 with wrapping (integer types).
+    ProdI, i64, 1, |a, x| a.wrapping_mul(x.to_i64()), |a, b| a.wrapping_mul(b)
+);
+reducer!(
+    /// Product in f64 treating NaN as 1.
+    NanProdF, f64, 1.0, |a, x| if x.to_f64().is_nan() { a } else { a * x.to_f64() }, |a, b| a * b
+);
+reducer!(
+    /// Sum of absolute values in f64 (L1 norm).
+    AbsSum, f64, 0.0, |a, x| a + x.to_f64().abs(), |a, b| a + b
+);
+reducer!(
+    /// Sum of squares in f64 (L2 norm of types whose squares cannot overflow f64).
+    SqSum, f64, 0.0, |a, x| a + x.to_f64() * x.to_f64(), |a, b| a + b
+);
 
 /// Scaled sum of squares `(scale, ssq)` with value `scale * sqrt(ssq)`: the L2 norm
 /// of float64 data without overflow or underflow of the squares.
