@@ -27,6 +27,7 @@ mod nn_conv;
 
 pub use params::{PType, ParamSpec, Params, Value};
 pub use util::*;
+pub use optimizer::blockwise_update;
 
 use crate::context::Context;
 use crate::dtype::DType;
