@@ -8,6 +8,12 @@
 //! through [`crate::op::invoke`] with the training flag set; `backward` runs the
 //! registry's gradient functions in reverse order, sums gradients that meet, and
 //! writes or adds them into the gradient arrays as `grad_req` says.
+//!
+//! With a `group2ctx` map, nodes carrying a `ctx_group` attribute run on the mapped
+//! context: their buffers are planned there and their inputs from other contexts
+//! are copied over before they run (gradients flow back the same way). A monitor
+//! callback passed to [`Executor::forward_monitored`] sees every node's outputs
+//! (and with `monitor_all` its inputs) right after the node is pushed.
 
 use super::infer::{infer, Inferred};
 use super::{Node, Symbol};
@@ -34,11 +40,12 @@ enum Src {
 struct Plan {
     /// Per node, per output: the buffer it lives in.
     slot: Vec<Vec<usize>>,
-    /// Per buffer: dtype and capacity in elements.
-    slots: Vec<(DType, usize)>,
+    /// Per buffer: dtype, capacity in elements and device (index into the contexts).
+    slots: Vec<(DType, usize, usize)>,
 }
 
-fn plan(topo: &[Arc<Node>], info: &[Vec<(Shape, DType)>], srcs: &[Vec<Src>], heads: &[(usize, usize)], keep_all: bool) -> Plan {
+/// `dev[ni]`: the device of node `ni`; a buffer only serves nodes of its device.
+fn plan(topo: &[Arc<Node>], info: &[Vec<(Shape, DType)>], srcs: &[Vec<Src>], heads: &[(usize, usize)], keep_all: bool, dev: &[usize]) -> Plan {
     const FOREVER: usize = usize::MAX;
     let mut last: Vec<Vec<Option<usize>>> = info.iter().map(|o| vec![None; o.len()]).collect();
     for (ni, ins) in srcs.iter().enumerate() {
@@ -54,7 +61,7 @@ fn plan(topo: &[Arc<Node>], info: &[Vec<(Shape, DType)>], srcs: &[Vec<Src>], hea
         }
     }
     let mut slot: Vec<Vec<usize>> = info.iter().map(|o| vec![usize::MAX; o.len()]).collect();
-    let mut slots: Vec<(DType, usize)> = Vec::new();
+    let mut slots: Vec<(DType, usize, usize)> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
     for (ni, n) in topo.iter().enumerate() {
         if n.is_var() {
@@ -65,11 +72,11 @@ fn plan(topo: &[Arc<Node>], info: &[Vec<(Shape, DType)>], srcs: &[Vec<Src>], hea
             let fit = free
                 .iter()
                 .enumerate()
-                .filter(|(_, &b)| slots[b].0 == *d && slots[b].1 >= need)
+                .filter(|(_, &b)| slots[b].0 == *d && slots[b].2 == dev[ni] && slots[b].1 >= need)
                 .min_by_key(|(_, &b)| slots[b].1)
                 .map(|(i, _)| i);
             let pick =
-                fit.or_else(|| free.iter().enumerate().filter(|(_, &b)| slots[b].0 == *d).max_by_key(|(_, &b)| slots[b].1).map(|(i, _)| i));
+                fit.or_else(|| free.iter().enumerate().filter(|(_, &b)| slots[b].0 == *d && slots[b].2 == dev[ni]).max_by_key(|(_, &b)| slots[b].1).map(|(i, _)| i));
             let b = match pick {
                 Some(i) => {
                     let b = free.swap_remove(i);
@@ -77,7 +84,7 @@ fn plan(topo: &[Arc<Node>], info: &[Vec<(Shape, DType)>], srcs: &[Vec<Src>], hea
                     b
                 }
                 None => {
-                    slots.push((*d, need));
+                    slots.push((*d, need, dev[ni]));
                     slots.len() - 1
                 }
             };
@@ -122,6 +129,30 @@ pub struct Executor {
     planned_bytes: usize,
     naive_bytes: usize,
     trained: bool,
+    /// Per node: the context it runs on.
+    node_ctx: Vec<Context>,
+    /// Per node, per input: the copy of an input that lives on another context.
+    xfer: Vec<Vec<Option<NDArray>>>,
+}
+
+/// A monitor callback: `(name, array)` for node outputs (`node_output`,
+/// `node_output1`, ...) and, when `monitor_all`, node inputs (`node_data`, ...).
+pub type MonitorFn<'a> = &'a mut dyn FnMut(&str, &NDArray) -> Result<()>;
+
+/// `a` itself when it lives on `ctx`, else a copy there.
+fn to_ctx(a: NDArray, ctx: Context) -> Result<NDArray> {
+    if a.ctx() == ctx {
+        return Ok(a);
+    }
+    let o = NDArray::empty(a.shape(), ctx, a.dtype())?;
+    op::invoke(op::lookup("_copyto")?, &[a], Params::default(), Some(std::slice::from_ref(&o)), None)?;
+    Ok(o)
+}
+
+/// The `ctx_group` attribute of a node, if any.
+fn ctx_group(n: &Node) -> Option<String> {
+    let a = n.attrs.read();
+    a.get("__ctx_group__").or_else(|| a.get("ctx_group")).cloned()
 }
 
 fn zero_into(a: &NDArray) -> Result<()> {
@@ -146,7 +177,23 @@ impl Executor {
         reqs: Vec<GradReq>,
         aux: Vec<NDArray>,
     ) -> Result<Executor> {
+        Self::bind_grouped(sym, ctx, args, grads, reqs, aux, &HashMap::new())
+    }
+
+    /// [`Executor::bind`] with MXNet's `group2ctx`: a node whose `ctx_group` is
+    /// mapped runs on that context (every group in the graph must be mapped when the
+    /// map is not empty); arrays may then live on any host context.
+    pub fn bind_grouped(
+        sym: &Symbol,
+        ctx: Context,
+        args: Vec<NDArray>,
+        grads: Vec<Option<NDArray>>,
+        reqs: Vec<GradReq>,
+        aux: Vec<NDArray>,
+        group2ctx: &HashMap<String, Context>,
+    ) -> Result<Executor> {
         sym.check_unique_names()?;
+        let grouped = !group2ctx.is_empty();
         let (arg_vars, aux_vars) = sym.var_nodes();
         if args.len() != arg_vars.len() {
             return Err(Error::new(format!("bind: the symbol has {} arguments, {} arrays given", arg_vars.len(), args.len())));
@@ -160,7 +207,7 @@ impl Executor {
         let mut shapes = HashMap::new();
         let mut dtypes = HashMap::new();
         for (n, a) in arg_vars.iter().zip(&args).chain(aux_vars.iter().zip(&aux)) {
-            if a.ctx() != ctx {
+            if a.ctx() != ctx && !(grouped && a.ctx().is_host() && ctx.is_host()) {
                 return Err(Error::new(format!("bind: array for '{}' is on {} but the executor is on {ctx}", n.name, a.ctx())));
             }
             shapes.insert(n.name.clone(), Shape::from_slice(a.shape()));
@@ -238,12 +285,48 @@ impl Executor {
             .collect();
         let heads: Vec<(usize, usize)> = sym.outputs.iter().map(|e| (inf.node_id(&e.node), e.index)).collect();
         let keep_all = reqs.iter().any(|r| *r != GradReq::Null);
-        let p = plan(&topo, &info, &srcs, &heads, keep_all);
+        let mut vars = HashMap::new();
+        for (n, a) in arg_vars.iter().zip(&args).chain(aux_vars.iter().zip(&aux)) {
+            vars.insert(inf.node_id(n), a.clone());
+        }
+        // Devices: ctxs[0] is the executor's; a node runs on its group's context.
+        let mut ctxs = vec![ctx];
+        let mut dev = vec![0usize; topo.len()];
+        let mut node_ctx = vec![ctx; topo.len()];
+        for (ni, n) in topo.iter().enumerate() {
+            if n.is_var() {
+                node_ctx[ni] = vars.get(&ni).map(|a| a.ctx()).unwrap_or(ctx);
+                continue;
+            }
+            let Some(g) = ctx_group(n).filter(|_| grouped) else { continue };
+            let c = *group2ctx.get(&g).ok_or_else(|| {
+                let mut known: Vec<&str> = group2ctx.keys().map(|k| k.as_str()).collect();
+                known.sort();
+                Error::new(format!(
+                    "bind: the device assignment for group '{g}' of node '{}' ({}) is not found in group2ctx (it maps {})",
+                    n.name,
+                    n.op.map(|o| o.name).unwrap_or(""),
+                    known.join(", ")
+                ))
+            })?;
+            if !(c.is_host() && ctx.is_host()) && c != ctx {
+                return Err(Error::new(format!("bind: group '{g}' maps to {c}; groups on other devices than {ctx} need host contexts")));
+            }
+            dev[ni] = match ctxs.iter().position(|x| *x == c) {
+                Some(i) => i,
+                None => {
+                    ctxs.push(c);
+                    ctxs.len() - 1
+                }
+            };
+            node_ctx[ni] = c;
+        }
+        let p = plan(&topo, &info, &srcs, &heads, keep_all, &dev);
         let mut buffers = Vec::with_capacity(p.slots.len());
         let mut planned_bytes = 0;
-        for (d, n) in &p.slots {
+        for (d, n, dv) in &p.slots {
             planned_bytes += n * d.size();
-            buffers.push(NDArray::empty(&[*n], ctx, *d)?);
+            buffers.push(NDArray::empty(&[*n], ctxs[*dv], *d)?);
         }
         let mut naive_bytes = 0;
         let mut entries: Vec<Vec<NDArray>> = Vec::with_capacity(topo.len());
@@ -256,10 +339,19 @@ impl Executor {
             }
             entries.push(v);
         }
-        let mut vars = HashMap::new();
         let arg_nodes: Vec<usize> = arg_vars.iter().map(|n| inf.node_id(n)).collect();
-        for (n, a) in arg_vars.iter().zip(&args).chain(aux_vars.iter().zip(&aux)) {
-            vars.insert(inf.node_id(n), a.clone());
+        // Inputs from another context get a buffer on the node's context.
+        let mut xfer: Vec<Vec<Option<NDArray>>> = Vec::with_capacity(topo.len());
+        for (ni, ins) in srcs.iter().enumerate() {
+            let mut v = Vec::with_capacity(ins.len());
+            for s in ins {
+                let (c, shape, d) = match *s {
+                    Src::Var(n) => (node_ctx[n], Shape::from_slice(vars[&n].shape()), vars[&n].dtype()),
+                    Src::Out(n, k) => (node_ctx[n], info[n][k].0.clone(), info[n][k].1),
+                };
+                v.push(if topo[ni].is_var() || c == node_ctx[ni] { None } else { Some(NDArray::empty(&shape, node_ctx[ni], d)?) });
+            }
+            xfer.push(v);
         }
         let mut outputs = Vec::with_capacity(heads.len());
         for &(n, k) in &heads {
@@ -286,6 +378,8 @@ impl Executor {
             planned_bytes,
             naive_bytes,
             trained: false,
+            node_ctx,
+            xfer,
         })
     }
 
@@ -294,26 +388,67 @@ impl Executor {
         (self.planned_bytes, self.naive_bytes)
     }
 
+    /// The arrays a node reads: its inputs, or their copies on its context.
     fn input_arrays(&self, ni: usize) -> Vec<NDArray> {
         self.srcs[ni]
             .iter()
-            .map(|s| match *s {
-                Src::Var(n) => self.vars[&n].clone(),
-                Src::Out(n, k) => self.entries[n][k].clone(),
+            .zip(&self.xfer[ni])
+            .map(|(s, x)| match (x, *s) {
+                (Some(x), _) => x.clone(),
+                (None, Src::Var(n)) => self.vars[&n].clone(),
+                (None, Src::Out(n, k)) => self.entries[n][k].clone(),
             })
             .collect()
     }
 
+    /// The context of the value a gradient key `(node, output)` refers to.
+    fn key_ctx(&self, key: (usize, usize)) -> Context {
+        self.node_ctx[key.0]
+    }
+
     /// Runs the graph once (asynchronously, through the engine).
     pub fn forward(&mut self, is_train: bool) -> Result<()> {
+        self.forward_monitored(is_train, None)
+    }
+
+    /// [`Executor::forward`] calling `monitor` (the callback and `monitor_all`) with
+    /// every node's outputs right after the node is pushed, and with its inputs
+    /// before, when `monitor_all`. An error from the callback stops the forward and
+    /// is returned naming the node, its operator and the array.
+    pub fn forward_monitored(&mut self, is_train: bool, mut monitor: Option<(MonitorFn<'_>, bool)>) -> Result<()> {
         let prev_t = autograd::set_training(is_train);
         let prev_r = autograd::set_recording(false);
         let r = (|| {
+            let copy = op::lookup("_copyto")?;
             for (ni, n) in self.topo.iter().enumerate() {
                 let Some(op) = n.op else { continue };
+                for (s, x) in self.srcs[ni].iter().zip(&self.xfer[ni]) {
+                    if let Some(x) = x {
+                        let src = match *s {
+                            Src::Var(v) => self.vars[&v].clone(),
+                            Src::Out(v, k) => self.entries[v][k].clone(),
+                        };
+                        op::invoke(copy, &[src], Params::default(), Some(std::slice::from_ref(x)), None)?;
+                    }
+                }
                 let inputs = self.input_arrays(ni);
+                let call = |f: &mut MonitorFn<'_>, what: String, a: &NDArray| {
+                    f(&what, a).map_err(|e| {
+                        Error::new(format!("monitor callback failed on '{what}' of node '{}' (operator {}): {}", n.name, op.name, e.message()))
+                    })
+                };
+                if let Some((f, true)) = monitor.as_mut() {
+                    for (name, a) in n.input_names().into_iter().zip(&inputs) {
+                        call(f, format!("{}_{name}", n.name), a)?;
+                    }
+                }
                 op::invoke(op, &inputs, n.params.clone(), Some(&self.entries[ni]), None)
                     .map_err(|e| Error::new(format!("{} (in node {})", e.message(), n.name)))?;
+                if let Some((f, _)) = monitor.as_mut() {
+                    for k in 0..n.num_visible().min(self.entries[ni].len()) {
+                        call(f, n.output_name(k), &self.entries[ni][k])?;
+                    }
+                }
             }
             let copy = op::lookup("_copyto")?;
             for (i, &(n, _)) in self.heads.iter().enumerate() {
@@ -391,7 +526,7 @@ impl Executor {
                 }
                 None => op::call1("ones_like", std::slice::from_ref(out), &[])?,
             };
-            add(&mut acc, (n, k), g)?;
+            add(&mut acc, (n, k), to_ctx(g, self.key_ctx((n, k)))?)?;
         }
         for ni in (0..self.topo.len()).rev() {
             let node = self.topo[ni].clone();
@@ -421,7 +556,7 @@ impl Executor {
                     Src::Out(v, k) => (v, k),
                 };
                 if needs[key.0] {
-                    add(&mut acc, key, g)?;
+                    add(&mut acc, key, to_ctx(g, self.key_ctx(key))?)?;
                 }
             }
         }
@@ -437,6 +572,7 @@ impl Executor {
                 }
                 (GradReq::Write, None) => zero_into(&dst)?,
                 (GradReq::Add, Some(g)) => {
+                    let g = to_ctx(g, dst.ctx())?;
                     op::invoke(plus, &[dst.clone(), g], Params::default(), Some(std::slice::from_ref(&dst)), None)?;
                 }
                 (GradReq::Add, None) => {}
@@ -479,6 +615,63 @@ mod tests {
         let v: Vec<f32> = ex.outputs[0].to_vec().unwrap();
         let want = 1f32.exp().exp().exp();
         assert!((v[0] - want).abs() < 1e-4 * want);
+    }
+
+    fn grouped_chain() -> Symbol {
+        let a = Symbol::var("a", vec![]).unwrap();
+        let mut s = a;
+        for i in 0..4 {
+            let g = if i < 2 { "g1" } else { "g2" };
+            s = Symbol::create(lookup("exp").unwrap(), &format!("e{i}"), vec![("__ctx_group__".into(), g.into())], vec![("data".into(), Some(s))])
+                .unwrap();
+        }
+        s
+    }
+
+    #[test]
+    fn groups_run_on_their_contexts_and_match_the_plain_run() {
+        let s = grouped_chain();
+        let ctx = Context::default();
+        let vals = [0.1f32, -0.2, 0.05, 0.0];
+        let run = |groups: &HashMap<String, Context>| {
+            let a = NDArray::from_vec(&[4], &vals, ctx).unwrap();
+            let g = NDArray::from_vec(&[4], &[0f32; 4], ctx).unwrap();
+            let mut ex = Executor::bind_grouped(&s, ctx, vec![a], vec![Some(g.clone())], vec![GradReq::Write], vec![], groups).unwrap();
+            ex.forward(true).unwrap();
+            ex.backward(&[]).unwrap();
+            (ex.outputs[0].ctx(), ex.outputs[0].to_vec::<f32>().unwrap(), g.to_vec::<f32>().unwrap())
+        };
+        let (c0, o0, g0) = run(&HashMap::new());
+        let groups: HashMap<String, Context> = [("g1".to_string(), Context::cpu(1)), ("g2".to_string(), Context::cpu(2))].into();
+        let (c1, o1, g1) = run(&groups);
+        assert_eq!(c0, ctx);
+        assert_eq!(c1, Context::cpu(2));
+        assert_eq!(o0, o1);
+        assert_eq!(g0, g1);
+        // a group the map does not name
+        let only: HashMap<String, Context> = [("g1".to_string(), Context::cpu(1))].into();
+        let a = NDArray::from_vec(&[4], &vals, ctx).unwrap();
+        let e = Executor::bind_grouped(&s, ctx, vec![a], vec![None], vec![GradReq::Null], vec![], &only).err().unwrap();
+        assert!(e.message().contains("group 'g2' of node 'e2' (exp)"), "{}", e.message());
+    }
+
+    #[test]
+    fn monitor_sees_outputs_and_inputs_and_stops_on_error() {
+        let s = chain();
+        let ctx = Context::default();
+        let a = NDArray::from_vec(&[2], &[0.0f32, 0.0], ctx).unwrap();
+        let mut ex = Executor::bind(&s, ctx, vec![a], vec![None], vec![GradReq::Null], vec![]).unwrap();
+        let mut seen = Vec::new();
+        let mut f = |n: &str, _: &NDArray| -> Result<()> {
+            seen.push(n.to_string());
+            Ok(())
+        };
+        ex.forward_monitored(false, Some((&mut f, true))).unwrap();
+        assert_eq!(seen[..3], ["e0_data".to_string(), "e0_output".into(), "e1_data".into()]);
+        assert_eq!(seen.len(), 8);
+        let mut bad = |n: &str, _: &NDArray| -> Result<()> { if n == "e2_output" { Err(Error::new("boom")) } else { Ok(()) } };
+        let e = ex.forward_monitored(false, Some((&mut bad, false))).unwrap_err();
+        assert!(e.message().contains("'e2_output' of node 'e2' (operator exp): boom"), "{}", e.message());
     }
 
     #[test]
