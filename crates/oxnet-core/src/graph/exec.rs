@@ -45,7 +45,14 @@ struct Plan {
 }
 
 /// `dev[ni]`: the device of node `ni`; a buffer only serves nodes of its device.
-fn plan(topo: &[Arc<Node>], info: &[Vec<(Shape, DType)>], srcs: &[Vec<Src>], heads: &[(usize, usize)], keep_all: bool, dev: &[usize]) -> Plan {
+fn plan(
+    topo: &[Arc<Node>],
+    info: &[Vec<(Shape, DType)>],
+    srcs: &[Vec<Src>],
+    heads: &[(usize, usize)],
+    keep_all: bool,
+    dev: &[usize],
+) -> Plan {
     const FOREVER: usize = usize::MAX;
     let mut last: Vec<Vec<Option<usize>>> = info.iter().map(|o| vec![None; o.len()]).collect();
     for (ni, ins) in srcs.iter().enumerate() {
@@ -75,8 +82,13 @@ fn plan(topo: &[Arc<Node>], info: &[Vec<(Shape, DType)>], srcs: &[Vec<Src>], hea
                 .filter(|(_, &b)| slots[b].0 == *d && slots[b].2 == dev[ni] && slots[b].1 >= need)
                 .min_by_key(|(_, &b)| slots[b].1)
                 .map(|(i, _)| i);
-            let pick =
-                fit.or_else(|| free.iter().enumerate().filter(|(_, &b)| slots[b].0 == *d && slots[b].2 == dev[ni]).max_by_key(|(_, &b)| slots[b].1).map(|(i, _)| i));
+            let pick = fit.or_else(|| {
+                free.iter()
+                    .enumerate()
+                    .filter(|(_, &b)| slots[b].0 == *d && slots[b].2 == dev[ni])
+                    .max_by_key(|(_, &b)| slots[b].1)
+                    .map(|(i, _)| i)
+            });
             let b = match pick {
                 Some(i) => {
                     let b = free.swap_remove(i);
@@ -434,7 +446,12 @@ impl Executor {
                 let inputs = self.input_arrays(ni);
                 let call = |f: &mut MonitorFn<'_>, what: String, a: &NDArray| {
                     f(&what, a).map_err(|e| {
-                        Error::new(format!("monitor callback failed on '{what}' of node '{}' (operator {}): {}", n.name, op.name, e.message()))
+                        Error::new(format!(
+                            "monitor callback failed on '{what}' of node '{}' (operator {}): {}",
+                            n.name,
+                            op.name,
+                            e.message()
+                        ))
                     })
                 };
                 if let Some((f, true)) = monitor.as_mut() {
@@ -622,8 +639,13 @@ mod tests {
         let mut s = a;
         for i in 0..4 {
             let g = if i < 2 { "g1" } else { "g2" };
-            s = Symbol::create(lookup("exp").unwrap(), &format!("e{i}"), vec![("__ctx_group__".into(), g.into())], vec![("data".into(), Some(s))])
-                .unwrap();
+            s = Symbol::create(
+                lookup("exp").unwrap(),
+                &format!("e{i}"),
+                vec![("__ctx_group__".into(), g.into())],
+                vec![("data".into(), Some(s))],
+            )
+            .unwrap();
         }
         s
     }
@@ -669,7 +691,13 @@ mod tests {
         ex.forward_monitored(false, Some((&mut f, true))).unwrap();
         assert_eq!(seen[..3], ["e0_data".to_string(), "e0_output".into(), "e1_data".into()]);
         assert_eq!(seen.len(), 8);
-        let mut bad = |n: &str, _: &NDArray| -> Result<()> { if n == "e2_output" { Err(Error::new("boom")) } else { Ok(()) } };
+        let mut bad = |n: &str, _: &NDArray| -> Result<()> {
+            if n == "e2_output" {
+                Err(Error::new("boom"))
+            } else {
+                Ok(())
+            }
+        };
         let e = ex.forward_monitored(false, Some((&mut bad, false))).unwrap_err();
         assert!(e.message().contains("'e2_output' of node 'e2' (operator exp): boom"), "{}", e.message());
     }
