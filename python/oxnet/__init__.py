@@ -21,6 +21,7 @@ from .attribute import AttrScope
 from . import symbol
 from . import symbol as sym
 from . import executor
+from . import monitor
 from . import visualization
 from . import visualization as viz
 from . import test_utils

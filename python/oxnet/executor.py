@@ -1,6 +1,11 @@
 """``Executor``: a symbol bound to arrays. The graph runs in Rust
 (``oxnet._core.ExecutorHandle``): one call per ``forward`` and per ``backward``;
-intermediate buffers are planned at bind time so dead ones are reused."""
+intermediate buffers are planned at bind time so dead ones are reused.
+
+``group2ctx`` places nodes by their ``ctx_group`` attribute (``mx.AttrScope``);
+``shared_exec`` with ``shared_arg_names`` shares parameter and gradient arrays
+between executors, as MXNet's bucketing does; ``set_monitor_callback`` (and
+``mx.monitor.Monitor``) sees the arrays of every node as the graph runs."""
 
 import numpy as np
 
@@ -43,6 +48,37 @@ def _as_list(values, names, what, allow_missing=False):
     return out
 
 
+def _groups(group2ctx):
+    """``group2ctx`` checked: {group name: Context}."""
+    if not group2ctx:
+        return {}
+    if not isinstance(group2ctx, dict):
+        raise MXNetError("group2ctx must be a dict of group name to Context, got %s" % type(group2ctx).__name__)
+    out = {}
+    for g, c in group2ctx.items():
+        if not isinstance(c, Context):
+            raise MXNetError("group2ctx: the context of group '%s' must be a Context, got %r" % (g, c))
+        out[str(g)] = c
+    return out
+
+
+def _check_shared(shared_exec):
+    if shared_exec is not None and not isinstance(shared_exec, Executor):
+        raise MXNetError("shared_exec must be an Executor, got %s" % type(shared_exec).__name__)
+
+
+def _from_buffer(buf, key, shape, dtype, ctx):
+    """An array of ``shape`` from the shared buffer: a view of the stored one when it
+    is large enough, else a new array that replaces it (MXNet's shared_buffer)."""
+    size = int(np.prod(shape))
+    have = buf.get(key)
+    if have is not None and np.dtype(have.dtype) == np.dtype(dtype) and have.size >= size:
+        return have.reshape((-1,))[:size].reshape(shape) if tuple(have.shape) != tuple(shape) else have
+    a = nd.zeros(shape, ctx=ctx, dtype=dtype)
+    buf[key] = a
+    return a
+
+
 def _reqs(grad_req, names):
     if isinstance(grad_req, str):
         reqs = [grad_req] * len(names)
@@ -65,16 +101,20 @@ class Executor:
     """Runs a bound symbol: ``forward(is_train)``, ``backward(out_grads)``, with
     ``arg_dict``, ``grad_dict``, ``aux_dict`` and ``outputs``."""
 
-    def __init__(self, symbol, ctx, arg_arrays, grad_arrays, grad_reqs, aux_arrays):
+    def __init__(self, symbol, ctx, arg_arrays, grad_arrays, grad_reqs, aux_arrays, group2ctx=None):
         self._symbol = symbol
         self._ctx = Context(ctx)
+        self._group2ctx = _groups(group2ctx)
+        self._monitor_callback = None
+        self._monitor_all = False
         self.arg_arrays = list(arg_arrays)
         self.grad_arrays = list(grad_arrays)
         self.aux_arrays = list(aux_arrays)
         self._grad_reqs = list(grad_reqs)
         reqs = [r if g is not None else "null" for r, g in zip(grad_reqs, grad_arrays)]
         self._handle = _core.ExecutorHandle(symbol.handle, self._ctx, self.arg_arrays,
-                                            self.grad_arrays, reqs, self.aux_arrays)
+                                            self.grad_arrays, reqs, self.aux_arrays,
+                                            list(self._group2ctx.items()) or None)
         self.outputs = self._handle.outputs()
         names = symbol.list_arguments()
         self.arg_dict = dict(zip(names, self.arg_arrays))
@@ -85,7 +125,8 @@ class Executor:
 
     # ---- construction -------------------------------------------------------------
     @staticmethod
-    def _bind(symbol, ctx, args, args_grad, grad_req, aux_states):
+    def _bind(symbol, ctx, args, args_grad, grad_req, aux_states, group2ctx=None, shared_exec=None):
+        _check_shared(shared_exec)
         names = symbol.list_arguments()
         symbol.handle.check_unique_names()
         args = _as_list(args, names, "bind: args")
@@ -94,10 +135,14 @@ class Executor:
         if args_grad is None:
             reqs = ["null"] * len(names)
         aux = _as_list(aux_states, symbol.list_auxiliary_states(), "bind: aux_states")
-        return Executor(symbol, ctx, args, grads, reqs, aux)
+        return Executor(symbol, ctx, args, grads, reqs, aux, group2ctx)
 
     @staticmethod
-    def _simple_bind(symbol, ctx, grad_req, type_dict, shapes):
+    def _simple_bind(symbol, ctx, grad_req, type_dict, shapes, group2ctx=None, shared_arg_names=None,
+                     shared_exec=None, shared_buffer=None):
+        _check_shared(shared_exec)
+        if shared_buffer is not None and not isinstance(shared_buffer, dict):
+            raise MXNetError("simple_bind: shared_buffer must be a dict, got %s" % type(shared_buffer).__name__)
         names = symbol.list_arguments()
         symbol.handle.check_unique_names()
         reqs = _reqs(grad_req, names)
@@ -110,13 +155,61 @@ class Executor:
         arg_types, _, aux_types = symbol.infer_type_partial(**(type_dict or {}))
         arg_types = [t or np.float32 for t in arg_types]
         aux_types = [t or np.float32 for t in aux_types]
-        args = [nd.zeros(s, ctx=ctx, dtype=t) for s, t in zip(arg_shapes, arg_types)]
-        grads = [nd.zeros(s, ctx=ctx, dtype=t) if r != "null" else None
-                 for s, t, r in zip(arg_shapes, arg_types, reqs)]
-        aux = [nd.zeros(s, ctx=ctx, dtype=t) for s, t in zip(aux_shapes, aux_types)]
-        return Executor(symbol, ctx, args, grads, reqs, aux)
+        groups = _groups(group2ctx)
+        attrs = symbol.attr_dict() if groups else {}
+
+        def place(name):
+            # an array lives on its variable's group's context, as in MXNet
+            g = attrs.get(name, {}).get("__ctx_group__")
+            if g is None:
+                return ctx
+            if g not in groups:
+                raise MXNetError("simple_bind: the device assignment for group '%s' of '%s' is not found "
+                                 "in group2ctx (it maps %s)" % (g, name, ", ".join(sorted(groups))))
+            return groups[g]
+
+        # (names that are not arguments are ignored, as in MXNet)
+        shared = set(shared_arg_names or ())
+        args, grads = [], []
+        for n, s, t, r in zip(names, arg_shapes, arg_types, reqs):
+            c = place(n)
+            if n in shared and shared_exec is not None and shared_buffer is not None:
+                # MXNet shares the named arguments (and their gradients) with shared_exec
+                a = shared_exec.arg_dict.get(n)
+                if a is None:
+                    raise MXNetError("simple_bind: shared argument '%s' is not in shared_exec" % n)
+                if tuple(a.shape) != tuple(s) or np.dtype(a.dtype) != np.dtype(t):
+                    raise MXNetError("simple_bind: shared argument '%s' has shape %s %s in shared_exec but "
+                                     "this graph needs %s %s" % (n, tuple(a.shape), np.dtype(a.dtype).name,
+                                                                 tuple(s), np.dtype(t).name))
+                g = shared_exec.grad_dict.get(n) if r != "null" else None
+                if r != "null" and g is None:
+                    g = nd.zeros(s, ctx=c, dtype=t)
+                args.append(a)
+                grads.append(g)
+            elif shared_buffer is not None and n not in shared:
+                # the other arguments come from (and go to) the shared buffer
+                args.append(_from_buffer(shared_buffer, n, s, t, c))
+                grads.append(_from_buffer(shared_buffer, "grad of " + n, s, t, c) if r != "null" else None)
+            else:
+                args.append(nd.zeros(s, ctx=c, dtype=t))
+                grads.append(nd.zeros(s, ctx=c, dtype=t) if r != "null" else None)
+        aux = [nd.zeros(s, ctx=place(n), dtype=t)
+               for n, s, t in zip(symbol.list_auxiliary_states(), aux_shapes, aux_types)]
+        return Executor(symbol, ctx, args, grads, reqs, aux, groups)
 
     # ---- running ------------------------------------------------------------------
+    def set_monitor_callback(self, callback, monitor_all=False):
+        """Calls ``callback(name, array)`` during every later ``forward`` for each
+        node's outputs (``fc1_output``, ``sl_output0``, ...) and, with
+        ``monitor_all``, its inputs (``fc1_data``, ``fc1_weight``, ...). (MXNet hands
+        the callback a raw handle; here it is the NDArray itself.) An exception from
+        the callback stops the forward with an MXNetError naming the node."""
+        if callback is not None and not callable(callback):
+            raise MXNetError("set_monitor_callback: callback must be callable, got %s" % type(callback).__name__)
+        self._monitor_callback = callback
+        self._monitor_all = bool(monitor_all)
+
     def forward(self, is_train=False, **kwargs):
         """Copies ``kwargs`` into the named arguments, runs the graph, returns the outputs."""
         for k, v in kwargs.items():
@@ -130,7 +223,10 @@ class Executor:
                 v.copyto(dst)
             else:
                 dst[:] = v
-        self._handle.forward(bool(is_train))
+        if self._monitor_callback is None:
+            self._handle.forward(bool(is_train))
+        else:
+            self._handle.forward(bool(is_train), self._monitor_callback, self._monitor_all)
         return self.outputs
 
     def backward(self, out_grads=None, is_train=True):
@@ -171,7 +267,9 @@ class Executor:
                  for n, g, s in zip(names, self.grad_arrays, arg_shapes)]
         aux = [fit(n, a, s) for n, a, s in
                zip(self._symbol.list_auxiliary_states(), self.aux_arrays, aux_shapes)]
-        return Executor(self._symbol, self._ctx, args, grads, self._grad_reqs, aux)
+        ex = Executor(self._symbol, self._ctx, args, grads, self._grad_reqs, aux, self._group2ctx)
+        ex._monitor_callback, ex._monitor_all = self._monitor_callback, self._monitor_all
+        return ex
 
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
         """Copies arrays by name into the arguments and auxiliary states."""

@@ -6,8 +6,9 @@ into every output. This module turns MXNet's argument forms (one key or a list o
 keys; for each key one array or a list of per-device arrays) into the handle's
 calls, and runs a Python updater set with ``_set_updater`` during ``push``.
 
-With ``set_optimizer`` the optimizer's fused update op (``sgd_mom_update``, ...) runs
-inside the store, after the sum, in the same Rust call; the per-key learning rate
+With ``set_optimizer`` the optimizer's fused update op (``sgd_mom_update``, ...; for
+LAMB its two phases) runs inside the store in the same Rust call, the sum of the
+pushed arrays fused into the update's loop; the per-key learning rate
 and weight decay (schedule, ``lr_mult``) are computed by the Optimizer object as in
 MXNet.
 """
@@ -114,13 +115,17 @@ class KVStore:
         the sum replaces it."""
         keys, vals = _pairs(key, value, "push")
         if self._optimizer is not None:
-            ops, attrs, states = [], [], []
+            ops, attrs, states, second = [], [], [], []
             for k in keys:
-                op, a, s = self._fused_step(k)
+                op, a, s, s2 = self._fused_step(k)
                 ops.append(op)
                 attrs.append(a)
                 states.append(s)
-            self.handle.push_update(keys, vals, ops, attrs, states)
+                second.append(s2)
+            if any(s2 is not None for s2 in second):
+                self.handle.push_update(keys, vals, ops, attrs, states, second)
+            else:
+                self.handle.push_update(keys, vals, ops, attrs, states)
         elif self._updater is not None:
             # every sum is pushed (and checked) before any updater runs
             merged = [self.handle.reduce(k, v) for k, v in zip(keys, vals)]
@@ -160,7 +165,8 @@ class KVStore:
         self._updater_func = updater
 
     def _fused_step(self, key):
-        """(op name, attrs, state arrays) of the optimizer's update for ``key``."""
+        """(op name, attrs, state arrays, second phase or None) of the optimizer's
+        update for ``key``."""
         upd = self._updater
         index = _updater_key(key)
         weight = self.handle.stored(key)
@@ -170,7 +176,7 @@ class KVStore:
         elif not upd.states_synced.get(index, True):
             upd.states[index] = upd.sync_state_context(upd.states[index], weight.context)
             upd.states_synced[index] = True
-        return self._optimizer._fused_op(index, weight, upd.states[index])
+        return self._optimizer._fused_ops(index, weight, upd.states[index])
 
     def set_optimizer(self, optimizer):
         """Registers an optimizer with the store: every push then runs the optimizer's

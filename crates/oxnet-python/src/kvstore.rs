@@ -92,6 +92,10 @@ impl KVStoreHandle {
 
     /// Pushes with a fused update per key: `ops[i]` is the registry op, `attrs[i]` its
     /// parameters, `states[i]` its state arrays (mutate inputs after weight and grad).
+    /// `second[i]` (optional) is a second phase `(op, attrs)` run as
+    /// `op(weight, g, norm(weight), norm(g), out=weight)` on the first op's result
+    /// `g` (LAMB's `lamb_update_phase2`).
+    #[pyo3(signature = (keys, values, ops, attrs, states, second=None))]
     fn push_update(
         &self,
         keys: &Bound<'_, PyList>,
@@ -99,20 +103,36 @@ impl KVStoreHandle {
         ops: Vec<String>,
         attrs: &Bound<'_, PyList>,
         states: &Bound<'_, PyList>,
+        second: Option<&Bound<'_, PyList>>,
     ) -> PyResult<()> {
         let items = items_of(keys, values)?;
-        if ops.len() != items.len() || attrs.len() != items.len() || states.len() != items.len() {
-            return Err(err(Error::new("push_update: ops, attrs and states need one entry per key")));
+        if ops.len() != items.len()
+            || attrs.len() != items.len()
+            || states.len() != items.len()
+            || second.is_some_and(|s| s.len() != items.len())
+        {
+            return Err(err(Error::new("push_update: ops, attrs, states (and second) need one entry per key")));
         }
-        let mut updates = Vec::with_capacity(items.len());
-        for ((name, a), s) in ops.iter().zip(attrs.iter()).zip(states.iter()) {
+        let parse = |name: &str, a: &Bound<'_, PyAny>| -> PyResult<(&'static op::OpDef, op::Params)> {
             let def = op::lookup(name).py_err()?;
             let d = a.cast::<PyDict>().map_err(|_| err(Error::new("push_update: attrs must be dicts")))?;
             let mut given: Vec<(String, Value)> = Vec::with_capacity(d.len());
             for (k, v) in d.iter() {
                 given.push((k.extract()?, value_of(&v)?));
             }
-            updates.push(Update { op: def, params: def.parse(given).py_err()?, states: arrays_of(&s)? });
+            Ok((def, def.parse(given).py_err()?))
+        };
+        let mut updates = Vec::with_capacity(items.len());
+        for (i, ((name, a), s)) in ops.iter().zip(attrs.iter()).zip(states.iter()).enumerate() {
+            let (op, params) = parse(name, &a)?;
+            let second = match second.map(|l| l.get_item(i)).transpose()? {
+                Some(p) if !p.is_none() => {
+                    let (n2, a2): (String, Bound<'_, PyAny>) = p.extract()?;
+                    Some(parse(&n2, &a2)?)
+                }
+                _ => None,
+            };
+            updates.push(Update { op, params, states: arrays_of(&s)?, second });
         }
         self.inner.push(&items, Some(updates)).py_err()
     }

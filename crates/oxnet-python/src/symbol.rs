@@ -158,6 +158,7 @@ pub struct ExecutorHandle {
 #[pymethods]
 impl ExecutorHandle {
     #[new]
+    #[pyo3(signature = (sym, ctx, args, grads, reqs, aux, group2ctx=None))]
     fn new(
         sym: &SymbolHandle,
         ctx: &Bound<'_, PyAny>,
@@ -165,22 +166,37 @@ impl ExecutorHandle {
         grads: Vec<Option<PyRef<'_, PyND>>>,
         reqs: Vec<String>,
         aux: Vec<PyRef<'_, PyND>>,
+        group2ctx: Option<Vec<(String, Bound<'_, PyAny>)>>,
     ) -> PyResult<ExecutorHandle> {
         let ctx = ctx_of(ctx)?;
         let reqs: Vec<GradReq> = reqs.iter().map(|r| GradReq::parse(r)).collect::<Result<_, _>>().py_err()?;
-        let ex = graph::Executor::bind(
+        let mut groups = HashMap::new();
+        for (g, c) in group2ctx.unwrap_or_default() {
+            groups.insert(g, ctx_of(&c)?);
+        }
+        let ex = graph::Executor::bind_grouped(
             &sym.inner,
             ctx,
             args.iter().map(|a| a.inner.clone()).collect(),
             grads.iter().map(|g| g.as_ref().map(|g| g.inner.clone())).collect(),
             reqs,
             aux.iter().map(|a| a.inner.clone()).collect(),
+            &groups,
         )
         .py_err()?;
         Ok(ExecutorHandle { inner: Mutex::new(ex) })
     }
-    fn forward(&self, py: Python<'_>, is_train: bool) -> PyResult<()> {
-        py.detach(|| self.inner.lock().forward(is_train)).py_err()
+    /// Runs the graph; with `callback`, calls `callback(name, array)` for every
+    /// node output (and input, with `monitor_all`) as the node is pushed.
+    #[pyo3(signature = (is_train, callback=None, monitor_all=false))]
+    fn forward(&self, py: Python<'_>, is_train: bool, callback: Option<Py<PyAny>>, monitor_all: bool) -> PyResult<()> {
+        let Some(cb) = callback else {
+            return py.detach(|| self.inner.lock().forward(is_train)).py_err();
+        };
+        let mut f = |name: &str, a: &oxnet_core::NDArray| -> oxnet_core::Result<()> {
+            cb.call1(py, (name, PyND::new(a.clone()))).map(|_| ()).map_err(|e| oxnet_core::Error::new(e.to_string()))
+        };
+        self.inner.lock().forward_monitored(is_train, Some((&mut f, monitor_all))).py_err()
     }
     fn backward(&self, py: Python<'_>, out_grads: Vec<Option<PyRef<'_, PyND>>>) -> PyResult<()> {
         let g: Vec<Option<oxnet_core::NDArray>> = out_grads.iter().map(|g| g.as_ref().map(|g| g.inner.clone())).collect();

@@ -211,10 +211,17 @@ class Optimizer:
         the registry op ``op(weight, grad, *states, **attrs)`` gives the new weight."""
         raise NotImplementedError("%s has no fused update op" % type(self).__name__)
 
+    def _fused_ops(self, index, weight, state):
+        """``_fused_op``'s triple plus a second phase: ``(op name, attrs)`` of an op run
+        as ``op(weight, g, weight.norm(), g.norm(), out=weight, **attrs)`` on the
+        first op's result ``g`` (LAMB), or None for one-op updates."""
+        return tuple(self._fused_op(index, weight, state)) + (None,)
+
     def _has_fused_op(self):
-        """True when a step is one registry op (so a KVStore can run it in Rust)."""
-        return type(self)._fused_op is not Optimizer._fused_op and (
-            not self.multi_precision or self._native_mp)
+        """True when a step is registry ops only (so a KVStore can run it in Rust)."""
+        fused = (type(self)._fused_op is not Optimizer._fused_op
+                 or type(self)._fused_ops is not Optimizer._fused_ops)
+        return fused and (not self.multi_precision or self._native_mp)
 
     _native_mp = False
 
@@ -508,24 +515,23 @@ class LAMB(Optimizer):
     def create_state(self, index, weight):
         return (_zeros_like(weight), _zeros_like(weight))
 
-    def update(self, index, weight, grad, state):
+    def _fused_ops(self, index, weight, state):
         self._update_count(index)
-        lr = self._get_lr(index)
-        wd = self._get_wd(index)
-        t = self._index_update_count[index]
         kw = self._common_kwargs()
         kw.update(beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon,
-                  bias_correction=self.bias_correction, t=t, wd=wd)
-        mean, var = state
-        g = nd.lamb_update_phase1(weight, grad, mean, var, **kw)
-        kw2 = {"lr": lr}
+                  bias_correction=self.bias_correction, t=self._index_update_count[index],
+                  wd=self._get_wd(index))
+        kw2 = {"lr": self._get_lr(index)}
         if self.lower_bound:
             kw2["lower_bound"] = self.lower_bound
         if self.upper_bound:
             kw2["upper_bound"] = self.upper_bound
-        r1 = weight.norm()
-        r2 = g.norm()
-        nd.lamb_update_phase2(weight, g, r1, r2, out=weight, **kw2)
+        return "lamb_update_phase1", kw, list(state), ("lamb_update_phase2", kw2)
+
+    def update(self, index, weight, grad, state):
+        op1, kw, states, (op2, kw2) = self._fused_ops(index, weight, state)
+        g = getattr(nd, op1)(weight, grad, *states, **kw)
+        getattr(nd, op2)(weight, g, weight.norm(), g.norm(), out=weight, **kw2)
 
 
 class Updater:

@@ -229,13 +229,16 @@ class Symbol:
                     shared_arg_names=None, shared_exec=None, shared_buffer=None, **kwargs):
         """Allocates every array from the given input shapes and binds."""
         from ..executor import Executor
-        return Executor._simple_bind(self, ctx, grad_req, type_dict, kwargs)
+        return Executor._simple_bind(self, ctx, grad_req, type_dict, kwargs, group2ctx=group2ctx,
+                                     shared_arg_names=shared_arg_names, shared_exec=shared_exec,
+                                     shared_buffer=shared_buffer)
 
     def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
              shared_exec=None):
         """Binds the given arrays (lists in ``list_arguments`` order, or dicts by name)."""
         from ..executor import Executor
-        return Executor._bind(self, ctx, args, args_grad, grad_req, aux_states)
+        return Executor._bind(self, ctx, args, args_grad, grad_req, aux_states, group2ctx=group2ctx,
+                              shared_exec=shared_exec)
 
     def eval(self, ctx=None, **kwargs):
         """Binds ``kwargs`` as the arguments, runs forward, returns the outputs."""

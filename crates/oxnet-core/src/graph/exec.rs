@@ -696,6 +696,74 @@ mod tests {
         assert!((v[0] - want).abs() < 1e-4 * want);
     }
 
+    fn grouped_chain() -> Symbol {
+        let a = Symbol::var("a", vec![]).unwrap();
+        let mut s = a;
+        for i in 0..4 {
+            let g = if i < 2 { "g1" } else { "g2" };
+            s = Symbol::create(
+                lookup("exp").unwrap(),
+                &format!("e{i}"),
+                vec![("__ctx_group__".into(), g.into())],
+                vec![("data".into(), Some(s))],
+            )
+            .unwrap();
+        }
+        s
+    }
+
+    #[test]
+    fn groups_run_on_their_contexts_and_match_the_plain_run() {
+        let s = grouped_chain();
+        let ctx = Context::default();
+        let vals = [0.1f32, -0.2, 0.05, 0.0];
+        let run = |groups: &HashMap<String, Context>| {
+            let a = NDArray::from_vec(&[4], &vals, ctx).unwrap();
+            let g = NDArray::from_vec(&[4], &[0f32; 4], ctx).unwrap();
+            let mut ex = Executor::bind_grouped(&s, ctx, vec![a], vec![Some(g.clone())], vec![GradReq::Write], vec![], groups).unwrap();
+            ex.forward(true).unwrap();
+            ex.backward(&[]).unwrap();
+            (ex.outputs[0].ctx(), ex.outputs[0].to_vec::<f32>().unwrap(), g.to_vec::<f32>().unwrap())
+        };
+        let (c0, o0, g0) = run(&HashMap::new());
+        let groups: HashMap<String, Context> = [("g1".to_string(), Context::cpu(1)), ("g2".to_string(), Context::cpu(2))].into();
+        let (c1, o1, g1) = run(&groups);
+        assert_eq!(c0, ctx);
+        assert_eq!(c1, Context::cpu(2));
+        assert_eq!(o0, o1);
+        assert_eq!(g0, g1);
+        // a group the map does not name
+        let only: HashMap<String, Context> = [("g1".to_string(), Context::cpu(1))].into();
+        let a = NDArray::from_vec(&[4], &vals, ctx).unwrap();
+        let e = Executor::bind_grouped(&s, ctx, vec![a], vec![None], vec![GradReq::Null], vec![], &only).err().unwrap();
+        assert!(e.message().contains("group 'g2' of node 'e2' (exp)"), "{}", e.message());
+    }
+
+    #[test]
+    fn monitor_sees_outputs_and_inputs_and_stops_on_error() {
+        let s = chain();
+        let ctx = Context::default();
+        let a = NDArray::from_vec(&[2], &[0.0f32, 0.0], ctx).unwrap();
+        let mut ex = Executor::bind(&s, ctx, vec![a], vec![None], vec![GradReq::Null], vec![]).unwrap();
+        let mut seen = Vec::new();
+        let mut f = |n: &str, _: &NDArray| -> Result<()> {
+            seen.push(n.to_string());
+            Ok(())
+        };
+        ex.forward_monitored(false, Some((&mut f, true))).unwrap();
+        assert_eq!(seen[..3], ["e0_data".to_string(), "e0_output".into(), "e1_data".into()]);
+        assert_eq!(seen.len(), 8);
+        let mut bad = |n: &str, _: &NDArray| -> Result<()> {
+            if n == "e2_output" {
+                Err(Error::new("boom"))
+            } else {
+                Ok(())
+            }
+        };
+        let e = ex.forward_monitored(false, Some((&mut bad, false))).unwrap_err();
+        assert!(e.message().contains("'e2_output' of node 'e2' (operator exp): boom"), "{}", e.message());
+    }
+
     #[test]
     fn bind_checks() {
         let s = chain();

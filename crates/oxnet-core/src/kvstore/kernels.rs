@@ -1,128 +1,33 @@
-//! The store's host kernels: the sum of the arrays pushed for a key (optionally
-//! through MXNet's 2-bit gradient compression with per-source residuals) and the
-//! copy of the stored value into every pulled array. Both walk the data in blocks
-//! that stay in cache: the sum reads each source once and streams the result; the
-//! broadcast reads the stored value once per block and writes it to every
-//! destination with non-temporal stores.
+//! The store's host kernels: the sum of the arrays pushed for a key (the n-ary sum
+//! of the elementwise kernels, optionally through MXNet's 2-bit gradient
+//! compression with per-source residuals), the sum fused into an optimizer update,
+//! and the copy of the stored value into every pulled array. All walk the data in
+//! blocks that stay in cache: the sum reads each source once and streams the
+//! result; the fused update sums a block of gradient into a cache-resident buffer
+//! and runs the update op on that block; the broadcast reads the stored value once
+//! per block and writes it to every destination with non-temporal stores.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+use crate::context::Context;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::cpu::{elemwise::for_output, par_for, SendPtr};
-use crate::op::Blob;
+#[cfg(target_arch = "x86_64")]
+use crate::kernels::cpu::elemwise::stream_copy;
+use crate::kernels::cpu::elemwise::{self, sum_block, Elem};
+use crate::kernels::cpu::{par_for, SendPtr};
+use crate::op::{Blob, OpCall, OpDef, Params};
+use crate::shape::Shape;
 use half::f16;
+use parking_lot::Mutex;
+use smallvec::SmallVec;
 
-/// An element that can be summed (integers wrap, float16 sums in float32).
-trait Sum: Copy + Send + Sync + 'static {
-    type A: Copy;
-    fn ld(self) -> Self::A;
-    fn add(a: Self::A, b: Self) -> Self::A;
-    fn st(a: Self::A) -> Self;
-}
-macro_rules! sum_float {
-    ($t:ty) => {
-        impl Sum for $t {
-            type A = $t;
-            #[inline(always)]
-            fn ld(self) -> $t {
-                self
-            }
-            #[inline(always)]
-            fn add(a: $t, b: $t) -> $t {
-                a + b
-            }
-            #[inline(always)]
-            fn st(a: $t) -> $t {
-                a
-            }
-        }
-    };
-}
-macro_rules! sum_int {
-    ($t:ty) => {
-        impl Sum for $t {
-            type A = $t;
-            #[inline(always)]
-            fn ld(self) -> $t {
-                self
-            }
-            #[inline(always)]
-            fn add(a: $t, b: $t) -> $t {
-                a.wrapping_add(b)
-            }
-            #[inline(always)]
-            fn st(a: $t) -> $t {
-                a
-            }
-        }
-    };
-}
-sum_float!(f32);
-sum_float!(f64);
-sum_int!(u8);
-sum_int!(i8);
-sum_int!(i32);
-sum_int!(i64);
-impl Sum for f16 {
-    type A = f32;
-    #[inline(always)]
-    fn ld(self) -> f32 {
-        self.to_f32()
-    }
-    #[inline(always)]
-    fn add(a: f32, b: f16) -> f32 {
-        a + b.to_f32()
-    }
-    #[inline(always)]
-    fn st(a: f32) -> f16 {
-        f16::from_f32(a)
-    }
-}
-
-fn sum_typed<T: Sum>(dst: &Blob, srcs: &[Blob]) {
-    let ptrs: Vec<SendPtr<T>> = srcs.iter().map(|b| SendPtr(b.ptr_as::<T>())).collect();
-    let ptrs = &ptrs;
-    for_output(dst.ptr_as::<T>(), dst.size(), move |start, len, out| {
-        // SAFETY: every source holds dst.size() elements and is only read; `out` is
-        // this block's own buffer (or its slice of dst, which no source overlaps:
-        // the store never sums an array into itself).
-        let src = |i: usize| unsafe { std::slice::from_raw_parts(ptrs[i].get().add(start) as *const T, len) };
-        let out = unsafe { std::slice::from_raw_parts_mut(out, len) };
-        match ptrs.len() {
-            1 => out.copy_from_slice(src(0)),
-            2 => {
-                for ((o, a), b) in out.iter_mut().zip(src(0)).zip(src(1)) {
-                    *o = T::st(T::add(a.ld(), *b));
-                }
-            }
-            3 => {
-                for (((o, a), b), c) in out.iter_mut().zip(src(0)).zip(src(1)).zip(src(2)) {
-                    *o = T::st(T::add(T::add(a.ld(), *b), *c));
-                }
-            }
-            4 => {
-                for ((((o, a), b), c), d) in out.iter_mut().zip(src(0)).zip(src(1)).zip(src(2)).zip(src(3)) {
-                    *o = T::st(T::add(T::add(T::add(a.ld(), *b), *c), *d));
-                }
-            }
-            k => {
-                // pairs of sources at a time, accumulating in the compute type
-                let mut acc: Vec<T::A> = src(0).iter().map(|a| a.ld()).collect();
-                for i in 1..k {
-                    for (a, b) in acc.iter_mut().zip(src(i)) {
-                        *a = T::add(*a, *b);
-                    }
-                }
-                for (o, a) in out.iter_mut().zip(acc) {
-                    *o = T::st(a);
-                }
-            }
-        }
-    });
+fn sum_typed<T: Elem>(dst: &Blob, srcs: &[Blob]) {
+    let ptrs: SmallVec<[*const T; 4]> = srcs.iter().map(|b| b.ptr_as::<T>() as *const T).collect();
+    elemwise::sum(&ptrs, dst.ptr_as::<T>(), dst.size());
 }
 
 /// `dst = srcs[0] + srcs[1] + ...` (left to right), elementwise. Every blob has
-/// `dst`'s size and dtype; at least one source.
+/// `dst`'s size and dtype; at least one source; no source overlaps `dst`.
 pub fn sum(dst: &Blob, srcs: &[Blob]) -> Result<()> {
     if srcs.is_empty() {
         return Err(Error::new("kvstore: nothing to sum"));
@@ -137,6 +42,85 @@ pub fn sum(dst: &Blob, srcs: &[Blob]) -> Result<()> {
         DType::I64 => sum_typed::<i64>(dst, srcs),
     }
     Ok(())
+}
+
+/// Bytes of summed gradient per block of a fused update: with the blocks of the
+/// sources, the weight and the states it stays in L2.
+const UPDATE_BLOCK_BYTES: usize = 32 << 10;
+
+/// Elements `start..start + len` of `b` as a 1-D blob.
+fn sub(b: &Blob, start: usize, len: usize) -> Blob {
+    // SAFETY (of the pointer arithmetic): start + len <= b.size().
+    Blob { ptr: b.ptr.wrapping_add(start * b.dtype.size()), shape: Shape::from_slice(&[len]), dtype: b.dtype }
+}
+
+fn fused_typed<T: Elem>(
+    op: &'static OpDef,
+    params: &Params,
+    ctx: Context,
+    weight: &Blob,
+    out: &Blob,
+    srcs: &[Blob],
+    states: &[Blob],
+) -> Result<()> {
+    let n = weight.size();
+    let block = UPDATE_BLOCK_BYTES / std::mem::size_of::<T>();
+    let ptrs: SmallVec<[SendPtr<T>; 4]> = srcs.iter().map(|b| SendPtr(b.ptr_as::<T>())).collect();
+    let failed: Mutex<Option<Error>> = Mutex::new(None);
+    par_for(n, block, |s, e| {
+        let mut buf = [0u128; UPDATE_BLOCK_BYTES / 16];
+        let bp = buf.as_mut_ptr() as *mut T;
+        let mut ins: SmallVec<[Blob; 6]> = SmallVec::new();
+        let mut i = s;
+        while i < e {
+            let len = block.min(e - i);
+            let grad = if ptrs.len() == 1 {
+                sub(&srcs[0], i, len)
+            } else {
+                // SAFETY: every source holds n elements; buf holds `block` >= len.
+                unsafe { sum_block(&ptrs, i, len, bp) };
+                Blob { ptr: bp as *mut u8, shape: Shape::from_slice(&[len]), dtype: weight.dtype }
+            };
+            ins.clear();
+            ins.push(sub(weight, i, len));
+            ins.push(grad);
+            // states of the weight's size are elementwise; others (scalars) whole
+            ins.extend(states.iter().map(|st| if st.size() == n { sub(st, i, len) } else { st.clone() }));
+            let outs = [sub(out, i, len)];
+            let mut call = OpCall { op, params, inputs: &ins, outputs: &outs, ctx, rng: None, is_train: false };
+            if let Err(err) = (op.cpu)(&mut call) {
+                failed.lock().get_or_insert(err);
+                return;
+            }
+            i += len;
+        }
+    });
+    failed.into_inner().map_or(Ok(()), Err)
+}
+
+/// Runs the elementwise update `op(weight, grad, states...) -> out` with `grad` the
+/// sum of `srcs`, block by block: each block of the sum is computed into a buffer
+/// that stays in cache and handed straight to the op, so the sources, the weight
+/// and the states are each read once and no merged array is written. `out` may be
+/// `weight` (in place); the sizes of `weight`, `out` and `srcs` agree.
+pub fn fused_update(
+    op: &'static OpDef,
+    params: &Params,
+    ctx: Context,
+    weight: &Blob,
+    out: &Blob,
+    srcs: &[Blob],
+    states: &[Blob],
+) -> Result<()> {
+    if srcs.is_empty() {
+        return Err(Error::op(op.name, "kvstore: nothing to sum"));
+    }
+    match weight.dtype {
+        DType::F32 => fused_typed::<f32>(op, params, ctx, weight, out, srcs, states),
+        DType::F64 => fused_typed::<f64>(op, params, ctx, weight, out, srcs, states),
+        DType::F16 => fused_typed::<f16>(op, params, ctx, weight, out, srcs, states),
+        d => Err(Error::op(op.name, format!("weight dtype {} is not supported (float16, float32 or float64)", d.name()))),
+    }
 }
 
 /// MXNet's 2-bit compression, summed: for each source `i`, `res_i += src_i`, the
@@ -171,18 +155,6 @@ pub fn sum_2bit(dst: &Blob, srcs: &[Blob], residuals: &[Blob], threshold: f32) {
             unsafe { *o.get().add(j) = acc };
         }
     });
-}
-
-/// Copies `bytes` (a multiple of 16) from `src` to the 16-byte aligned `dst` with
-/// non-temporal stores.
-#[cfg(target_arch = "x86_64")]
-unsafe fn stream_copy(dst: *mut u8, src: *const u8, bytes: usize) {
-    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
-    let mut i = 0;
-    while i < bytes {
-        _mm_stream_si128(dst.add(i) as *mut __m128i, _mm_loadu_si128(src.add(i) as *const __m128i));
-        i += 16;
-    }
 }
 
 /// Copies `n` bytes, streaming the aligned middle when the copy is large.

@@ -65,18 +65,24 @@ pub enum Kind {
 /// One key's state.
 struct Entry {
     stored: NDArray,
-    /// The buffer the pushed arrays are summed into before an update (reused).
+    /// The buffer the pushed arrays are summed into for a caller's updater or a
+    /// compressed push with an update (reused).
     merge: OnceLock<NDArray>,
+    /// A two-phase update's intermediate (LAMB's direction `g`), reused.
+    scratch: OnceLock<NDArray>,
     /// 2-bit compression residuals, one per source position.
     residuals: Mutex<Vec<NDArray>>,
 }
 
 /// An update applied to the stored value after the sum: `op(stored, merged,
-/// states...)` written back into `stored`.
+/// states...)` written back into `stored`. With `second` (LAMB), the first op's
+/// result is the direction `g` and `second(stored, g, norm(stored), norm(g))` is
+/// written back into `stored`.
 pub struct Update {
     pub op: &'static OpDef,
     pub params: Params,
     pub states: Vec<NDArray>,
+    pub second: Option<(&'static OpDef, Params)>,
 }
 
 /// MXNet's kvstore names that belong to other parts of oxnet.
@@ -215,7 +221,7 @@ impl KVStore {
             let ctx = if v.ctx().is_host() { Context::default() } else { v.ctx() };
             let stored = NDArray::empty(v.shape(), ctx, v.dtype())?;
             push_sum(&stored, std::slice::from_ref(v), None)?;
-            let e = Arc::new(Entry { stored, merge: OnceLock::new(), residuals: Mutex::new(Vec::new()) });
+            let e = Arc::new(Entry { stored, merge: OnceLock::new(), scratch: OnceLock::new(), residuals: Mutex::new(Vec::new()) });
             if pinned.try_insert(k.clone(), e).is_err() {
                 return Err(Error::new(format!("init: duplicate init of key {k} (initialised by another thread meanwhile)")));
             }
@@ -261,6 +267,9 @@ impl KVStore {
             if u.len() != items.len() {
                 return Err(Error::new(format!("push: {} updates for {} keys", u.len(), items.len())));
             }
+            for (((k, _), e), u) in items.iter().zip(&entries).zip(u) {
+                check_update(k, &e.stored, u)?;
+            }
         }
         let mut updates = updates.map(|u| u.into_iter());
         for ((_, vals), e) in items.iter().zip(&entries) {
@@ -269,15 +278,37 @@ impl KVStore {
                     let res = self.residuals(e, vals.len())?;
                     push_sum(&e.stored, vals, self.compression().map(|t| (t, &res[..])))?;
                 }
-                Some(u) => {
-                    let grad = self.merged(e, vals)?;
-                    let mut ins = Vec::with_capacity(2 + u.states.len());
-                    ins.push(e.stored.clone());
-                    ins.push(grad);
-                    ins.extend(u.states);
-                    op::invoke(u.op, &ins, u.params, Some(std::slice::from_ref(&e.stored)), None)?;
-                }
+                Some(u) => self.push_update(e, vals, u)?,
             }
+        }
+        Ok(())
+    }
+
+    /// Runs `u` on the stored value of `e` with the sum of `vals` as its gradient.
+    /// Without compression the sum is fused into the update (one pass, no merged
+    /// array); with it the merged array is summed first.
+    fn push_update(&self, e: &Entry, vals: &[NDArray], u: Update) -> Result<()> {
+        let stored = &e.stored;
+        let fused = self.compression().is_none() && op::blockwise_update(u.op.name);
+        let out = match &u.second {
+            None => stored.clone(),
+            Some(_) => scratch(e)?,
+        };
+        if fused {
+            push_fused(u.op, u.params, stored, &out, vals, &u.states)?;
+        } else {
+            let grad = self.merged(e, vals)?;
+            let mut ins = Vec::with_capacity(2 + u.states.len());
+            ins.push(stored.clone());
+            ins.push(grad);
+            ins.extend(u.states);
+            op::invoke(u.op, &ins, u.params, Some(std::slice::from_ref(&out)), None)?;
+        }
+        if let Some((op2, p2)) = u.second {
+            let norm = op::lookup("norm")?;
+            let r1 = op::invoke(norm, std::slice::from_ref(stored), norm.parse(Vec::new())?, None, None)?.remove(0);
+            let r2 = op::invoke(norm, std::slice::from_ref(&out), norm.parse(Vec::new())?, None, None)?.remove(0);
+            op::invoke(op2, &[stored.clone(), out, r1, r2], p2, Some(std::slice::from_ref(stored)), None)?;
         }
         Ok(())
     }
@@ -350,6 +381,103 @@ fn blob(a: &NDArray) -> Blob {
 
 /// Below this many bytes touched, a ready operation runs on the calling thread.
 const INLINE_BYTES: usize = 1 << 17;
+
+/// LAMB's direction buffer of a key (made once, reused by every push).
+fn scratch(e: &Entry) -> Result<NDArray> {
+    if let Some(g) = e.scratch.get() {
+        return Ok(g.clone());
+    }
+    let g = NDArray::empty(e.stored.shape(), e.stored.ctx(), e.stored.dtype())?;
+    Ok(e.scratch.get_or_init(|| g).clone())
+}
+
+/// Checks an update against the stored value of `key` before anything is pushed:
+/// the op's arity, its states' shapes and dtypes (through the op's inference) and
+/// that the result has the stored value's shape and dtype.
+fn check_update(key: &Key, stored: &NDArray, u: &Update) -> Result<()> {
+    let want = u.op.num_inputs(&u.params);
+    if want != 2 + u.states.len() {
+        return Err(Error::op(
+            u.op.name,
+            format!("push: key {key}: the update takes {want} inputs, got the weight, the gradient and {} state(s)", u.states.len()),
+        ));
+    }
+    let mut shapes: SmallVec<[&[usize]; 6]> = SmallVec::new();
+    let mut dtypes: SmallVec<[crate::DType; 6]> = SmallVec::new();
+    shapes.push(stored.shape());
+    shapes.push(stored.shape());
+    dtypes.push(stored.dtype());
+    dtypes.push(stored.dtype());
+    for st in &u.states {
+        shapes.push(st.shape());
+        dtypes.push(st.dtype());
+        if !st.ctx().is_host() && st.ctx() != stored.ctx() {
+            return Err(Error::op(
+                u.op.name,
+                format!("push: key {key}: a state is on {} but the stored value is on {}", st.ctx(), stored.ctx()),
+            ));
+        }
+        if st.overlaps(stored) {
+            return Err(Error::op(u.op.name, format!("push: key {key}: a state is the stored value itself")));
+        }
+    }
+    let outs = u.op.infer(&u.params, &shapes, &dtypes).map_err(|e| {
+        let prefix = format!("Error in operator {}: ", u.op.name);
+        Error::op(u.op.name, format!("push: key {key}: {}", e.message().strip_prefix(&prefix).unwrap_or(e.message())))
+    })?;
+    match outs.first() {
+        Some((s, d)) if &s[..] == stored.shape() && *d == stored.dtype() => {}
+        _ => return Err(Error::op(u.op.name, format!("push: key {key}: the update does not give an array like the stored value"))),
+    }
+    if let Some((op2, p2)) = &u.second {
+        if op2.num_inputs(p2) != 4 {
+            return Err(Error::op(op2.name, format!("push: key {key}: a second update phase takes (weight, g, r1, r2)")));
+        }
+    }
+    Ok(())
+}
+
+/// Pushes `out = op(weight, sum(srcs), states...)`, the sum fused into the update
+/// (see [`kernels::fused_update`]). `out` is `weight` or a buffer of its shape.
+fn push_fused(op: &'static OpDef, params: Params, weight: &NDArray, out: &NDArray, srcs: &[NDArray], states: &[NDArray]) -> Result<()> {
+    let host = |a: &NDArray| a.ctx().is_host();
+    if !host(weight) || !srcs.iter().all(host) || !states.iter().all(host) {
+        return Err(Error::op(op.name, "kvstore: arrays on a GPU are not supported in this build (host arrays only)"));
+    }
+    for s in srcs {
+        if s.overlaps(weight) || s.overlaps(out) || states.iter().any(|st| st.overlaps(s)) {
+            return Err(Error::op(op.name, "kvstore: a pushed array is the store's own buffer or an optimizer state"));
+        }
+    }
+    let same = Arc::ptr_eq(weight.var(), out.var());
+    let mut reads: SmallVec<[Arc<engine::Var>; 6]> = srcs.iter().map(|a| a.var().clone()).collect();
+    if !same {
+        reads.push(weight.var().clone());
+    }
+    let mut writes: SmallVec<[Arc<engine::Var>; 4]> = SmallVec::new();
+    writes.push(out.var().clone());
+    let mut keep: SmallVec<[Arc<Chunk>; 8]> = srcs.iter().map(|a| a.chunk().clone()).collect();
+    keep.push(weight.chunk().clone());
+    keep.push(out.chunk().clone());
+    for st in states {
+        writes.push(st.var().clone());
+        keep.push(st.chunk().clone());
+    }
+    let src_b: SmallVec<[Blob; 4]> = srcs.iter().map(blob).collect();
+    let st_b: SmallVec<[Blob; 4]> = states.iter().map(blob).collect();
+    let (w_b, o_b) = (blob(weight), blob(out));
+    let ctx = weight.ctx();
+    let inline_ok = weight.nbytes() * (srcs.len() + 2 + states.len()) <= INLINE_BYTES;
+    engine::push(
+        move || {
+            let _keep = keep;
+            kernels::fused_update(op, &params, ctx, &w_b, &o_b, &src_b, &st_b)
+        },
+        &reads,
+        &writes,
+        inline_ok,
+    )
+}
 
 /// Pushes `dst = sum(srcs)` (through 2-bit compression when given).
 fn push_sum(dst: &NDArray, srcs: &[NDArray], comp: Option<(f32, &[NDArray])>) -> Result<()> {
@@ -472,8 +600,34 @@ mod tests {
         kv.init(&[(Key::Str("w".into()), arr(&[1.0]))]).unwrap();
         let op = op::lookup("sgd_update").unwrap();
         let params = op.parse(vec![("lr".into(), Value::Float(0.5))]).unwrap();
-        kv.push(&[(Key::Str("w".into()), vec![arr(&[1.0]), arr(&[1.0])])], Some(vec![Update { op, params, states: vec![] }])).unwrap();
+        kv.push(&[(Key::Str("w".into()), vec![arr(&[1.0]), arr(&[1.0])])], Some(vec![Update { op, params, states: vec![], second: None }]))
+            .unwrap();
         assert_eq!(kv.stored(&Key::Str("w".into())).unwrap().to_vec::<f32>().unwrap(), vec![0.0]);
+    }
+
+    #[test]
+    fn fused_update_reads_every_source_across_blocks() {
+        // several 8192-element blocks and a partial one; 1, 3 and 6 sources
+        let n = 3 * 8192 + 100;
+        for k in [1usize, 3, 6] {
+            let kv = KVStore::create("local").unwrap();
+            let w0: Vec<f32> = (0..n).map(|j| (j % 13) as f32 * 0.1).collect();
+            kv.init(&[(Key::Int(0), NDArray::from_vec(&[n], &w0, Context::default()).unwrap())]).unwrap();
+            let srcs: Vec<NDArray> =
+                (0..k).map(|i| NDArray::from_vec(&[n], &(0..n).map(|j| ((j + i) % 5) as f32).collect::<Vec<_>>(), Context::default()).unwrap()).collect();
+            let mom = NDArray::from_vec(&[n], &vec![0.5f32; n], Context::default()).unwrap();
+            let op = op::lookup("sgd_mom_update").unwrap();
+            let params = op.parse(vec![("lr".into(), Value::Float(0.5)), ("momentum".into(), Value::Float(0.9))]).unwrap();
+            kv.push(&[(Key::Int(0), srcs)], Some(vec![Update { op, params, states: vec![mom.clone()], second: None }])).unwrap();
+            let w = kv.stored(&Key::Int(0)).unwrap().to_vec::<f32>().unwrap();
+            let m = mom.to_vec::<f32>().unwrap();
+            for j in (0..n).step_by(101).chain([n - 1]) {
+                let g: f32 = (0..k).map(|i| ((j + i) % 5) as f32).sum();
+                let mv = 0.9 * 0.5 - 0.5 * g;
+                assert_eq!(m[j], mv, "k={k} j={j}");
+                assert_eq!(w[j], w0[j] + mv, "k={k} j={j}");
+            }
+        }
     }
 
     #[test]

@@ -28,6 +28,7 @@ mod cuda;
 
 pub use params::{PType, ParamSpec, Params, Value};
 pub use util::*;
+pub use optimizer::blockwise_update;
 
 use crate::context::Context;
 use crate::dtype::DType;

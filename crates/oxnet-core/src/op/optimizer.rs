@@ -677,6 +677,32 @@ const ADADELTA_P: &[ParamSpec] = &[
     spec!(clip),
 ];
 
+/// True for the update ops that work element by element on arrays of the weight's
+/// size (every input of another size holds one value), so a caller may run them on
+/// any sub-range of the elements: the kvstore fuses the gradient sum into them
+/// block by block.
+pub fn blockwise_update(name: &str) -> bool {
+    matches!(
+        name,
+        "sgd_update"
+            | "sgd_mom_update"
+            | "mp_sgd_update"
+            | "mp_sgd_mom_update"
+            | "nag_mom_update"
+            | "mp_nag_mom_update"
+            | "adam_update"
+            | "rmsprop_update"
+            | "rmspropalex_update"
+            | "ftrl_update"
+            | "signsgd_update"
+            | "signum_update"
+            | "lamb_update_phase1"
+            | "lamb_update_phase2"
+            | "adagrad_update"
+            | "adadelta_update"
+    )
+}
+
 pub(super) fn register(r: &mut Registry) {
     let add = |r: &mut Registry,
                name: &'static str,

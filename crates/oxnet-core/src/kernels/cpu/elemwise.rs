@@ -157,7 +157,7 @@ const BLOCK_BYTES: usize = 4096;
 /// Copies `bytes` (a multiple of 16) from `src` to the 16-byte aligned `dst` with
 /// non-temporal stores.
 #[cfg(target_arch = "x86_64")]
-unsafe fn stream_copy(dst: *mut u8, src: *const u8, bytes: usize) {
+pub(crate) unsafe fn stream_copy(dst: *mut u8, src: *const u8, bytes: usize) {
     use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
     let mut i = 0;
     while i < bytes {
@@ -253,6 +253,75 @@ pub fn scalar<T: Elem, F: BinFn>(a: *const T, s: T::C, o: *mut T, n: usize, reve
             }
         }
     });
+}
+
+crate::bin_fn!(SumAdd, |a, b| a + b, a.wrapping_add(b));
+
+/// Sources summed per pass when there are more than four: the partial sums stay in
+/// a stack buffer of this many compute-type elements.
+const SUM_CHUNK: usize = 256;
+
+/// `dst[j] = srcs[0][start + j] + srcs[1][start + j] + ...` for `j < len`, added
+/// left to right in the compute type (float16 sums in float32, integers wrap) and
+/// rounded once. The block body of [`sum`], also used by the kvstore to sum pushed
+/// gradients block by block straight into an optimizer update.
+///
+/// # Safety
+/// Every source holds at least `start + len` elements; `dst` holds `len` and does
+/// not overlap a source.
+#[inline]
+pub unsafe fn sum_block<T: Elem>(srcs: &[SendPtr<T>], start: usize, len: usize, dst: *mut T) {
+    let src = |i: usize| std::slice::from_raw_parts(srcs[i].get().add(start) as *const T, len);
+    let out = std::slice::from_raw_parts_mut(dst, len);
+    let add = |a: T::C, b: T| T::C::bin::<SumAdd>(a, b.ld());
+    match srcs.len() {
+        0 => {}
+        1 => out.copy_from_slice(src(0)),
+        2 => {
+            for ((o, a), b) in out.iter_mut().zip(src(0)).zip(src(1)) {
+                *o = T::st(add(a.ld(), *b));
+            }
+        }
+        3 => {
+            for (((o, a), b), c) in out.iter_mut().zip(src(0)).zip(src(1)).zip(src(2)) {
+                *o = T::st(add(add(a.ld(), *b), *c));
+            }
+        }
+        4 => {
+            for ((((o, a), b), c), d) in out.iter_mut().zip(src(0)).zip(src(1)).zip(src(2)).zip(src(3)) {
+                *o = T::st(add(add(add(a.ld(), *b), *c), *d));
+            }
+        }
+        k => {
+            let mut acc = [T::C::from_f64(0.0); SUM_CHUNK];
+            let mut c0 = 0;
+            while c0 < len {
+                let m = SUM_CHUNK.min(len - c0);
+                for (a, x) in acc[..m].iter_mut().zip(&src(0)[c0..c0 + m]) {
+                    *a = x.ld();
+                }
+                for i in 1..k {
+                    for (a, x) in acc[..m].iter_mut().zip(&src(i)[c0..c0 + m]) {
+                        *a = add(*a, *x);
+                    }
+                }
+                for (o, a) in out[c0..c0 + m].iter_mut().zip(&acc[..m]) {
+                    *o = T::st(*a);
+                }
+                c0 += m;
+            }
+        }
+    }
+}
+
+/// `o = srcs[0] + srcs[1] + ...` over `n` elements (see [`sum_block`]); one pass
+/// that reads every source once and streams large results to memory.
+pub fn sum<T: Elem>(srcs: &[*const T], o: *mut T, n: usize) {
+    let ptrs: smallvec::SmallVec<[SendPtr<T>; 4]> = srcs.iter().map(|&p| SendPtr(p as *mut T)).collect();
+    let ptrs = &ptrs;
+    // SAFETY: the caller's sources hold n elements; for_output hands out disjoint
+    // blocks of o (or a block buffer), and no source is o.
+    for_output(o, n, move |s, len, dst| unsafe { sum_block(ptrs, s, len, dst) });
 }
 
 /// Broadcast binary: `a` and `b` are read with element strides `sa`, `sb` (0 on
