@@ -315,7 +315,7 @@ def main():
             lines.append("| %s | %s |" % (title, " | ".join(cells)))
         lines.append("| sum | %s |" % " | ".join("%.3f | %.3f" % tuple(tot[b]) for b in pb))
         lines.append("| whole step, imperative (1000 * 64 / samples/s) | %s |" % " | ".join(
-            "%.3f | " % (1e3 * BATCH / results[b]["imper_sps"]) for b in pb))
+            "%.3f | -" % (1e3 * BATCH / results[b]["imper_sps"]) for b in pb))
     table = "\n".join(lines)
     print(table)
     if args.record:

@@ -297,8 +297,8 @@ pub unsafe fn channel_sum<T: ConvElem>(y: *const T, out: *mut T, batch: usize, c
                 let r = unsafe { std::slice::from_raw_parts(py.get().add((n * ch + f) * len), len) };
                 let mut it = r.chunks_exact(8);
                 for c in &mut it {
-                    for i in 0..8 {
-                        acc[i] += c[i].to_f64();
+                    for (a, v) in acc.iter_mut().zip(c) {
+                        *a += v.to_f64();
                     }
                 }
                 for (a, v) in acc.iter_mut().zip(it.remainder()) {
