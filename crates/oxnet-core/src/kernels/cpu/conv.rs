@@ -314,9 +314,10 @@ pub unsafe fn channel_sum<T: ConvElem>(y: *const T, out: *mut T, batch: usize, c
 /// How a convolution walks its batch: `tasks` contiguous ranges of samples on the
 /// pool, each in chunks of up to `chunk` samples whose unfolded inputs sit side by
 /// side in one `(c/g·k) × (chunk·L_out)` matrix. One GEMM per chunk and group then
-/// covers them all: the weights are packed once per chunk instead of once per
-/// sample, and the product is wide enough to run at full speed. `gemm_th`: threads
-/// per GEMM (more than one only when the batch is too small to split).
+/// covers them all, so that small samples do not pay a GEMM call (and a packing of
+/// the weights) each; large samples go one per chunk (see [`CHUNK_ELEMS`]).
+/// `gemm_th`: threads per GEMM (more than one only when the batch is too small to
+/// split).
 struct Plan {
     tasks: usize,
     chunk: usize,
