@@ -41,6 +41,7 @@ bench-setup: $(MXNET_VENV)/.installed
 
 bench: build bench-setup
 	$(PY) benches/bench_ndarray.py
+	$(PY) benches/bench_gluon.py
 
 clean:
 	rm -rf target $(VENV) python/oxnet/_core*.so

@@ -18,9 +18,9 @@ def mxnet_python():
     return None
 
 
-def run_worker(python, script, name):
-    """Runs `script --worker name` under `python`; its JSON result, or None on failure."""
-    r = subprocess.run([python, os.path.abspath(script), "--worker", name], capture_output=True, text=True)
+def run_worker(python, script, name, extra=()):
+    """Runs `script --worker name *extra` under `python`; its JSON result, or None on failure."""
+    r = subprocess.run([python, os.path.abspath(script), "--worker", name, *extra], capture_output=True, text=True)
     if r.returncode != 0:
         print("[%s failed]\n%s" % (name, r.stderr[-2000:]), file=sys.stderr)
         return None

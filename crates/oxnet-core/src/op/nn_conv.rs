@@ -496,10 +496,7 @@ fn conv_backward_run<T: ConvElem>(c: &OpCall) -> Result<()> {
     let (dy, x, w) = (c.inputs[0].ptr_as::<T>(), c.inputs[1].ptr_as::<T>(), c.inputs[2].ptr_as::<T>());
     let db = c.outputs.get(2).map(|b| b.ptr_as::<T>());
     // SAFETY: inference checked every extent; outputs are fresh, distinct arrays.
-    unsafe {
-        k::conv_backward_data::<T>(&g, w, dy, c.outputs[0].ptr_as())?;
-        k::conv_backward_weight::<T>(&g, x, dy, c.outputs[1].ptr_as(), db)
-    }
+    unsafe { k::conv_backward::<T>(&g, x, w, dy, Some(c.outputs[0].ptr_as()), Some(c.outputs[1].ptr_as()), db) }
 }
 
 fn conv_backward_compute(c: &mut OpCall) -> Result<()> {
