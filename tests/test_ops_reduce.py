@@ -351,9 +351,6 @@ def test_softmax_large_parallel_paths(shape, axis):
     _check(mx.nd.log_softmax(a, axis=axis), np_log_softmax(x, axis).astype(np.float32), rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.xfail(reason="softmax.rs: the optional `length` input of softmax/log_softmax "
-                   "(use_length=True) is not implemented; MXNet masks each row past its length",
-                   strict=True)
 def test_softmax_use_length():
     x = np.array([[1, 5, 2], [7, 0, 7]], np.float32)
     length = mx.nd.array([2, 3], dtype="int32")
@@ -444,9 +441,33 @@ def test_dot_on_views_and_out():
     _check(out, np_dot(x, x, False, True).astype(np.float32))
 
 
-@pytest.mark.xfail(reason="linalg.rs: dot does not accept MXNet's forward_stype parameter "
-                   "(nd.dot(a, b, forward_stype='default') is valid in MXNet 1.9.1)", strict=True)
 def test_dot_accepts_forward_stype():
     a, b = _data((2, 3), "float32"), _data((3, 4), "float32")
     got = mx.nd.dot(mx.nd.array(a), mx.nd.array(b), forward_stype="default")
     _check(got, np_dot(a, b).astype(np.float32))
+    with pytest.raises(mx.base.MXNetError, match="dot.*forward_stype='csr'.*sparse"):
+        mx.nd.dot(mx.nd.array(a), mx.nd.array(b), forward_stype="csr")
+
+
+def test_softmax_use_length_axis_grad_and_errors():
+    # values from MXNet 1.9.1
+    x3 = mx.nd.array(np.arange(12).reshape(2, 3, 2))
+    L3 = mx.nd.array([[1, 2], [3, 0]], dtype="int32")
+    got = mx.nd.softmax(x3, length=L3, use_length=True, axis=1)
+    want = [[[1.0, 0.11920292], [0.0, 0.880797], [0.0, 0.0]],
+            [[0.01587624, 0.0], [0.11731043, 0.0], [0.86681336, 0.0]]]
+    _check(got, np.array(want, np.float32), rtol=1e-5, atol=1e-7)
+    x = mx.nd.array([[1, 5, 2], [7, 0, 7]])
+    L = mx.nd.array([2, 3], dtype="int32")
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.softmax(x, length=L, use_length=True)
+    y.backward(mx.nd.array([[1, 2, 3], [4, 5, 6]]))
+    _check(x.grad, np.array([[-0.0176627, 0.01766279, 0.0], [-0.49977216, 0.0, 0.49977216]],
+                            np.float32), rtol=1e-4, atol=1e-6)
+    with pytest.raises(mx.base.MXNetError, match="softmax.*length must have an integer dtype"):
+        mx.nd.softmax(x, length=mx.nd.array([2, 3]), use_length=True)
+    with pytest.raises(mx.base.MXNetError, match=r"softmax.*length has shape \(3,\), expected \(2,\)"):
+        mx.nd.softmax(x, length=mx.nd.array([2, 3, 1], dtype="int32"), use_length=True)
+    with pytest.raises(mx.base.MXNetError, match="log_softmax.*only supported by softmax"):
+        mx.nd.log_softmax(x, use_length=True)

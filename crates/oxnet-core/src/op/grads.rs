@@ -464,7 +464,11 @@ fn softmax_common(p: &Params, i: &[NDArray], o: &[NDArray], g: &[NDArray], kind:
             d
         }
     };
-    one(if t != 1.0 { sc("_div_scalar", &gx, t) } else { Ok(gx) })
+    let gx = if t != 1.0 { sc("_div_scalar", &gx, t)? } else { gx };
+    // softmax's `length` input (use_length) gets no gradient
+    let mut grads = vec![Some(gx)];
+    grads.resize(i.len(), None);
+    Ok(grads)
 }
 fn g_softmax(p: &Params, i: &[NDArray], o: &[NDArray], g: &[NDArray]) -> Grads {
     softmax_common(p, i, o, g, 0)

@@ -26,7 +26,21 @@ const DOT_PARAMS: &[ParamSpec] = &[
         Some("False"),
         "If true then transpose the second input before dot.",
     ),
+    ParamSpec::choice(
+        "forward_stype",
+        &["None", "csr", "default", "row_sparse"],
+        Some("None"),
+        "The desired storage type of the forward output given by user, if thecombination of input storage types and this hint does not matchany implemented ones, the dot operator will perform fallback operationand still produce an output of the desired storage type.",
+    ),
 ];
+
+/// oxnet stores every array densely: a sparse `forward_stype` is refused.
+fn check_stype(a: &InferArgs) -> Result<()> {
+    match a.params.str("forward_stype") {
+        "None" | "default" => Ok(()),
+        s => Err(a.err(format!("forward_stype='{s}' asks for sparse storage, which oxnet does not have; use 'default'"))),
+    }
+}
 
 fn tf(b: bool) -> &'static str {
     if b {
@@ -139,6 +153,7 @@ fn dot_geom(op: &str, l: &[usize], r: &[usize], ta: bool, tb: bool) -> Result<Do
 }
 
 fn dot_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
+    check_stype(a)?;
     let g = dot_geom(
         a.op.name,
         a.shapes[0],
@@ -351,6 +366,7 @@ fn batch_dot_geom(op: &str, l: &[usize], r: &[usize], ta: bool, tb: bool) -> Res
 }
 
 fn batch_dot_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
+    check_stype(a)?;
     let g = batch_dot_geom(
         a.op.name,
         a.shapes[0],

@@ -1,17 +1,29 @@
 //! `softmax`, `log_softmax` and `softmin` along one axis, with MXNet's `axis`,
 //! `temperature` and `dtype` parameters.
 //!
-//! MXNet's `use_length` (a second `length` input masking each line) is not
-//! implemented: the parameter is accepted for compatibility with saved symbols, and
-//! `use_length=True` is an error saying so.
+//! `softmax` with `use_length=True` takes a second input `length` (integers, the
+//! data's shape without `axis`): each line is normalised over its first `length`
+//! entries and is 0 past them, as in MXNet (whose `log_softmax`/`softmin` have no
+//! `length` input either).
 
 use super::{Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Registry};
-use crate::dtype::DType;
+use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::softmax::{softmax, Kind};
 use crate::shape::{norm_axis, Shape};
 
 const DATA: Arity = Arity::Fixed(&["data"]);
+const DATA_LENGTH: &[&str] = &["data", "length"];
+
+fn select_inputs(p: &super::Params) -> &'static [&'static str] {
+    if p.bool("use_length") {
+        DATA_LENGTH
+    } else {
+        &DATA_LENGTH[..1]
+    }
+}
+
+const WITH_LENGTH: Arity = Arity::Dynamic { all: DATA_LENGTH, select: select_inputs };
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec::new("axis", PType::Int, Some("-1"), "The axis along which to compute softmax."),
@@ -26,22 +38,35 @@ const PARAMS: &[ParamSpec] = &[
         "use_length",
         PType::Bool,
         Some("False"),
-        "Whether to use the length input as a mask over the data input. (Not supported by oxnet: only False is accepted.)",
+        "Whether to use the length input as a mask over the data input.",
     ),
 ];
 
 fn check_use_length(op: &str, p: &super::Params) -> Result<()> {
-    if p.bool("use_length") {
-        return Err(Error::op(
-            op,
-            "use_length=True (masking by a length input) is not supported by oxnet",
-        ));
+    if p.bool("use_length") && op != "softmax" {
+        return Err(Error::op(op, "use_length=True is only supported by softmax (as in MXNet)"));
     }
     Ok(())
 }
 
 fn infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     check_use_length(a.op.name, a.params)?;
+    if a.params.bool("use_length") {
+        let ax = norm_axis(a.params.int("axis"), a.shapes[0].len(), a.op.name)?;
+        let mut want: Vec<usize> = a.shapes[0].to_vec();
+        want.remove(ax);
+        if a.shapes[1] != &want[..] {
+            return Err(a.err(format!(
+                "length has shape {}, expected {} (the data's shape {} without axis {ax})",
+                crate::shape::fmt_shape(a.shapes[1]),
+                crate::shape::fmt_shape(&want),
+                crate::shape::fmt_shape(a.shapes[0])
+            )));
+        }
+        if a.dtypes[1].is_float() {
+            return Err(a.err(format!("length must have an integer dtype, not {}", a.dtypes[1].name())));
+        }
+    }
     let d = a.dtypes[0];
     if !d.is_float() {
         return Err(a.err(format!(
@@ -93,6 +118,19 @@ fn compute<const K: u8>(c: &mut OpCall) -> Result<()> {
         1 => Kind::LogSoftmax,
         _ => Kind::Softmin,
     };
+    if c.params.bool("use_length") {
+        let l = &c.inputs[1];
+        // SAFETY: read access to the length input.
+        let len: Vec<i64> = crate::with_dtype!(l.dtype, L, { unsafe { l.slice::<L>() }.iter().map(|v| v.to_f64() as i64).collect() });
+        with_float!(x.dtype, T, {
+            with_float!(o.dtype, U, {
+                // SAFETY: as below.
+                let (xs, os) = unsafe { (x.slice::<T>(), o.slice_mut::<U>()) };
+                masked_softmax(xs, os, &len, outer, n, inner, t);
+            })
+        });
+        return Ok(());
+    }
     let wide = x.dtype == DType::F64 || o.dtype == DType::F64;
     with_float!(x.dtype, T, {
         with_float!(o.dtype, U, {
@@ -109,6 +147,23 @@ fn compute<const K: u8>(c: &mut OpCall) -> Result<()> {
     Ok(())
 }
 
+/// Softmax of each line `(o, ·, i)` over its first `len[o * inner + i]` entries
+/// (clamped to `0..=n`), 0 past them; accumulated in f64.
+fn masked_softmax<T: Element, U: Element>(x: &[T], out: &mut [U], len: &[i64], outer: usize, n: usize, inner: usize, t: f64) {
+    for o in 0..outer {
+        for i in 0..inner {
+            let l = len[o * inner + i].clamp(0, n as i64) as usize;
+            let at = |k: usize| (o * n + k) * inner + i;
+            let m = (0..l).map(|k| x[at(k)].to_f64() / t).fold(f64::NEG_INFINITY, f64::max);
+            let s: f64 = (0..l).map(|k| (x[at(k)].to_f64() / t - m).exp()).sum();
+            for k in 0..n {
+                let v = if k < l { (x[at(k)].to_f64() / t - m).exp() / s } else { 0.0 };
+                out[at(k)] = U::from_f64(v);
+            }
+        }
+    }
+}
+
 pub(super) fn register(r: &mut Registry) {
     r.add(
         OpDef::new(
@@ -123,7 +178,7 @@ The resulting array contains elements in the range (0,1) and the elements along 
 for :math:`j = 1, ..., K`
 
 t is the temperature parameter in softmax function. By default, t equals 1.0",
-            DATA,
+            WITH_LENGTH,
             PARAMS,
             infer,
             compute::<0>,
