@@ -126,3 +126,26 @@ macro_rules! with_dtype {
         }
     };
 }
+
+/// Binds `$T` to the float element type of `$d`: `f64`, `f16`, and `f32` for every
+/// other dtype (callers have checked that it is a float type).
+#[macro_export]
+macro_rules! with_float {
+    ($d:expr, $T:ident, $body:block) => {
+        match $d {
+            $crate::dtype::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::dtype::DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            _ => {
+                type $T = f32;
+                $body
+            }
+        }
+    };
+}
+

@@ -30,26 +30,7 @@ use crate::ndarray::NDArray;
 use crate::random::uniform01;
 use crate::shape::{fmt_shape, norm_axis, Shape};
 use crate::with_dtype;
-
-/// Binds `$T` to the float storage type of `$d` (inference has checked it).
-macro_rules! with_float {
-    ($d:expr, $T:ident, $body:block) => {
-        match $d {
-            DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            DType::F16 => {
-                type $T = half::f16;
-                $body
-            }
-            _ => {
-                type $T = f32;
-                $body
-            }
-        }
-    };
-}
+use crate::with_float;
 
 // ---- helpers -------------------------------------------------------------------------
 

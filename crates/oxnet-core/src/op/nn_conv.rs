@@ -29,7 +29,7 @@ use crate::kernels::cpu::conv::{self as k, ConvElem, ConvGeom, PoolGeom, PoolKin
 use crate::kernels::cpu::gemm::gemm;
 use crate::ndarray::NDArray;
 use crate::shape::{fmt_shape, Shape};
-use half::f16;
+use crate::with_float;
 
 const LAYOUTS: &[&str] = &["None", "NCDHW", "NCHW", "NCW", "NDHWC", "NHWC"];
 const POOL_LAYOUTS: &[&str] = &["None", "NCDHW", "NCHW", "NCW", "NDHWC", "NHWC", "NWC"];
@@ -47,26 +47,6 @@ fn select_inputs(p: &Params) -> &'static [&'static str] {
 
 const DWB: Arity = Arity::Dynamic { all: WITH_BIAS, select: select_inputs };
 const BACKWARD_IN: Arity = Arity::Fixed(&["out_grad", "data", "weight"]);
-
-/// Binds `$T` to the float element type of `$d` (the caller has checked it).
-macro_rules! with_float {
-    ($d:expr, $T:ident, $body:block) => {
-        match $d {
-            DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            DType::F16 => {
-                type $T = f16;
-                $body
-            }
-            _ => {
-                type $T = f32;
-                $body
-            }
-        }
-    };
-}
 
 /// The inputs' common dtype, which must be a float type.
 fn float_dtype(a: &InferArgs) -> Result<DType> {

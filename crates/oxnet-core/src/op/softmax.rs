@@ -11,6 +11,7 @@ use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::softmax::{softmax, Kind};
 use crate::shape::{norm_axis, Shape};
+use crate::with_float;
 
 const DATA: Arity = Arity::Fixed(&["data"]);
 const DATA_LENGTH: &[&str] = &["data", "length"];
@@ -83,26 +84,6 @@ fn infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     };
     norm_axis(a.params.int("axis"), a.shapes[0].len(), a.op.name)?;
     Ok(vec![(Shape::from_slice(a.shapes[0]), out)])
-}
-
-/// Binds `$T` to the float element type of `$d`.
-macro_rules! with_float {
-    ($d:expr, $T:ident, $body:block) => {
-        match $d {
-            DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            DType::F16 => {
-                type $T = half::f16;
-                $body
-            }
-            _ => {
-                type $T = f32;
-                $body
-            }
-        }
-    };
 }
 
 fn compute<const K: u8>(c: &mut OpCall) -> Result<()> {
