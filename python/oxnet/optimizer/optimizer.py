@@ -261,6 +261,27 @@ def _states(state):
     return [state]
 
 
+def _momentum_op(opt, kind, index, weight, state, **extra):
+    """SGD's and NAG's fused op: ``{kind}_mom_update`` with a momentum state, plain
+    ``sgd_update`` without one, the ``mp_`` forms for float16 weights with
+    multi_precision (state ``(momentum or None, float32 weight)``)."""
+    opt._update_count(index)
+    kw = opt._common_kwargs()
+    kw["lr"] = opt._get_lr(index)
+    kw["wd"] = opt._get_wd(index)
+    kw.update(extra)
+    if opt.multi_precision and weight.dtype == numpy.float16:
+        mom, w32 = state
+        if mom is not None:
+            kw["momentum"] = opt.momentum
+            return "mp_%s_mom_update" % kind, kw, [mom, w32]
+        return "mp_sgd_update", kw, [w32]
+    if state is not None:
+        kw["momentum"] = opt.momentum
+        return "%s_mom_update" % kind, kw, [state]
+    return "sgd_update", kw, []
+
+
 @register
 class SGD(Optimizer):
     """Stochastic gradient descent with momentum, weight decay and (for float16
@@ -293,22 +314,7 @@ class SGD(Optimizer):
         return None
 
     def _fused_op(self, index, weight, state):
-        self._update_count(index)
-        kw = self._common_kwargs()
-        kw["lr"] = self._get_lr(index)
-        kw["wd"] = self._get_wd(index)
-        kw["lazy_update"] = self.lazy_update
-        mp = self.multi_precision and weight.dtype == numpy.float16
-        if mp:
-            mom, w32 = state
-            if mom is not None:
-                kw["momentum"] = self.momentum
-                return "mp_sgd_mom_update", kw, [mom, w32]
-            return "mp_sgd_update", kw, [w32]
-        if state is not None:
-            kw["momentum"] = self.momentum
-            return "sgd_mom_update", kw, [state]
-        return "sgd_update", kw, []
+        return _momentum_op(self, "sgd", index, weight, state, lazy_update=self.lazy_update)
 
     def update_multi_precision(self, index, weight, grad, state):
         self.update(index, weight, grad, state)
@@ -332,20 +338,7 @@ class NAG(Optimizer):
         return None
 
     def _fused_op(self, index, weight, state):
-        self._update_count(index)
-        kw = self._common_kwargs()
-        kw["lr"] = self._get_lr(index)
-        kw["wd"] = self._get_wd(index)
-        if self.multi_precision and weight.dtype == numpy.float16:
-            mom, w32 = state
-            if mom is not None:
-                kw["momentum"] = self.momentum
-                return "mp_nag_mom_update", kw, [mom, w32]
-            return "mp_sgd_update", kw, [w32]
-        if state is not None:
-            kw["momentum"] = self.momentum
-            return "nag_mom_update", kw, [state]
-        return "sgd_update", kw, []
+        return _momentum_op(self, "nag", index, weight, state)
 
     def update_multi_precision(self, index, weight, grad, state):
         self.update(index, weight, grad, state)
