@@ -208,8 +208,8 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
          train_mode=True):  # pylint: disable=redefined-outer-name
     """Compute the gradients of heads w.r.t variables. Gradients will be
     returned as new NDArrays instead of stored into `variable.grad`.
-    Supports recording gradient graph for computing higher order gradients
-    (oxnet: ``create_graph=True`` is not supported yet and raises MXNetError).
+    With ``create_graph=True`` the gradient computation is recorded too, so the
+    returned gradients can be differentiated again (higher order gradients).
 
     Parameters
     ----------

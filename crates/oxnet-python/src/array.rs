@@ -6,6 +6,7 @@ use crate::convert::{ctx_of, dtype_of, make_ctx};
 use crate::{err, IntoPy};
 use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods, IxDyn};
 use oxnet_core::op::{self, OpDef, Params, Value};
+use oxnet_core::autograd;
 use oxnet_core::{DType, Error};
 use pyo3::prelude::*;
 use pyo3::basic::CompareOp;
@@ -32,6 +33,12 @@ impl NDArray {
     }
     pub(crate) fn view(inner: oxnet_core::NDArray, writable: bool) -> Self {
         NDArray { inner, writable, ag: parking_lot::Mutex::new(None) }
+    }
+    /// A view keeping the autograd entry a recorded view got (see `_reshape_view`).
+    fn recorded_view(mut inner: oxnet_core::NDArray, writable: bool) -> Self {
+        let e = inner.ag_entry().cloned();
+        inner.set_ag_entry(None);
+        NDArray { inner, writable, ag: parking_lot::Mutex::new(e) }
     }
     /// The array with its autograd entry while recording (the entry matters only
     /// to recorded ops); outside recording, just the array.
@@ -280,16 +287,29 @@ impl NDArray {
     }
 
     /// The view `self[begin:end]` along the first axis (shares memory).
+    /// While recording, the view is recorded as `slice_axis` (MXNet records it too).
     fn _slice(&self, begin: usize, end: usize) -> PyResult<NDArray> {
-        Ok(NDArray::view(self.inner.slice_view(begin, end).py_err()?, self.writable))
+        let mut v = self.inner.slice_view(begin, end).py_err()?;
+        record_slice(&self.arr(), begin, end, &mut v)?;
+        Ok(NDArray::recorded_view(v, self.writable))
     }
-    /// The view `self[i]` (shares memory).
+    /// The view `self[i]` (shares memory); recorded as `slice_axis` then `Reshape`.
     fn _at(&self, i: usize) -> PyResult<NDArray> {
-        Ok(NDArray::view(self.inner.at(i).py_err()?, self.writable))
+        let mut v = self.inner.at(i).py_err()?;
+        let src = self.arr();
+        if autograd::is_recording() && autograd::is_in_graph(&src) {
+            let mut row = self.inner.slice_view(i, i + 1).py_err()?;
+            record_slice(&src, i, i + 1, &mut row)?;
+            autograd::record_view("Reshape", &[("shape", shape_value(v.shape()))], &row, &mut v).py_err()?;
+        }
+        Ok(NDArray::recorded_view(v, self.writable))
     }
-    /// A view with another shape of the same size (shares memory).
+    /// A view with another shape of the same size (shares memory); recorded as
+    /// `Reshape` while recording.
     fn _reshape_view(&self, shape: Vec<usize>) -> PyResult<NDArray> {
-        Ok(NDArray::view(self.inner.reshape_view(&shape).py_err()?, self.writable))
+        let mut v = self.inner.reshape_view(&shape).py_err()?;
+        autograd::record_view("Reshape", &[("shape", shape_value(&shape))], &self.arr(), &mut v).py_err()?;
+        Ok(NDArray::recorded_view(v, self.writable))
     }
     /// True when both arrays share memory.
     fn _same_chunk(&self, other: &NDArray) -> bool {
@@ -467,4 +487,14 @@ pub(crate) fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
 #[pyfunction]
 fn infer_reshape(src: Vec<usize>, spec: Vec<i64>, reverse: bool) -> PyResult<Vec<usize>> {
     Ok(oxnet_core::op::shape::infer_reshape(&src, &spec, reverse).py_err()?.to_vec())
+}
+
+fn shape_value(shape: &[usize]) -> Value {
+    Value::Tuple(shape.iter().map(|&d| d as i64).collect())
+}
+
+/// Records the view `a[begin:end]` (axis 0) as `slice_axis` while recording.
+fn record_slice(a: &oxnet_core::NDArray, begin: usize, end: usize, v: &mut oxnet_core::NDArray) -> PyResult<()> {
+    let attrs = [("axis", Value::Int(0)), ("begin", Value::Int(begin as i64)), ("end", Value::Int(end as i64))];
+    autograd::record_view("slice_axis", &attrs, a, v).py_err()
 }

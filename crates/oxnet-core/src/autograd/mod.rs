@@ -86,6 +86,8 @@ enum Kind {
     Var,
     Op { op: &'static OpDef, params: Params },
     Custom(Arc<dyn CustomGrad>),
+    /// The recorded backward of a custom node (under `create_graph`): has no gradient.
+    NoGrad(String),
 }
 
 #[derive(Default)]
@@ -115,6 +117,7 @@ impl Node {
             Kind::Var => "variable",
             Kind::Op { op, .. } => op.name,
             Kind::Custom(c) => c.name(),
+            Kind::NoGrad(name) => name,
         }
     }
     fn live(&self) -> bool {
@@ -231,6 +234,19 @@ pub fn record(op: &'static OpDef, params: &Params, inputs: &[NDArray], outputs: 
     record_node(Kind::Op { op, params: params.clone() }, inputs, outputs)
 }
 
+/// Records a view made outside the registry (NDArray's `reshape`, `x[i]`, `x[a:b]`,
+/// which share memory) as the registry op computing the same values, so gradients
+/// flow through it as in MXNet. Does nothing unless recording with `input` in a graph.
+pub fn record_view(op_name: &str, attrs: &[(&str, Value)], input: &NDArray, out: &mut NDArray) -> Result<()> {
+    if !is_recording() || !is_in_graph(input) {
+        return Ok(());
+    }
+    let op = op::lookup(op_name)?;
+    let params = op.parse(attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect())?;
+    record(op, &params, std::slice::from_ref(input), std::slice::from_mut(out));
+    Ok(())
+}
+
 /// Records a custom function (Python's `autograd.Function`): `outputs` get entries
 /// whose backward calls `grad`.
 pub fn record_custom(grad: Arc<dyn CustomGrad>, inputs: &[NDArray], outputs: &mut [NDArray]) {
@@ -289,7 +305,15 @@ fn topo_order(heads: &[&Entry]) -> Vec<Arc<Node>> {
 /// returned; with `variables`, their gradients are returned instead (MXNet's
 /// `autograd.grad`) and no buffer is touched. Without `retain_graph` the graph is
 /// freed: a second backward through it is an error. Ops run in training mode when
-/// `train_mode`. Higher-order gradients (`create_graph`) are not supported yet.
+/// `train_mode`.
+///
+/// With `create_graph` (MXNet's higher-order gradients) the gradient computation is
+/// itself recorded: the registry gradients run with recording on, on the nodes'
+/// inputs and outputs as they sit in the graph, so the returned gradients are in a
+/// graph and can be differentiated again. An op whose gradient is made of ops
+/// without gradients (`_backward_*` kernels) makes that second backward fail with
+/// MXNet's "non-differentiable" error; so does a custom node (a Python Function or a
+/// hybridized block), whose backward is recorded as one non-differentiable node.
 pub fn backward(
     heads: &[NDArray],
     head_grads: &[Option<NDArray>],
@@ -298,9 +322,6 @@ pub fn backward(
     train_mode: bool,
     create_graph: bool,
 ) -> Result<Option<Vec<NDArray>>> {
-    if create_graph {
-        return Err(Error::new("autograd: create_graph=True (higher-order gradients) is not supported by oxnet yet"));
-    }
     if heads.is_empty() {
         return Err(Error::new("autograd.backward: heads must not be empty"));
     }
@@ -345,10 +366,11 @@ pub fn backward(
         return Err(Error::new("There are no inputs in computation graph that require gradients."));
     }
 
-    let _guard = FlagGuard(set_recording(false), set_training(train_mode));
+    let _guard = FlagGuard(set_recording(create_graph), set_training(train_mode));
     let mut grads: HashMap<(usize, usize), NDArray> = HashMap::new();
     for ((h, e), g) in heads.iter().zip(&head_entries).zip(head_grads) {
         let g = match g {
+            Some(g) if create_graph => g.clone(),
             Some(g) => g.detach(),
             None => op::call1("ones_like", &[h.detach()], &[])?,
         };
@@ -360,10 +382,17 @@ pub fn backward(
         if matches!(node.kind, Kind::Var) {
             continue;
         }
-        let (inputs, outputs) = {
+        let (inputs, mut outputs) = {
             let st = node.state.lock();
             (st.inputs.clone(), st.outputs.clone())
         };
+        if create_graph {
+            // The gradient is recorded against the node's outputs as they are in the
+            // graph (the stored copies carry no entry, which would be a cycle).
+            for (i, o) in outputs.iter_mut().enumerate() {
+                o.set_ag_entry(Some(Entry { node: node.clone(), index: i }));
+            }
+        }
         let mut any = false;
         let mut out_grads = Vec::with_capacity(outputs.len());
         for (i, o) in outputs.iter().enumerate() {
@@ -378,15 +407,30 @@ pub fn backward(
         if !any {
             continue;
         }
-        let plain_inputs: Vec<NDArray> = inputs.iter().map(|a| a.detach()).collect();
+        let plain_inputs: Vec<NDArray> = if create_graph { inputs.clone() } else { inputs.iter().map(|a| a.detach()).collect() };
         let in_grads = match &node.kind {
             Kind::Op { op, params } => {
-                let f = op.grad.ok_or_else(|| {
-                    Error::new(format!("Operator {} is non-differentiable because it didn't register FGradient attribute.", op.name))
-                })?;
+                let f = op.grad.ok_or_else(|| non_differentiable(op.name))?;
                 f(params, &plain_inputs, &outputs, &out_grads)?
             }
+            Kind::Custom(c) if create_graph => {
+                let mut g = {
+                    let _off = FlagGuard(set_recording(false), train_mode);
+                    c.backward(&out_grads, train_mode)?
+                };
+                // Differentiating this backward again is an error naming it.
+                let mut made: Vec<NDArray> = g.iter().flatten().cloned().collect();
+                let mut ins = out_grads.clone();
+                ins.extend(plain_inputs.iter().cloned());
+                record_node(Kind::NoGrad(format!("_backward_{}", c.name())), &ins, &mut made);
+                let mut made = made.into_iter();
+                for slot in g.iter_mut().filter(|s| s.is_some()) {
+                    *slot = made.next();
+                }
+                g
+            }
             Kind::Custom(c) => c.backward(&out_grads, train_mode)?,
+            Kind::NoGrad(name) => return Err(non_differentiable(name)),
             Kind::Var => unreachable_var()?,
         };
         if in_grads.len() != inputs.len() {
@@ -425,6 +469,8 @@ pub fn backward(
             Some(out)
         }
         None => {
+            // Writing the gradient buffers is not part of any graph.
+            let _off = FlagGuard(set_recording(false), train_mode);
             for node in order.iter().filter(|n| matches!(n.kind, Kind::Var)) {
                 let mut st = node.state.lock();
                 let (Some(buf), Some(req)) = (st.grad.clone(), st.req) else { continue };
@@ -465,6 +511,10 @@ pub fn backward(
         }
     }
     Ok(result)
+}
+
+fn non_differentiable(name: &str) -> Error {
+    Error::new(format!("Operator {name} is non-differentiable because it didn't register FGradient attribute."))
 }
 
 fn unreachable_var() -> Result<Vec<Option<NDArray>>> {

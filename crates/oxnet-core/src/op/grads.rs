@@ -45,6 +45,10 @@ fn tuple(v: &[usize]) -> Value {
     Value::Tuple(v.iter().map(|&x| x as i64).collect())
 }
 fn reshape(a: &NDArray, shape: &[usize]) -> Result<NDArray> {
+    if crate::autograd::is_recording() && crate::autograd::is_in_graph(a) {
+        // A gradient being recorded (create_graph): the view must be in the graph too.
+        return c("Reshape", std::slice::from_ref(a), &[("shape", tuple(shape))]);
+    }
     a.reshape_view(shape)
 }
 fn one(g: Result<NDArray>) -> Grads {
@@ -327,6 +331,16 @@ fn g_slice(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
     let z = un("zeros_like", &i[0])?;
     let attrs = [("begin", p.get("begin").clone()), ("end", p.get("end").clone()), ("step", p.get("step").clone())];
     one(c("_slice_assign", &[z, g[0].clone()], &attrs))
+}
+/// `_slice_assign(lhs, rhs)`: the region goes to `rhs`, the rest to `lhs`.
+fn g_slice_assign(p: &Params, _: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
+    let region = [("begin", p.get("begin").clone()), ("end", p.get("end").clone()), ("step", p.get("step").clone())];
+    let scalar = [region[0].clone(), region[1].clone(), region[2].clone(), ("scalar", Value::Float(0.0))];
+    Ok(vec![Some(c("_slice_assign_scalar", std::slice::from_ref(&g[0]), &scalar)?), Some(c("slice", std::slice::from_ref(&g[0]), &region)?)])
+}
+fn g_slice_assign_scalar(p: &Params, _: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
+    let attrs = [("begin", p.get("begin").clone()), ("end", p.get("end").clone()), ("step", p.get("step").clone()), ("scalar", Value::Float(0.0))];
+    one(c("_slice_assign_scalar", std::slice::from_ref(&g[0]), &attrs))
 }
 fn g_slice_axis(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
     let s = i[0].shape();
@@ -626,6 +640,8 @@ pub(super) fn lookup(name: &str) -> Option<GradFn> {
         "SliceChannel" => g_split,
         "slice" => g_slice,
         "slice_axis" => g_slice_axis,
+        "_slice_assign" => g_slice_assign,
+        "_slice_assign_scalar" => g_slice_assign_scalar,
         "tile" => g_tile,
         "repeat" => g_repeat,
         "reverse" => g_reverse,

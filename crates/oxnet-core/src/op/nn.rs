@@ -173,8 +173,27 @@ fn act_bwd_compute(c: &mut OpCall) -> Result<()> {
 }
 
 fn act_grad(p: &Params, i: &[NDArray], o: &[NDArray], og: &[NDArray]) -> Result<Vec<Option<NDArray>>> {
+    if crate::autograd::is_recording() {
+        return Ok(vec![Some(act_grad_recorded(p.str("act_type"), &i[0], &o[0], &head("Activation", og)?)?)]);
+    }
     let dx = run_bwd("_backward_Activation", &[head("Activation", og)?, i[0].clone(), o[0].clone()], p)?;
     Ok(vec![dx.into_iter().next()])
+}
+
+/// Activation's gradient made of elementwise ops, for a backward that is recorded
+/// (`create_graph`) so that it can be differentiated again.
+fn act_grad_recorded(act: &str, x: &NDArray, y: &NDArray, g: &NDArray) -> Result<NDArray> {
+    let sc = |name: &str, a: &NDArray, v: f64| super::call1(name, std::slice::from_ref(a), &[("scalar", super::Value::Float(v))]);
+    let un = |name: &str, a: &NDArray| super::call1(name, std::slice::from_ref(a), &[]);
+    let mul = |a: &NDArray, b: &NDArray| super::call1("elemwise_mul", &[a.clone(), b.clone()], &[]);
+    let d = match act {
+        "relu" => sc("_greater_scalar", x, 0.0)?,
+        "sigmoid" => mul(y, &sc("_rminus_scalar", y, 1.0)?)?,
+        "tanh" => sc("_rminus_scalar", &un("square", y)?, 1.0)?,
+        "softrelu" => un("sigmoid", x)?,
+        _ => un("reciprocal", &un("square", &sc("_plus_scalar", &un("abs", x)?, 1.0)?)?)?,
+    };
+    mul(g, &d)
 }
 
 // ---- LeakyReLU -------------------------------------------------------------------------

@@ -203,7 +203,28 @@ fn grad_dwb(name: &str, p: &Params, inputs: &[NDArray], og: &[NDArray]) -> Resul
 }
 
 fn fc_grad(p: &Params, inputs: &[NDArray], _outputs: &[NDArray], og: &[NDArray]) -> Result<Vec<Option<NDArray>>> {
+    if crate::autograd::is_recording() {
+        return fc_grad_recorded(inputs, og);
+    }
     grad_dwb("_backward_FullyConnected", p, inputs, og)
+}
+
+/// FullyConnected's gradient made of `dot` and `sum`, for a backward that is
+/// recorded (`create_graph`) so that it can be differentiated again.
+fn fc_grad_recorded(inputs: &[NDArray], og: &[NDArray]) -> Result<Vec<Option<NDArray>>> {
+    use super::{call1, Value};
+    let (x, w) = (&inputs[0], &inputs[1]);
+    let (h, kin) = (w.shape()[0], w.shape()[1]);
+    let rows = x.size() / kin.max(1);
+    let reshape = |a: &NDArray, s: &[usize]| call1("Reshape", std::slice::from_ref(a), &[("shape", Value::Tuple(s.iter().map(|&d| d as i64).collect()))]);
+    let g2 = reshape(&og[0], &[rows, h])?;
+    let dx = reshape(&call1("dot", &[g2.clone(), w.clone()], &[])?, x.shape())?;
+    let dw = call1("dot", &[g2.clone(), reshape(x, &[rows, kin])?], &[("transpose_a", Value::Bool(true))])?;
+    let mut grads = vec![Some(dx), Some(dw)];
+    if inputs.len() > 2 {
+        grads.push(Some(call1("sum", &[g2], &[("axis", Value::Tuple(vec![0]))])?));
+    }
+    Ok(grads)
 }
 
 // ---- Convolution / Deconvolution -----------------------------------------------------
