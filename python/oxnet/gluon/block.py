@@ -156,6 +156,20 @@ class HookHandle:
         self.detach()
 
 
+_TRACE = threading.local()
+
+
+def _trace_input_shapes():
+    """While ``hybridize`` traces a graph: {input variable name: shape} of the arrays
+    it is traced for (None outside a trace). A block whose graph depends on them (the
+    unrolled ``gluon.rnn`` layers: the sequence length) reads them here; the graph is
+    then traced again whenever the input shapes change."""
+    shapes = getattr(_TRACE, "shapes", None)
+    if shapes is not None:
+        _TRACE.specialized = True
+    return shapes
+
+
 def _flatten_shapes(x):
     if isinstance(x, NDArray):
         return [x.shape]
@@ -555,8 +569,16 @@ class HybridBlock(Block):
             if not isinstance(grouped, list) or self._in_format == 0:
                 grouped = [grouped]
             params = {i: j.var() for i, j in self._reg_params.items()}
-            with self.name_scope():
-                out = self.hybrid_forward(symbol, *grouped, **params)
+            outer = (getattr(_TRACE, "shapes", None), getattr(_TRACE, "specialized", False))
+            _TRACE.shapes = {v.name: a.shape for v, a in zip(inputs, flat) if a is not None}
+            _TRACE.specialized = False
+            try:
+                with self.name_scope():
+                    out = self.hybrid_forward(symbol, *grouped, **params)
+                self._trace_key = (tuple(a.shape for a in real) if _TRACE.specialized
+                                   else None)
+            finally:
+                _TRACE.shapes, _TRACE.specialized = outer
             out, self._out_format = _flatten(out, "output")
             self._cached_graph = ([i for i in inputs if i is not None],
                                   out[0] if len(out) == 1 else symbol.Group(out))
@@ -600,6 +622,11 @@ class HybridBlock(Block):
         self._cached_op = op
 
     def _call_cached_op(self, *args):
+        if self._cached_op is not None and getattr(self, "_trace_key", None) is not None:
+            shapes = tuple(getattr(a, "shape", None) for a in _flatten(args, "input")[0]
+                           if a is not None)
+            if shapes != self._trace_key:
+                self._clear_cached_op()  # traced for other input shapes: trace again
         if self._cached_op is None:
             self._build_cache(*args)
         flat, fmt = _flatten(args, "input")
