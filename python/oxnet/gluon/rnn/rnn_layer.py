@@ -91,6 +91,19 @@ class _RNNLayer(HybridBlock):
         setattr(self, name, p)
         return p
 
+    def _collect_params_with_prefix(self, prefix=""):
+        # the structural names of MXNet 1.9.1's files, which name the parameters after
+        # the equivalent stack of cells: l0_i2h_weight -> _unfused.0.i2h_weight, or
+        # _unfused.0.l_cell.i2h_weight when bidirectional (r0_... -> r_cell)
+        if prefix:
+            prefix += "."
+        ret = {}
+        for key, val in self._reg_params.items():
+            layer, pname = key[1:].split("_", 1)
+            cell = "%s_cell." % key[0] if self._dir == 2 else ""
+            ret["%s_unfused.%s.%s%s" % (prefix, layer, cell, pname)] = val
+        return ret
+
     def __repr__(self):
         s = "{name}({mapping}, {_layout}"
         if self._num_layers != 1:
