@@ -123,6 +123,15 @@ def test_layer_with_and_without_states_and_deferred_input_size():
     gru.initialize()
     out, st = gru(nd.ones((2, 1, 2)), nd.zeros((1, 1, 3)))  # a single state as an NDArray
     assert out.shape == (2, 1, 3) and st[0].shape == (1, 1, 3)
+    # hybridized: with and without states alternately (the graph is traced for each)
+    layer.hybridize()
+    for _ in range(2):
+        h_out = layer(x)
+        assert isinstance(h_out, nd.NDArray)
+        np.testing.assert_allclose(h_out.asnumpy(), out2.asnumpy(), rtol=1e-5, atol=1e-7)
+        h_out, h_states = layer(x, layer.begin_state(2))
+        np.testing.assert_allclose(h_states[1].asnumpy(), states[1].asnumpy(), rtol=1e-5,
+                                   atol=1e-7)
 
 
 def test_layer_dropout_between_layers_only_in_training():
