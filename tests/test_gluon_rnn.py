@@ -484,3 +484,27 @@ def test_cell_bad_inputs_raise_clear_errors():
         rnn.ZoneoutCell(base)
     with pytest.raises(MXNetError, match="LSTMCell 'base7'.*modifier"):
         base.begin_state(2)
+
+
+# ---- contrib ------------------------------------------------------------------------
+@pytest.mark.parametrize("drop_states", [0.0, 0.5])
+def test_variational_dropout_cell_masks_are_shared_over_time(drop_states):
+    from oxnet.gluon.contrib.rnn import VariationalDropoutCell
+    mx.random.seed(2)
+    base = rnn.GRUCell(8, prefix="vbase_")
+    cell = VariationalDropoutCell(base, drop_inputs=0.5, drop_states=drop_states,
+                                  drop_outputs=0.5)
+    assert cell.prefix == "vbase_vardrop"
+    assert repr(cell) == "VariationalDropoutCell(p_out = 0.5, p_state = %s)" % drop_states
+    cell.initialize(mx.init.Xavier())
+    x = nd.array(np.random.RandomState(11).uniform(0.5, 1.5, (4, 5, 3)))
+    out_p, _ = cell.unroll(5, x, merge_outputs=True)
+    base._modified = False
+    ref, _ = base.unroll(5, x, merge_outputs=True)
+    base._modified = True
+    np.testing.assert_allclose(out_p.asnumpy(), ref.asnumpy(), rtol=1e-6)  # predict mode
+    with autograd.record():
+        out, _ = cell.unroll(5, x, merge_outputs=True)
+    zero = out.asnumpy() == 0
+    assert zero.any() and not zero.all()
+    assert (zero == zero[:, :1]).all()  # the same output units dropped at every step

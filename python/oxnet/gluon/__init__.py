@@ -6,6 +6,7 @@ from .parameter import (Parameter, Constant, ParameterDict,  # noqa: F401
 from .block import Block, HybridBlock, SymbolBlock  # noqa: F401
 from . import nn  # noqa: F401
 from . import rnn  # noqa: F401
+from . import contrib  # noqa: F401
 from . import loss  # noqa: F401
 from . import utils  # noqa: F401
 from . import data  # noqa: F401
