@@ -173,6 +173,15 @@ def test_lstm_state_clipping_against_numpy():
     np.testing.assert_allclose(out.asnumpy(), np.stack(ref), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(c.asnumpy()[0], cc, rtol=1e-5, atol=1e-6)
     assert c.asnumpy().max() <= 0.3 + 1e-7 and c.asnumpy().min() >= -0.2 - 1e-7
+    # NaN: propagates, or becomes the lower bound with state_clip_nan
+    bad = x.copy()
+    bad[1, 0, 0] = np.nan
+    _, (_, c) = layer(nd.array(bad), layer.begin_state(2))
+    assert np.isnan(c.asnumpy()[0, 0]).all() and not np.isnan(c.asnumpy()[0, 1]).any()
+    guarded = rnn.LSTM(3, state_clip_min=-0.2, state_clip_max=0.3, state_clip_nan=True,
+                       input_size=2, params=layer.collect_params())
+    _, (_, c) = guarded(nd.array(bad), guarded.begin_state(2))
+    assert not np.isnan(c.asnumpy()).any()
 
 
 # ---- gradients ----------------------------------------------------------------------

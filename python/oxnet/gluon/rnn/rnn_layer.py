@@ -258,6 +258,9 @@ class _RNNLayer(HybridBlock):
         if lo is not None or hi is not None:
             c = F.clip(c, a_min=float("-inf") if lo is None else lo,
                        a_max=float("inf") if hi is None else hi)
+            if self._lstm_state_clip_nan:  # NaN becomes the lower bound (cuDNN's rule)
+                c = F.where(F.broadcast_equal(c, c), c,
+                            F.ones_like(c) * (hi if lo is None else lo))
         h = F.elemwise_mul(F.sigmoid(g_o), F.tanh(c))
         if self._projection_size:
             h = F.FullyConnected(h, w("h2r_weight"), no_bias=True,
@@ -341,7 +344,9 @@ class RNN(_RNNLayer):
 class LSTM(_RNNLayer):
     r"""Multi-layer LSTM (gates i, f, c, o as in LSTMCell), optionally with a
     projection of the hidden state (``projection_size``, parameter ``h2r_weight``)
-    and the cell state clipped to [``state_clip_min``, ``state_clip_max``].
+    and the cell state clipped to [``state_clip_min``, ``state_clip_max``] after each
+    step (as MXNet does with cuDNN; its CPU kernel ignores the bounds), NaN states
+    becoming the lower bound with ``state_clip_nan=True``.
 
     Parameters
     ----------
