@@ -570,13 +570,14 @@ class HybridBlock(Block):
                 grouped = [grouped]
             params = {i: j.var() for i, j in self._reg_params.items()}
             outer = (getattr(_TRACE, "shapes", None), getattr(_TRACE, "specialized", False))
-            _TRACE.shapes = {v.name: a.shape for v, a in zip(inputs, flat) if a is not None}
+            _TRACE.shapes = {v.name: getattr(a, "shape", None)
+                             for v, a in zip(inputs, flat) if a is not None}
             _TRACE.specialized = False
             try:
                 with self.name_scope():
                     out = self.hybrid_forward(symbol, *grouped, **params)
-                self._trace_key = (tuple(a.shape for a in real) if _TRACE.specialized
-                                   else None)
+                self._trace_key = (tuple(getattr(a, "shape", None) for a in real)
+                                   if _TRACE.specialized else None)
             finally:
                 _TRACE.shapes, _TRACE.specialized = outer
             out, self._out_format = _flatten(out, "output")
