@@ -210,7 +210,7 @@ class _RNNLayer(HybridBlock):
         args = set(inputs.list_arguments())
         try:
             _, out_shapes, _ = inputs.infer_shape_partial(
-                **{k: v for k, v in shapes.items() if k in args})
+                **{k: v for k, v in shapes.items() if k in args and v is not None})
         except MXNetError:
             out_shapes = None
         shape = tuple(out_shapes[0]) if out_shapes else ()
