@@ -254,7 +254,7 @@ def test_layer_gradients_numeric_and_hybridized(name, make, with_states):
         return [block(x)]
 
     block(x)  # deferred initialization
-    outs, grads = _grad_check(block, fn, [x] + states, rs)
+    outs, _ = _grad_check(block, fn, [x] + states, rs)
     block.hybridize()
     rs2 = np.random.RandomState(4)
     heads = [rs2.randn(*o.shape) for o in outs]
