@@ -7,8 +7,12 @@ here ``hybrid_forward`` unrolls the recurrence over time with registry ops
 (FullyConnected over the whole sequence for the input projection, then one
 FullyConnected and the gate arithmetic per step; ``reverse`` for the backward
 direction; Dropout between layers). So the layers run imperatively, under autograd
-and hybridized; a traced graph is specialised to the sequence length it was traced
-for (``gluon.block._trace_input_shapes``) and traced again for another length.
+and hybridized. ``use_sequence_length=True`` (a keyword of all three) takes
+``layer(x, states, sequence_length)`` with per-sequence lengths as cuDNN does: states
+stop at each sequence's end, outputs past it are 0, the backward direction starts at
+it (MXNet 1.9.1's CPU kernel does not honour the lengths). A traced graph is
+specialised to the sequence length it was traced for
+(``gluon.block._trace_input_shapes``) and traced again for another length.
 """
 
 from ... import ndarray
@@ -16,7 +20,8 @@ from ...base import MXNetError
 from ...ndarray import NDArray
 from ...symbol import Symbol
 from ..block import HybridBlock, _trace_input_shapes
-from .rnn_cell import _split, _zeros_from, _state_func_call
+from .rnn_cell import (_sequence_reverse, _split, _state_func_call, _steps_vs_length,
+                       _zeros_from)
 
 __all__ = ["RNN", "LSTM", "GRU"]
 
@@ -39,10 +44,6 @@ class _RNNLayer(HybridBlock):
         if mode not in _GATES:
             raise self._error("invalid mode %r; must be one of %s (RNN's activation: "
                               "'relu' or 'tanh')" % (mode, sorted(_GATES)))
-        if use_sequence_length:
-            raise self._error("use_sequence_length=True is not supported (the unrolled "
-                              "layers take full sequences; use a cell's unroll with "
-                              "valid_length)")
         self._hidden_size = hidden_size
         self._projection_size = projection_size if projection_size else None
         self._num_layers = num_layers
@@ -152,7 +153,7 @@ class _RNNLayer(HybridBlock):
                     self._gates * self._hidden_size, ni)
             ni = step * self._dir
 
-    def _check(self, inputs, states):
+    def _check(self, inputs, states, sequence_length):
         """Clear errors for bad NDArray inputs, before anything runs."""
         if inputs.ndim != 3:
             raise self._error("input data should be a rank-3 tensor of layout %s (T: "
@@ -163,11 +164,22 @@ class _RNNLayer(HybridBlock):
             raise self._error("input of shape %s has %d features (layout %s), the layer "
                               "takes %d" % (inputs.shape, inputs.shape[2], self._layout,
                                             n_in))
+        batch = inputs.shape[self._layout.find("N")]
+        if self._use_sequence_length:
+            if not isinstance(sequence_length, NDArray) or sequence_length.shape != (batch,):
+                raise self._error("use_sequence_length=True needs sequence_length, an "
+                                  "NDArray of shape (%d,) (batch size), got %s"
+                                  % (batch, getattr(sequence_length, "shape",
+                                                    type(sequence_length).__name__)))
+            lengths = sequence_length.asnumpy()
+            t = inputs.shape[self._layout.find("T")]
+            if lengths.min() < 1 or lengths.max() > t:
+                raise self._error("sequence_length values must lie in [1, %d] (the sequence "
+                                  "length), got %s" % (t, lengths.tolist()))
         if states is None:
             return
         if isinstance(states, NDArray):
             states = [states]
-        batch = inputs.shape[self._layout.find("N")]
         infos = self.state_info(batch)
         if not isinstance(states, (list, tuple)) or len(states) != len(infos):
             raise self._error("expected %d recurrent state(s) (see begin_state), got %s"
@@ -182,17 +194,19 @@ class _RNNLayer(HybridBlock):
     def __call__(self, inputs, states=None, sequence_length=None, **kwargs):
         if kwargs:
             raise self._error("unexpected arguments %s" % sorted(kwargs))
-        if sequence_length is not None:
-            raise self._error("sequence_length is not supported (use_sequence_length is "
-                              "not available)")
+        if sequence_length is not None and not self._use_sequence_length:
+            raise self._error("sequence_length is given but the layer was created with "
+                              "use_sequence_length=False")
         self.skip_states = states is None
         if isinstance(inputs, NDArray):
-            self._check(inputs, states)
+            self._check(inputs, states, sequence_length)
             if states is None:
                 batch_size = inputs.shape[self._layout.find("N")]
                 states = self.begin_state(batch_size, ctx=inputs.context, dtype=inputs.dtype)
         if isinstance(states, (NDArray, Symbol)):
             states = [states]
+        if self._use_sequence_length:
+            return super().__call__(inputs, states, sequence_length)
         return super().__call__(inputs, states)
 
     def forward(self, x, *args):
@@ -229,7 +243,7 @@ class _RNNLayer(HybridBlock):
         x = F.swapaxes(inputs, dim1=0, dim2=1) if self._layout == "NTC" else inputs
         if states is None:
             states = [_zeros_from(F, x, 1, info["shape"]) for info in self.state_info(0)]
-        out, new_states = self._unrolled(F, x, states, length, kwargs)
+        out, new_states = self._unrolled(F, x, states, length, kwargs, sequence_length)
         if self._layout == "NTC":
             out = F.swapaxes(out, dim1=0, dim2=1)
         return out if self.skip_states else (out, new_states)
@@ -267,10 +281,22 @@ class _RNNLayer(HybridBlock):
                                  num_hidden=self._projection_size)
         return h, c
 
-    def _unrolled(self, F, x, states, length, params):
+    def _unrolled(self, F, x, states, length, params, valid=None):
         """(outputs (T, N, D * H), [h (L * D, N, H), c]) of the stacked layers over
-        ``x`` (T, N, C)."""
+        ``x`` (T, N, C). With ``valid`` (N,) lengths: the states stop changing after
+        each sequence's end, the outputs there are 0, and the backward direction reads
+        each sequence from its own end."""
         n = self._num_layers * self._dir
+        masks = None
+        if valid is not None:
+            masks = _split(F, F.expand_dims(
+                _steps_vs_length(F, F.broadcast_lesser, length, valid, x), axis=2), length, 0)
+
+        def reverse(seq):
+            if valid is None:
+                return F.reverse(seq, axis=0)
+            return _sequence_reverse(F, seq, valid, length)
+
         lstm = self._mode == "lstm"
         hs = _split(F, states[0], n, 0)
         cs = _split(F, states[1], n, 0) if lstm else [None] * n
@@ -284,19 +310,27 @@ class _RNNLayer(HybridBlock):
                 def w(name, prefix=prefix):
                     return params[prefix + name]
 
-                seq = x if d == 0 else F.reverse(x, axis=0)
+                seq = x if d == 0 else reverse(x)
                 i2h = F.FullyConnected(seq, w("i2h_weight"), w("i2h_bias"),
                                        num_hidden=self._gates * self._hidden_size,
                                        flatten=False)
                 h, c = hs[idx], cs[idx]
                 steps = []
-                for i2h_t in _split(F, i2h, length, 0):
-                    h, c = self._step(F, i2h_t, h, c, w)
-                    steps.append(h)
+                for t, i2h_t in enumerate(_split(F, i2h, length, 0)):
+                    h_new, c_new = self._step(F, i2h_t, h, c, w)
+                    if masks is None:
+                        h, c = h_new, c_new
+                        steps.append(h)
+                        continue
+                    m = F.broadcast_like(masks[t], h_new)
+                    h = F.where(m, h_new, h)
+                    if c_new is not None:
+                        c = F.where(F.broadcast_like(masks[t], c_new), c_new, c)
+                    steps.append(F.where(m, h_new, F.zeros_like(h_new)))
                 out_h.append(h)
                 out_c.append(c)
                 y = F.stack(*steps, axis=0)
-                outs.append(y if d == 0 else F.reverse(y, axis=0))
+                outs.append(y if d == 0 else reverse(y))
             x = outs[0] if len(outs) == 1 else F.concat(*outs, dim=2)
             if self._dropout and layer < self._num_layers - 1:
                 x = F.Dropout(x, p=self._dropout)
