@@ -334,3 +334,110 @@ def test_inference_module_refuses_backward():
         mod.backward()
     with pytest.raises(mx.base.MXNetError, match="inputs_need_grad"):
         mod.get_input_grads()
+
+
+# ---------------------------------------------------------------- BucketingModule
+
+def _bucket_sym(seq_len):
+    x = mx.sym.mean(mx.sym.var("data"), axis=1)
+    x = mx.sym.FullyConnected(x, num_hidden=8, name="fc1")
+    x = mx.sym.BatchNorm(x, fix_gamma=False, name="bn1")
+    x = mx.sym.Activation(x, act_type="relu", name="relu1")
+    x = mx.sym.FullyConnected(x, num_hidden=3, name="fc2")
+    return mx.sym.SoftmaxOutput(x, name="softmax"), ("data",), ("softmax_label",)
+
+
+class _BucketIter(mx.io.DataIter):
+    """Batches of 6 sequences of 4 features, lengths from KEYS."""
+
+    KEYS = [8, 5, 3, 5, 8, 3, 5]
+
+    def __init__(self):
+        super().__init__(6)
+        rng = np.random.RandomState(9)
+        self.batches = []
+        for key in self.KEYS:
+            x = rng.standard_normal((6, key, 4)).astype("float32") + key / 4.0
+            y = rng.randint(0, 3, (6,)).astype("float32")
+            self.batches.append(mx.io.DataBatch(
+                [mx.nd.array(x)], [mx.nd.array(y)], pad=0, bucket_key=key,
+                provide_data=[mx.io.DataDesc("data", (6, key, 4))],
+                provide_label=[mx.io.DataDesc("softmax_label", (6,))]))
+        self.cur = 0
+
+    @property
+    def provide_data(self):
+        return [mx.io.DataDesc("data", (6, 8, 4))]
+
+    @property
+    def provide_label(self):
+        return [mx.io.DataDesc("softmax_label", (6,))]
+
+    def reset(self):
+        self.cur = 0
+
+    def next(self):
+        if self.cur == len(self.batches):
+            raise StopIteration
+        self.cur += 1
+        return self.batches[self.cur - 1]
+
+
+def _bucket_init():
+    rng = np.random.RandomState(5)
+    args = {"fc1_weight": rng.standard_normal((8, 4)), "fc1_bias": np.zeros(8),
+            "bn1_gamma": np.ones(8), "bn1_beta": np.zeros(8),
+            "fc2_weight": rng.standard_normal((3, 8)), "fc2_bias": np.zeros(3)}
+    auxs = {"bn1_moving_mean": np.zeros(8), "bn1_moving_var": np.ones(8)}
+    return ({k: mx.nd.array(v.astype("float32")) for k, v in args.items()},
+            {k: mx.nd.array(v.astype("float32")) for k, v in auxs.items()})
+
+
+def test_bucketing_module_shares_parameters(tmp_path):
+    args, auxs = _bucket_init()
+    bucket = mx.mod.BucketingModule(_bucket_sym, default_bucket_key=8)
+    assert list(bucket.data_names) == ["data"] and bucket.output_names == ["softmax_output"]
+    bucket.fit(_BucketIter(), num_epoch=2, optimizer_params=SGD, arg_params=args,
+               aux_params=auxs)
+    assert sorted(bucket._buckets) == [3, 5, 8]
+    # the same batches through one Module (rebinding on each new shape)
+    ref = mx.mod.Module(_bucket_sym(8)[0])
+    ref.fit(_BucketIter(), num_epoch=2, optimizer_params=SGD, arg_params=args,
+            aux_params=auxs)
+    got_args, got_auxs = bucket.get_params()
+    want_args, want_auxs = ref.get_params()
+    for got, want in ((got_args, want_args), (got_auxs, want_auxs)):
+        assert sorted(got) == sorted(want)
+        for k in want:
+            np.testing.assert_allclose(got[k].asnumpy(), want[k].asnumpy(), rtol=1e-4,
+                                       atol=1e-6, err_msg=k)
+    # every bucket computes with the shared values
+    it = _BucketIter()
+    for batch in it.batches[:3]:
+        bucket.forward(batch, is_train=False)
+        ref.forward(batch, is_train=False)
+        np.testing.assert_allclose(bucket.get_outputs()[0].asnumpy(),
+                                   ref.get_outputs()[0].asnumpy(), rtol=1e-5, atol=1e-6)
+    # checkpoint round trip
+    prefix = str(tmp_path / "bk")
+    bucket.save_checkpoint(prefix, 2)
+    assert sorted(os.listdir(tmp_path)) == ["bk-0002.params", "bk-3-symbol.json",
+                                            "bk-5-symbol.json", "bk-8-symbol.json",
+                                            "bk.buckets"]
+    loaded = mx.mod.BucketingModule.load(prefix, 2, sym_gen=_bucket_sym, default_bucket_key=8)
+    loaded.bind(it.provide_data, it.provide_label, for_training=False)
+    batch = it.batches[1]
+    loaded.forward(batch)
+    bucket.forward(batch, is_train=False)
+    np.testing.assert_allclose(loaded.get_outputs()[0].asnumpy(),
+                               bucket.get_outputs()[0].asnumpy(), rtol=1e-6)
+
+
+def test_bucketing_module_errors():
+    with pytest.raises(ValueError, match="default_bucket_key"):
+        mx.mod.BucketingModule(_bucket_sym)
+    bucket = mx.mod.BucketingModule(_bucket_sym, default_bucket_key=8)
+    with pytest.raises(mx.base.MXNetError, match="bind"):
+        bucket.switch_bucket(5, [("data", (6, 5, 4))])
+    with pytest.raises(ValueError, match="sym_gen is required"):
+        mx.mod.BucketingModule.load("nothing", 1)

@@ -7,5 +7,6 @@ them), keeps host copies of the parameters, and runs ``forward`` / ``backward`` 
 
 from .base_module import BaseModule  # noqa: F401
 from .module import Module  # noqa: F401
+from .bucketing_module import BucketingModule  # noqa: F401
 
-__all__ = ["BaseModule", "Module"]
+__all__ = ["BaseModule", "Module", "BucketingModule"]

@@ -13,6 +13,8 @@ import logging
 import warnings
 from collections import OrderedDict
 
+import numpy as np
+
 from .. import context as _ctx
 from .. import ndarray as nd
 from .. import optimizer as opt
@@ -384,13 +386,49 @@ class Module(BaseModule):
                 shape = list(d.shape)
                 shape[self._batch_axis(d)] = sl.stop - sl.start
                 shapes[d.name] = tuple(shape)
-            kwargs = {}
-            if shared_execs is not None:
-                kwargs = dict(shared_arg_names=self._param_names, shared_exec=shared_execs[i],
-                              shared_buffer={})
-            exe = self._symbol.simple_bind(ctx, grad_req=self._grad_req, type_dict=types,
-                                           **kwargs, **shapes)
+            if shared_execs is None:
+                exe = self._symbol.simple_bind(ctx, grad_req=self._grad_req, type_dict=types,
+                                               **shapes)
+            else:
+                exe = self._bind_shared(ctx, shapes, types, shared_execs[i])
             self._execs.append(exe)
+
+    def _bind_shared(self, ctx, shapes, types, shared):
+        """An executor whose parameters, their gradients and the auxiliary states are
+        ``shared``'s arrays (as MXNet's bucketing shares them); inputs are new."""
+        sym = self._symbol
+        arg_shapes, _, aux_shapes = sym.infer_shape(**shapes)
+        if arg_shapes is None:
+            raise MXNetError("bind: cannot infer every shape of the network from %s" % shapes)
+        arg_types = [t or np.float32 for t in sym.infer_type_partial(**types)[0]]
+        args, grads = {}, {}
+        for name, shape, dtype in zip(sym.list_arguments(), arg_shapes, arg_types):
+            req = self._grad_req[name]
+            if name in self._param_names:
+                if name not in shared.arg_dict:
+                    raise MXNetError("bind: parameter '%s' is not in the shared module" % name)
+                src = shared.arg_dict[name]
+                if tuple(src.shape) != tuple(shape):
+                    raise MXNetError("bind: parameter '%s' has shape %s in the shared module, "
+                                     "this network needs %s" % (name, tuple(src.shape),
+                                                                tuple(shape)))
+                args[name] = src
+                if req != "null":
+                    if name not in shared.grad_dict:
+                        raise MXNetError("bind: the shared module has no gradient for '%s'"
+                                         % name)
+                    grads[name] = shared.grad_dict[name]
+            else:
+                args[name] = nd.zeros(shape, ctx=ctx, dtype=dtype)
+                if req != "null":
+                    grads[name] = nd.zeros(shape, ctx=ctx, dtype=dtype)
+        aux = {}
+        for name, shape in zip(sym.list_auxiliary_states(), aux_shapes):
+            if name not in shared.aux_dict or tuple(shared.aux_dict[name].shape) != tuple(shape):
+                raise MXNetError("bind: auxiliary state '%s' %s does not match the shared "
+                                 "module" % (name, tuple(shape)))
+            aux[name] = shared.aux_dict[name]
+        return sym.bind(ctx, args, args_grad=grads, grad_req=self._grad_req, aux_states=aux)
 
     def reshape(self, data_shapes, label_shapes=None):
         """Rebinds for new input shapes (e.g. another batch size), keeping the
@@ -607,7 +645,3 @@ class Module(BaseModule):
         _require(self.binded, "install_monitor: bind the module first")
         for exe in self._execs:
             mon.install(exe)
-
-    def __repr__(self):
-        return "<Module %s: data %s, label %s, context %s>" % (
-            self._output_names, self._data_names, self._label_names, self._context)
