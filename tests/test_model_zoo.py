@@ -242,3 +242,79 @@ def test_concurrent_mismatched_outputs_raise():
     with pytest.raises(mx.base.MXNetError, match="(?i)concat"):
         net(x).wait_to_read()
     np.testing.assert_array_equal(x.asnumpy(), np.ones((2, 4)))
+
+
+# ---------------------------------------------------------------- gluon.nn extras
+
+LAYERS = np.load(os.path.join(FIX, "layers.npz"))
+
+
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_group_norm_matches_mxnet(hybrid):
+    gn = mx.gluon.nn.GroupNorm(num_groups=3)
+    assert repr(gn) == "GroupNorm(eps=1e-05, num_groups=3, center=True, scale=True)"
+    assert [(k[len(gn.prefix):], p.shape) for k, p in gn.collect_params().items()] == [
+        ("gamma", (3,)), ("beta", (3,))]
+    gn.initialize()
+    gn.gamma.set_data(mx.nd.array([0.5, 2.0, -1.0]))
+    gn.beta.set_data(mx.nd.array([0.1, -0.2, 0.3]))
+    if hybrid:
+        gn.hybridize()
+    np.testing.assert_allclose(gn(mx.nd.array(LAYERS["x"])).asnumpy(), LAYERS["groupnorm"],
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_group_norm_bad_groups():
+    gn = mx.gluon.nn.GroupNorm(num_groups=4)
+    gn.initialize()
+    x = mx.nd.ones((2, 6, 3))
+    with pytest.raises(mx.base.MXNetError, match="GroupNorm.*num_groups=4"):
+        gn(x)
+    np.testing.assert_array_equal(x.asnumpy(), np.ones((2, 6, 3)))
+    with pytest.raises(mx.base.MXNetError, match="num_groups must be positive"):
+        mx.gluon.nn.GroupNorm(num_groups=0)
+
+
+def test_batchnorm_relu_matches_mxnet():
+    bn = mx.gluon.nn.BatchNormReLU(momentum=0.8)
+    bn.initialize()
+    x = mx.nd.array(LAYERS["x"])
+    bn(x)
+    assert repr(bn) == ("BatchNormReLU(axis=1, eps=1e-05, momentum=0.8, fix_gamma=False, "
+                        "use_global_stats=False, in_channels=6)")
+    assert sorted(k[len(bn.prefix):] for k in bn.collect_params()) == [
+        "beta", "gamma", "running_mean", "running_var"]
+    assert bn.prefix.startswith("batchnormrelu")
+    bn.gamma.set_data(mx.nd.array(LAYERS["bn_gamma"]))
+    bn.beta.set_data(mx.nd.array(LAYERS["bn_beta"]))
+    with mx.autograd.record():
+        y = bn(x)
+    y.backward()
+    np.testing.assert_allclose(y.asnumpy(), LAYERS["bnrelu_train"], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(bn.running_mean.data().asnumpy(), LAYERS["bnrelu_running_mean"],
+                               rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(bn.running_var.data().asnumpy(), LAYERS["bnrelu_running_var"],
+                               rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(bn(x).asnumpy(), LAYERS["bnrelu_infer"], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_reflection_pad_matches_mxnet(hybrid):
+    x = mx.nd.array(LAYERS["x"])
+    for padding, key in ((2, "pad2"), ((0, 0, 0, 0, 1, 3, 0, 2), "pad_asym")):
+        pad = mx.gluon.nn.ReflectionPad2D(padding)
+        if hybrid:
+            pad.hybridize()
+        np.testing.assert_array_equal(pad(x).asnumpy(), LAYERS[key])
+    assert repr(mx.gluon.nn.ReflectionPad2D(1)) == "ReflectionPad2D(\n\n)"
+
+
+def test_reflection_pad_bad_input():
+    x = mx.nd.ones((1, 1, 3, 3))
+    with pytest.raises(mx.base.MXNetError, match="ReflectionPad2D.*smaller than.*3"):
+        mx.gluon.nn.ReflectionPad2D(3)(x)
+    with pytest.raises(mx.base.MXNetError, match="ReflectionPad2D.*4-D"):
+        mx.gluon.nn.ReflectionPad2D(1)(mx.nd.ones((3, 3)))
+    with pytest.raises(mx.base.MXNetError, match="ReflectionPad2D: padding"):
+        mx.gluon.nn.ReflectionPad2D((1, 1, 0, 0, 1, 1, 1, 1))
+    np.testing.assert_array_equal(x.asnumpy(), np.ones((1, 1, 3, 3)))
