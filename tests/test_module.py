@@ -441,3 +441,15 @@ def test_bucketing_module_errors():
         bucket.switch_bucket(5, [("data", (6, 5, 4))])
     with pytest.raises(ValueError, match="sym_gen is required"):
         mx.mod.BucketingModule.load("nothing", 1)
+
+
+def test_fit_with_monitor_logs_node_stats(mnist, caplog):
+    mod = mx.mod.Module(mlp(4))
+    mon = mx.monitor.Monitor(2, pattern="fc2.*")
+    with caplog.at_level(logging.INFO):
+        mod.fit(_batches(mnist, 200, 50), num_epoch=1, monitor=mon)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Batch:")]
+    assert lines, [r.getMessage() for r in caplog.records]
+    assert all("fc2" in m for m in lines)
+    # batches 0 and 2 of the 4 are monitored (logged with the count after them, 1 and 3)
+    assert sorted({int(m.split()[1]) for m in lines}) == [1, 3]
