@@ -453,3 +453,13 @@ def test_fit_with_monitor_logs_node_stats(mnist, caplog):
     assert all("fc2" in m for m in lines)
     # batches 0 and 2 of the 4 are monitored (logged with the count after them, 1 and 3)
     assert sorted({int(m.split()[1]) for m in lines}) == [1, 3]
+
+
+def test_symbol_without_labels_binds_with_a_label_iterator(mnist):
+    x = mx.sym.FullyConnected(mx.sym.flatten(mx.sym.var("data")), num_hidden=3, name="fc")
+    mod = mx.mod.Module(x, label_names=None)
+    it = _batches(mnist, 100, 50)
+    with pytest.warns(UserWarning, match="label_shapes don't match names"):
+        mod.bind(it.provide_data, it.provide_label, for_training=False)
+    mod.init_params()
+    assert mod.predict(it).shape == (100, 3)

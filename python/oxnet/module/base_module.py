@@ -52,14 +52,19 @@ def _check_input_names(symbol, names, typename, throw):
         warnings.warn(msg)
 
 
-def _parse_descs(names, shapes, what):
+def _parse_descs(names, shapes, what, throw=True):
     """``shapes`` ([(name, shape)] or DataDesc list) as DataDesc, checked against
-    ``names``."""
+    ``names``: a ValueError on a mismatch (a warning when not ``throw``, as MXNet
+    does for labels)."""
+    import warnings
     descs = [s if isinstance(s, DataDesc) else DataDesc(*s) for s in shapes]
     actual = [d.name for d in descs]
     if sorted(actual) != sorted(names):
-        raise ValueError("Data provided by %s_shapes don't match names specified by %s_names "
-                         "(%s vs. %s)" % (what, what, str(descs), str(list(names))))
+        msg = ("Data provided by %s_shapes don't match names specified by %s_names "
+               "(%s vs. %s)" % (what, what, str(descs), str(list(names))))
+        if throw:
+            raise ValueError(msg)
+        warnings.warn(msg)
     for d in descs:
         if not isinstance(d.shape, (tuple, list)) or not all(
                 isinstance(x, (int, np.integer)) and x > 0 for x in d.shape):

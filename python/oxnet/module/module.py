@@ -316,7 +316,7 @@ class Module(BaseModule):
         self.inputs_need_grad = inputs_need_grad
         self._data_shapes = _parse_descs(self._data_names, data_shapes, "data")
         if label_shapes:
-            self._label_shapes = _parse_descs(self._label_names, label_shapes, "label")
+            self._label_shapes = _parse_descs(self._label_names, label_shapes, "label", False)
         else:
             self._label_shapes = None
         self._grad_req = self._grad_reqs(grad_req)
@@ -435,7 +435,7 @@ class Module(BaseModule):
         parameters."""
         _require(self.binded, "reshape: bind the module first")
         self._data_shapes = _parse_descs(self._data_names, data_shapes, "data")
-        self._label_shapes = (_parse_descs(self._label_names, label_shapes, "label")
+        self._label_shapes = (_parse_descs(self._label_names, label_shapes, "label", False)
                               if label_shapes else None)
         descs = self._data_shapes + (self._label_shapes or [])
         batch_size = self._data_shapes[0].shape[self._batch_axis(self._data_shapes[0])]
