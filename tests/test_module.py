@@ -311,9 +311,12 @@ def test_bad_names_and_order_of_calls(caplog):
     with pytest.raises(mx.base.MXNetError, match="fc2_weight.*\\(10, 5\\).*\\(10, 4\\)"):
         mod.init_params(arg_params=bad)
     assert bad["fc2_weight"].shape == (10, 5)
+    # names the network does not have are ignored by init_params (as in MXNet) ...
+    mod.init_params(arg_params=dict(good, extra=mx.nd.zeros((1,))))
+    # ... but not by set_params(allow_missing=True) unless allow_extra
     with pytest.raises(ValueError, match='Find name "extra"'):
-        mod.init_params(arg_params=dict(good, extra=mx.nd.zeros((1,))))
-    mod.init_params(arg_params=good)
+        mod.set_params({"extra": mx.nd.zeros((1,))}, {}, allow_missing=True)
+    mod.set_params({"extra": mx.nd.zeros((1,))}, {}, allow_missing=True, allow_extra=True)
     with pytest.warns(UserWarning, match="already initialized"):
         mod.init_params()
     mod.init_optimizer()

@@ -209,8 +209,8 @@ class Module(BaseModule):
                     allow_missing=False, force_init=False, allow_extra=False):
         """Initializes the parameters: values from ``arg_params`` / ``aux_params``
         where given, else from ``initializer`` (a missing one is an error unless
-        ``allow_missing``). Names not in the network are an error unless
-        ``allow_extra``."""
+        ``allow_missing``). Names the network does not have are ignored, as in MXNet
+        (``allow_extra`` matters to ``set_params(..., allow_missing=True)``)."""
         if self.params_initialized and not force_init:
             warnings.warn("Parameters already initialized and force_init=False. "
                           "init_params call ignored.", stacklevel=2)
@@ -237,13 +237,6 @@ class Module(BaseModule):
             fill(name, self._arg_params[name], arg_params)
         for name in self._aux_names:
             fill(name, self._aux_params[name], aux_params)
-        if not allow_extra:
-            for given, names, what in ((arg_params, self._param_names, "argument"),
-                                       (aux_params, self._aux_names, "auxiliary state")):
-                extra = sorted(set(given or {}) - set(names))
-                if extra:
-                    raise ValueError('Find name "%s" that is not in the %ss'
-                                     % (extra[0], what))
         self.params_initialized = True
         self._params_dirty = False
         self._copy_params_to_devices()
