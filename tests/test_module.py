@@ -466,3 +466,50 @@ def test_symbol_without_labels_binds_with_a_label_iterator(mnist):
         mod.bind(it.provide_data, it.provide_label, for_training=False)
     mod.init_params()
     assert mod.predict(it).shape == (100, 3)
+
+
+# ---------------------------------------------------------------- SequentialModule
+
+def test_sequential_module_matches_one_module(mnist):
+    args, _ = mx.model.load_params(os.path.join(FIX, "trained"), 2)
+    args = {k: args[k] for k in ("fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias")}
+    x = mx.sym.FullyConnected(mx.sym.flatten(mx.sym.var("data")), num_hidden=16, name="fc1")
+    first = mx.sym.Activation(x, act_type="relu", name="relu1")
+    second = mx.sym.SoftmaxOutput(
+        mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=10, name="fc2"), name="softmax")
+    seq = mx.mod.SequentialModule()
+    seq.add(mx.mod.Module(first, label_names=None))
+    seq.add(mx.mod.Module(second), take_labels=True, auto_wiring=True)
+    assert seq.data_names == ["data"] and seq.output_names == ["softmax_output"]
+    seq.fit(_batches(mnist, 200, 50), num_epoch=2, optimizer_params=SGD, arg_params=args,
+            allow_missing=False)
+    ref = mx.mod.Module(mlp(16))
+    ref.fit(_batches(mnist, 200, 50), num_epoch=2, optimizer_params=SGD, arg_params=args)
+    got, want = seq.get_params()[0], ref.get_params()[0]
+    assert sorted(got) == sorted(want)
+    for k in want:
+        np.testing.assert_allclose(got[k].asnumpy(), want[k].asnumpy(), rtol=1e-4, atol=1e-6,
+                                   err_msg=k)
+    val = _batches(mnist, 100, 50)
+    assert seq.score(val, "acc") == ref.score(val, "acc")
+    assert seq.output_shapes == [("softmax_output", (50, 10))]
+
+
+def test_sequential_module_errors():
+    seq = mx.mod.SequentialModule()
+    with pytest.raises(ValueError, match="empty SequentialModule"):
+        seq.bind([("data", (2, 3))])
+    with pytest.raises(ValueError, match='Unknown meta "take_label"'):
+        seq.add(mx.mod.Module(mlp(2)), take_label=True)
+    a = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=3, name="fc")
+    b = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=3, name="fc")
+    seq.add(mx.mod.Module(a, label_names=None))
+    seq.add(mx.mod.Module(b, label_names=None))
+    with pytest.raises(ValueError, match="don't match names"):
+        seq.bind([("data", (2, 3))])  # without auto_wiring the names must match
+    seq = mx.mod.SequentialModule()
+    seq.add(mx.mod.Module(a, label_names=None))
+    seq.add(mx.mod.Module(b, label_names=None), auto_wiring=True)
+    seq.bind([("data", (2, 3))])
+    with pytest.raises(ValueError, match='Duplicated parameter names: name "fc_weight"'):
+        seq.init_params()

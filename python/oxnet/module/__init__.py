@@ -8,5 +8,6 @@ them), keeps host copies of the parameters, and runs ``forward`` / ``backward`` 
 from .base_module import BaseModule  # noqa: F401
 from .module import Module  # noqa: F401
 from .bucketing_module import BucketingModule  # noqa: F401
+from .sequential_module import SequentialModule  # noqa: F401
 
-__all__ = ["BaseModule", "Module", "BucketingModule"]
+__all__ = ["BaseModule", "Module", "BucketingModule", "SequentialModule"]
