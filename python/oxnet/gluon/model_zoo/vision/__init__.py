@@ -16,9 +16,6 @@ from .mobilenet import *  # noqa: F401,F403
 from .resnet import *  # noqa: F401,F403
 from .squeezenet import *  # noqa: F401,F403
 from .vgg import *  # noqa: F401,F403
-from . import alexnet as _alexnet, densenet as _densenet, inception as _inception  # noqa
-from . import mobilenet as _mobilenet, resnet as _resnet, squeezenet as _squeezenet  # noqa
-from . import vgg as _vgg  # noqa
 
 _models = {
     "resnet18_v1": resnet18_v1, "resnet34_v1": resnet34_v1,  # noqa: F405
