@@ -513,3 +513,28 @@ def test_sequential_module_errors():
     seq.bind([("data", (2, 3))])
     with pytest.raises(ValueError, match='Duplicated parameter names: name "fc_weight"'):
         seq.init_params()
+
+
+def test_modules_without_states():
+    seq = mx.mod.SequentialModule()
+    seq.add(mx.mod.Module(mlp(2)), take_labels=True)
+    seq.bind([("data", (2, 1, 28, 28))], [("softmax_label", (2,))])
+    seq.init_params()
+    assert seq.get_states(merge_multi_context=False) == []
+    seq.set_states()
+    with pytest.raises(AssertionError, match="no states"):
+        seq.get_states()
+    with pytest.raises(AssertionError, match="no states"):
+        seq.set_states(value=1)
+
+
+def test_bucketing_load_dict():
+    args, auxs = _bucket_init()
+    mod = mx.mod.BucketingModule.load_dict({8: _bucket_sym(8)[0]}, _bucket_sym, 8, args, auxs)
+    it = _BucketIter()
+    mod.bind(it.provide_data, it.provide_label, for_training=False)
+    got = mod.get_params()[0]
+    for k in args:
+        np.testing.assert_array_equal(got[k].asnumpy(), args[k].asnumpy())
+    with pytest.raises(ValueError, match="sym_dict needs to be provided"):
+        mx.mod.BucketingModule.load_dict(None, _bucket_sym, 8, args, auxs)

@@ -281,6 +281,22 @@ class BaseModule:
                     self.logger.info("Epoch[%d] Validation-%s=%f", epoch, name, val)
             train_data.reset()
 
+    def get_states(self, merge_multi_context=True):
+        """The state inputs; a module without states has none (call with
+        ``merge_multi_context=False``)."""
+        _require(self.binded and self.params_initialized,
+                 "get_states: bind the module and initialize its parameters first")
+        _require(not merge_multi_context,
+                 "get_states: %s has no states to merge" % type(self).__name__)
+        return []
+
+    def set_states(self, states=None, value=None):
+        """Sets the state inputs; a module without states takes none."""
+        _require(self.binded and self.params_initialized,
+                 "set_states: bind the module and initialize its parameters first")
+        _require(not states and not value,
+                 "set_states: %s has no states" % type(self).__name__)
+
     # ---- parameters ----------------------------------------------------------
     @property
     def symbol(self):

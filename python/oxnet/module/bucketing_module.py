@@ -300,11 +300,24 @@ class BucketingModule(BaseModule):
         if default_bucket_key is None:
             raise ValueError("default_bucket_key is required for loading BucketingModule")
         keys = [int(k) for k in nd.load("%s.buckets" % prefix)[0].asnumpy()]
-        mod = BucketingModule(sym_gen, default_bucket_key, **kwargs)
-        for key in keys:
-            mod._saved_symbols[key] = _sym.load("%s-%s-symbol.json" % (prefix, key))
+        sym_dict = {key: _sym.load("%s-%s-symbol.json" % (prefix, key)) for key in keys}
         loaded = nd.load("%s-%04d.params" % (prefix, epoch))
-        mod._preloaded = (
-            {k[4:]: v for k, v in loaded.items() if k.startswith("arg:")},
-            {k[4:]: v for k, v in loaded.items() if k.startswith("aux:")})
+        arg_params = {k[4:]: v for k, v in loaded.items() if k.startswith("arg:")}
+        aux_params = {k[4:]: v for k, v in loaded.items() if k.startswith("aux:")}
+        return BucketingModule.load_dict(sym_dict, sym_gen, default_bucket_key, arg_params,
+                                         aux_params, **kwargs)
+
+    @staticmethod
+    def load_dict(sym_dict=None, sym_gen=None, default_bucket_key=None, arg_params=None,
+                  aux_params=None, **kwargs):
+        """A BucketingModule from a dict of bucket key to Symbol and the parameters;
+        ``bind`` sets the parameters."""
+        for value, what in ((sym_dict, "sym_dict needs"), (arg_params, "arg_params need"),
+                            (aux_params, "aux_params need"),
+                            (default_bucket_key, "default_bucket_key needs")):
+            if value is None:
+                raise ValueError("%s to be provided for BucketingModule.load_dict" % what)
+        mod = BucketingModule(sym_gen, default_bucket_key, **kwargs)
+        mod._saved_symbols = dict(sym_dict)
+        mod._preloaded = (arg_params, aux_params)
         return mod
