@@ -318,3 +318,27 @@ def test_reflection_pad_bad_input():
     with pytest.raises(mx.base.MXNetError, match="ReflectionPad2D: padding"):
         mx.gluon.nn.ReflectionPad2D((1, 1, 0, 0, 1, 1, 1, 1))
     np.testing.assert_array_equal(x.asnumpy(), np.ones((1, 1, 3, 3)))
+
+
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_pixel_shuffle_matches_mxnet(hybrid):
+    from oxnet.gluon.contrib.nn import PixelShuffle1D, PixelShuffle2D, PixelShuffle3D
+    for cls, factor, key in ((PixelShuffle1D, 3, "1"), (PixelShuffle2D, (2, 3), "2"),
+                             (PixelShuffle3D, (2, 3, 2), "3")):
+        layer = cls(factor)
+        if hybrid:
+            layer.hybridize()
+        y = layer(mx.nd.array(LAYERS["ps_x" + key]))
+        np.testing.assert_array_equal(y.asnumpy(), LAYERS["ps" + key])
+    assert [repr(PixelShuffle1D(3)), repr(PixelShuffle2D((2, 3))),
+            repr(PixelShuffle3D(2))] == list(LAYERS["ps_reprs"])
+
+
+def test_pixel_shuffle_bad_input():
+    from oxnet.gluon.contrib.nn import PixelShuffle2D
+    x = mx.nd.ones((1, 6, 2, 2))
+    with pytest.raises(mx.base.MXNetError, match="PixelShuffle2D.*divisible by 4"):
+        PixelShuffle2D(2)(x)
+    with pytest.raises(mx.base.MXNetError, match="PixelShuffle2D: factor"):
+        PixelShuffle2D((2, 2, 2))
+    np.testing.assert_array_equal(x.asnumpy(), np.ones((1, 6, 2, 2)))
