@@ -2,6 +2,7 @@
 files written by MXNet 1.9.1 (tests/fixtures/checkpoint/), and mx.callback's log
 lines in MXNet's formats."""
 
+import json
 import logging
 import os
 import re
@@ -186,3 +187,75 @@ def test_log_validation_metrics(caplog):
         cb(_param(4, 0, None))
         cb(_param(4, 0, m))
     assert [r.getMessage() for r in caplog.records] == ["Epoch[4] Validation-accuracy=0.500000"]
+
+
+# ---------------------------------------------------------------- FeedForward
+
+def _mnist():
+    return mx.test_utils.get_mnist(path=os.path.join(HERE, os.pardir, "data", "mnist-subset"))
+
+
+def _softmax_regression():
+    return mx.sym.SoftmaxOutput(mx.sym.FullyConnected(mx.sym.flatten(mx.sym.var("data")),
+                                                      num_hidden=10, name="fc"),
+                                name="softmax")
+
+
+def test_feedforward_matches_mxnet(caplog, tmp_path):
+    with open(os.path.join(FIX, "feedforward.json")) as f:
+        ref = json.load(f)
+    d = _mnist()
+    x, y = d["train_data"][:1000], d["train_label"][:1000]
+    xt, yt = d["test_data"][:300], d["test_label"][:300]
+    rng = np.random.RandomState(0)
+    args = {"fc_weight": mx.nd.array(rng.standard_normal((10, 784)).astype("float32") * 0.01),
+            "fc_bias": mx.nd.zeros(10)}
+    calls = []
+    with pytest.warns(DeprecationWarning, match="FeedForward has been deprecated"):
+        model = mx.model.FeedForward(_softmax_regression(), num_epoch=2, epoch_size=7,
+                                     learning_rate=0.1, momentum=0.9, arg_params=args)
+    with caplog.at_level(logging.INFO):
+        model.fit(mx.io.NDArrayIter(x, y, 100), eval_data=mx.io.NDArrayIter(xt, yt, 100),
+                  batch_end_callback=lambda p: calls.append([p.epoch, p.nbatch]))
+    assert calls == ref["calls"]
+    assert [r.getMessage() for r in caplog.records
+            if "Time cost" not in r.getMessage()] == ref["log"]
+    np.testing.assert_allclose(model.arg_params["fc_bias"].asnumpy(), ref["bias"], rtol=1e-4,
+                               atol=1e-6)
+    assert model.score(mx.io.NDArrayIter(xt, yt, 100)) == pytest.approx(ref["score"])
+    pred = model.predict(xt[:250])
+    assert pred.shape == (250, 10)
+    np.testing.assert_allclose(pred[:2], ref["pred2"], rtol=1e-4, atol=1e-6)
+    out, data, label = model.predict(mx.io.NDArrayIter(xt[:250], yt[:250], 100),
+                                     return_data=True)
+    assert out.shape == (250, 10) and data.shape == (250, 1, 28, 28) and label.shape == (250,)
+    np.testing.assert_array_equal(label, yt[:250])
+    # save / load
+    prefix = str(tmp_path / "ff")
+    model.save(prefix)
+    assert sorted(os.listdir(tmp_path)) == ["ff-0002.params", "ff-symbol.json"]
+    with pytest.warns(DeprecationWarning):
+        loaded = mx.model.FeedForward.load(prefix, 2)
+    assert loaded.begin_epoch == 2
+    np.testing.assert_allclose(loaded.predict(xt[:250]), pred, rtol=1e-6)
+
+
+def test_feedforward_create_from_numpy_and_errors():
+    d = _mnist()
+    np.random.seed(0)
+    with pytest.warns(DeprecationWarning):
+        model = mx.model.FeedForward.create(_softmax_regression(), d["train_data"][:2000],
+                                            d["train_label"][:2000], num_epoch=3,
+                                            learning_rate=0.1, momentum=0.9,
+                                            initializer=mx.init.Xavier())
+    assert model.score(mx.io.NDArrayIter(d["test_data"], d["test_label"], 100)) > 0.8
+    with pytest.raises(ValueError, match="y must be specified"):
+        model.fit(d["train_data"][:10])
+    with pytest.raises(ValueError, match="numbers of data points and labels not equal"):
+        model.fit(d["train_data"][:10], d["train_label"][:9])
+    with pytest.raises(TypeError, match="X must be DataIter"):
+        model.predict([1, 2, 3])
+    a = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2, name="fc")
+    dup = mx.sym.FullyConnected(a, num_hidden=2, name="fc")
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="duplicated"):
+        mx.model.FeedForward(dup)

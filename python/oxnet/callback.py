@@ -10,8 +10,6 @@ import logging
 import math
 import time
 
-from .model import save_checkpoint
-
 __all__ = ["module_checkpoint", "do_checkpoint", "log_train_metric", "Speedometer",
            "ProgressBar", "LogValidationMetricsCallback"]
 
@@ -32,6 +30,8 @@ def do_checkpoint(prefix, period=1):
     ``prefix-%04d.params``) every ``period`` epochs; epoch ``i`` (from 0) is saved
     as number ``i + 1``."""
     period = int(max(1, period))
+
+    from .model import save_checkpoint
 
     def _callback(iter_no, sym, arg, aux):
         if (iter_no + 1) % period == 0:
