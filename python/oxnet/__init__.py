@@ -33,10 +33,14 @@ from . import initializer
 from . import initializer as init
 from . import io
 from . import metric
+from . import model
+from . import callback
+from . import module
+from . import module as mod
 from . import gluon
 
 __all__ = ["nd", "ndarray", "random", "autograd", "context", "Context", "cpu", "gpu",
            "cpu_pinned", "current_context", "num_gpus", "MXNetError", "base", "test_utils",
            "kv", "kvstore", "optimizer", "lr_scheduler", "name", "initializer", "init", "io",
            "metric", "gluon", "sym", "symbol", "executor", "attribute", "AttrScope", "viz",
-           "visualization"]
+           "visualization", "model", "callback", "module", "mod"]

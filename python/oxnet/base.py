@@ -33,3 +33,16 @@ integer_types = (int, np.integer)
 
 __all__ = ["MXNetError", "MXNetIndexError", "_Null", "mx_real_t", "string_types",
            "numeric_types", "integer_types", "numbers"]
+
+
+def data_dir_default():
+    """MXNet's default data directory: ``~/.mxnet``."""
+    import os
+    return os.path.join(os.path.expanduser("~"), ".mxnet")
+
+
+def data_dir():
+    """The data directory: ``$MXNET_HOME`` when set, else ``~/.mxnet`` (pretrained
+    model files live in its ``models`` folder)."""
+    import os
+    return os.getenv("MXNET_HOME", data_dir_default())

@@ -11,3 +11,4 @@ from . import loss  # noqa: F401
 from . import utils  # noqa: F401
 from . import data  # noqa: F401
 from .trainer import Trainer  # noqa: F401
+from . import model_zoo  # noqa: F401

@@ -1,4 +1,6 @@
-"""``gluon.contrib``: contributed Gluon blocks (MXNet 1.9.1's ``gluon.contrib``);
-so far ``contrib.rnn.VariationalDropoutCell``."""
+"""``mx.gluon.contrib``: blocks outside gluon's core set (MXNet 1.9.1's names):
+``contrib.nn`` (Concurrent, HybridConcurrent, Identity, PixelShuffle) and
+``contrib.rnn`` (VariationalDropoutCell)."""
 
+from . import nn  # noqa: F401
 from . import rnn  # noqa: F401
