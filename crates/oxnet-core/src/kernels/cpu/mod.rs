@@ -1,5 +1,8 @@
 //! Host kernels. Parallel loops split work across the rayon pool only when it is
-//! large enough to pay for it.
+//! large enough to pay for it. That pool is oxnet's compute pool
+//! ([`crate::engine::pool`]), never rayon's global one: every parallel section runs
+//! inside [`crate::engine::install`] (a direct call on a pool thread), so that a
+//! forked child, which gets a fresh pool, never waits on its parent's threads.
 
 pub mod elemwise;
 pub mod layout;
