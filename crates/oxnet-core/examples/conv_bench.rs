@@ -65,7 +65,7 @@ fn tuple(v: &[i64]) -> Value {
 fn main() {
     let batch: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(64);
     let reps: usize = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(30);
-    println!("LeNet layers, batch {batch}, float32, rayon threads = {}, {reps} runs each", rayon::current_num_threads());
+    println!("LeNet layers, batch {batch}, float32, compute threads = {}, {reps} runs each", oxnet_core::engine::threads());
 
     // (name, data shape, filters, out spatial)
     for (name, c, hw, f) in [("conv1", 1usize, 28usize, 20usize), ("conv2", 20, 12, 50)] {

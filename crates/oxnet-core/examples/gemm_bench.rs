@@ -55,8 +55,8 @@ fn main() {
         .unwrap_or(6);
     let flop = 2.0 * (n as f64).powi(3);
     println!(
-        "n = {n}, rayon threads = {}, rounds = {rounds}",
-        rayon::current_num_threads()
+        "n = {n}, compute threads = {}, rounds = {rounds}",
+        oxnet_core::engine::threads()
     );
 
     let mut py = Command::new("python3")

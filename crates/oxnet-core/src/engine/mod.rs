@@ -3,9 +3,11 @@
 //! Every chunk of memory has a [`Var`]. An operation is pushed with the vars it
 //! reads and the vars it writes. Reads of a var run together; a write waits for
 //! everything pushed on that var before it, and everything pushed after it waits
-//! for the write: program order per var. Ready operations run on the rayon pool; an
-//! operation that is ready when pushed and small enough runs at once on the pushing
-//! thread (nothing could be ordered before it, so the result is the same).
+//! for the write: program order per var. Ready operations run on oxnet's compute
+//! pool ([`pool()`], a rayon pool that oxnet owns and rebuilds in a forked child,
+//! see [`fork`]); an operation that is ready when pushed and small enough runs at
+//! once on the pushing thread (nothing could be ordered before it, so the result is
+//! the same).
 //!
 //! Errors are values: a failed operation's error is stored on the vars it writes,
 //! flows to every later operation that reads or writes them (those are skipped), and
@@ -18,13 +20,18 @@
 //! This module owns ordering and error flow only; it never looks inside the
 //! operations it runs.
 
+pub mod fork;
+pub mod pool;
+
+pub use pool::{install, on_pool_thread, pool, threads};
+
 use crate::error::{Error, Result};
 use parking_lot::{Condvar, Mutex};
 use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// A deferred error, shared by every var it reached: clearing it at one blocking
 /// call clears it everywhere, as in MXNet.
@@ -112,20 +119,134 @@ struct Engine {
     global_exc: Mutex<Vec<ExcRef>>,
 }
 
-static ENGINE: OnceLock<Engine> = OnceLock::new();
-
-fn engine() -> &'static Engine {
-    ENGINE.get_or_init(|| {
-        let kind = std::env::var("OXNET_ENGINE_TYPE").or_else(|_| std::env::var("MXNET_ENGINE_TYPE")).unwrap_or_default();
+impl Engine {
+    fn new(naive: bool, global_exc: Vec<ExcRef>) -> Engine {
         Engine {
-            naive: kind == "NaiveEngine",
+            naive,
             pending: AtomicUsize::new(0),
             waiters: AtomicUsize::new(0),
             idle_lock: Mutex::new(()),
             idle_cv: Condvar::new(),
-            global_exc: Mutex::new(Vec::new()),
+            global_exc: Mutex::new(global_exc),
         }
-    })
+    }
+}
+
+/// The engine's state, leaked; a forked child replaces it (see [`reset_after_fork`]).
+static ENGINE: AtomicPtr<Engine> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Set while a fork is being prepared: threads outside the compute pool wait before
+/// pushing, so that the engine drains.
+static FORKING: AtomicBool = AtomicBool::new(false);
+
+#[inline]
+fn engine() -> &'static Engine {
+    let p = ENGINE.load(Ordering::Acquire);
+    if p.is_null() {
+        return init_engine();
+    }
+    // SAFETY: non-null values of ENGINE come from Box::into_raw and are never freed.
+    unsafe { &*p }
+}
+
+fn built_engine() -> Option<&'static Engine> {
+    let p = ENGINE.load(Ordering::Acquire);
+    // SAFETY: as in `engine`.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+#[cold]
+fn init_engine() -> &'static Engine {
+    fork::register();
+    let kind = std::env::var("OXNET_ENGINE_TYPE").or_else(|_| std::env::var("MXNET_ENGINE_TYPE")).unwrap_or_default();
+    let new = Box::into_raw(Box::new(Engine::new(kind == "NaiveEngine", Vec::new())));
+    match ENGINE.compare_exchange(std::ptr::null_mut(), new, Ordering::AcqRel, Ordering::Acquire) {
+        // SAFETY: just stored; never freed.
+        Ok(_) => unsafe { &*new },
+        Err(cur) => {
+            // SAFETY: `new` came from Box::into_raw above and was not shared; `cur`
+            // is a stored engine (as in `engine`).
+            unsafe {
+                drop(Box::from_raw(new));
+                &*cur
+            }
+        }
+    }
+}
+
+/// Registers the fork handlers (see [`fork`]); called by anything that creates
+/// state a forked child must reset.
+pub fn register_fork_handlers() {
+    fork::register();
+}
+
+/// Counts a new operation as pending. While a fork is being prepared, a thread
+/// outside the compute pool backs out and waits until the fork is done (a pool
+/// thread goes on: it is inside an operation the fork is waiting for).
+#[inline]
+fn enter(eng: &Engine) {
+    loop {
+        eng.pending.fetch_add(1, Ordering::SeqCst);
+        if !FORKING.load(Ordering::SeqCst) || pool::on_pool_thread() {
+            return;
+        }
+        leave(eng);
+        while FORKING.load(Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+}
+
+/// Counts a pending operation as finished; wakes blocked `wait_all` callers when
+/// the engine becomes idle.
+#[inline]
+fn leave(eng: &Engine) {
+    if eng.pending.fetch_sub(1, Ordering::SeqCst) == 1 && eng.waiters.load(Ordering::SeqCst) > 0 {
+        let _g = eng.idle_lock.lock();
+        eng.idle_cv.notify_all();
+    }
+}
+
+/// Blocks until no operation is pending.
+fn wait_idle(eng: &Engine) {
+    let mut g = eng.idle_lock.lock();
+    eng.waiters.fetch_add(1, Ordering::SeqCst);
+    while eng.pending.load(Ordering::SeqCst) != 0 {
+        eng.idle_cv.wait(&mut g);
+    }
+    eng.waiters.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// Fork handler, before: stops new pushes from outside the pool and waits until
+/// every pushed operation has finished (skipped on a compute thread, which would
+/// wait for itself).
+fn quiesce_for_fork() {
+    FORKING.store(true, Ordering::SeqCst);
+    if let Some(eng) = built_engine() {
+        if !eng.naive && !pool::on_pool_thread() {
+            wait_idle(eng);
+        }
+    }
+}
+
+/// Fork handler, in the parent: pushes resume.
+fn resume_after_fork() {
+    FORKING.store(false, Ordering::SeqCst);
+}
+
+/// Fork handler, in the child: a fresh engine state (no waiters, unlocked, nothing
+/// pending), keeping the errors not yet collected by `wait_all`.
+fn reset_after_fork() {
+    if let Some(old) = built_engine() {
+        // The list's lock can only be held by a thread that no longer exists if the
+        // fork raced a `wait_all`; those errors are then lost to `wait_all` (they
+        // stay on their vars).
+        let exc = old.global_exc.try_lock().map(|mut g| std::mem::take(&mut *g)).unwrap_or_default();
+        let new = Box::into_raw(Box::new(Engine::new(old.naive, exc)));
+        // The old state is leaked: its locks may be held by threads of the parent.
+        ENGINE.store(new, Ordering::Release);
+    }
+    FORKING.store(false, Ordering::SeqCst);
 }
 
 /// True when the engine runs every operation synchronously (`NaiveEngine`).
@@ -199,7 +320,7 @@ where
         }
         return run_fn(f);
     }
-    eng.pending.fetch_add(1, Ordering::SeqCst);
+    enter(eng);
     let granted = if inline_ok { grant_prefix(&r, &w) } else { 0 };
     if granted == r.len() + w.len() {
         // Ready now, and small: run here, without queueing anything.
@@ -286,7 +407,7 @@ fn enqueue(f: Option<OprFn>, r: &RefList, w: &RefList, granted: usize, sync: boo
 }
 
 fn dispatch(opr: Arc<Opr>) {
-    rayon::spawn(move || execute(opr));
+    pool().spawn(move || execute(opr));
 }
 
 fn execute(opr: Arc<Opr>) {
@@ -359,10 +480,7 @@ fn finish(eng: &Engine, ready: SmallVec<[Arc<Opr>; 4]>) {
             dispatch(o);
         }
     }
-    if eng.pending.fetch_sub(1, Ordering::SeqCst) == 1 && eng.waiters.load(Ordering::SeqCst) > 0 {
-        let _g = eng.idle_lock.lock();
-        eng.idle_cv.notify_all();
-    }
+    leave(eng);
 }
 
 /// Runs `f` once every operation pushed before it on `reads` (as a reader) and
@@ -380,7 +498,7 @@ where
         }
         return run_fn(f);
     }
-    eng.pending.fetch_add(1, Ordering::SeqCst);
+    enter(eng);
     let granted = grant_prefix(&r, &w);
     if granted == r.len() + w.len() {
         let res = match r.iter().chain(w.iter()).find_map(|v| v.take_exc()) {
@@ -426,14 +544,7 @@ pub fn wait_for_write(var: &Arc<Var>) -> Result<()> {
 /// operation since the last `wait_all`, clearing all of them.
 pub fn wait_all() -> Result<()> {
     let eng = engine();
-    {
-        let mut g = eng.idle_lock.lock();
-        eng.waiters.fetch_add(1, Ordering::SeqCst);
-        while eng.pending.load(Ordering::SeqCst) != 0 {
-            eng.idle_cv.wait(&mut g);
-        }
-        eng.waiters.fetch_sub(1, Ordering::SeqCst);
-    }
+    wait_idle(eng);
     let refs: Vec<ExcRef> = std::mem::take(&mut *eng.global_exc.lock());
     let mut first = None;
     for r in refs {

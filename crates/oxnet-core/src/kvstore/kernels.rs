@@ -205,7 +205,7 @@ pub fn broadcast(src: &Blob, dsts: &[Blob]) {
         }
     };
     // Split the blocks across the pool (par_for counts elements, not blocks).
-    let threads = rayon::current_num_threads().max(1);
+    let threads = crate::engine::threads().max(1);
     let work = bytes * dsts.len();
     if threads == 1 || blocks < 2 || work < (1 << 20) {
         run(0, blocks);
@@ -214,13 +214,15 @@ pub fn broadcast(src: &Blob, dsts: &[Blob]) {
     let chunks = (threads * 4).min(blocks);
     let per = blocks.div_ceil(chunks);
     let run = &run;
-    rayon::scope(|sc| {
-        for c in 0..chunks {
-            let (a, b) = (c * per, ((c + 1) * per).min(blocks));
-            if a < b {
-                sc.spawn(move |_| run(a, b));
+    crate::engine::install(|| {
+        rayon::scope(|sc| {
+            for c in 0..chunks {
+                let (a, b) = (c * per, ((c + 1) * per).min(blocks));
+                if a < b {
+                    sc.spawn(move |_| run(a, b));
+                }
             }
-        }
+        })
     });
 }
 

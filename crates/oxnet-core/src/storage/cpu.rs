@@ -70,7 +70,10 @@ pub(crate) fn alloc(bytes: usize) -> Result<(NonNull<u8>, usize)> {
     let class = size_class(bytes);
     {
         let mut g = POOL.lock();
-        let pool = g.get_or_insert_with(|| Pool { free: Vec::new(), stats: PoolStats::default() });
+        let pool = g.get_or_insert_with(|| {
+            crate::engine::register_fork_handlers();
+            Pool { free: Vec::new(), stats: PoolStats::default() }
+        });
         if let Some(p) = pool.list(class).pop() {
             pool.stats.reuses += 1;
             pool.stats.in_use_bytes += class as u64;
@@ -101,6 +104,25 @@ pub(crate) fn free(ptr: NonNull<u8>, class: usize) {
         pool.stats.cached_bytes += class as u64;
         pool.list(class).push(ptr.as_ptr() as usize);
     }
+}
+
+/// Before a fork: takes the pool's lock, so that no thread is half-way through an
+/// allocation when the process is copied; the fork handlers release it on both sides.
+pub(crate) fn fork_prepare() {
+    std::mem::forget(POOL.lock());
+}
+
+/// After a fork, in the parent: releases the lock taken by [`fork_prepare`].
+pub(crate) fn fork_parent() {
+    // SAFETY: `fork_prepare` locked it on this thread and forgot the guard.
+    unsafe { POOL.force_unlock() };
+}
+
+/// After a fork, in the child: releases the lock taken by [`fork_prepare`] (the
+/// child's only thread is the one that took it).
+pub(crate) fn fork_child() {
+    // SAFETY: as in `fork_parent`.
+    unsafe { POOL.force_unlock() };
 }
 
 /// The host pool's counters.

@@ -7,6 +7,7 @@ mod cpu;
 pub mod cuda;
 
 pub use cpu::{host_pool_release, host_pool_stats, PoolStats};
+pub(crate) use cpu::{fork_child, fork_parent, fork_prepare};
 
 use crate::context::Context;
 use crate::error::Result;

@@ -1,19 +1,42 @@
 """``DataLoader``: batches of a ``Dataset``, loaded in parallel.
 
-``num_workers > 0`` loads batches on that many worker threads while the consumer
-works, up to ``prefetch`` batches ahead, and yields them in order. NDArray operations
-run in the Rust engine without holding the GIL, so threads load in parallel.
-MXNet forks worker processes instead; oxnet does not: a forked copy of a process
-whose compute threads are running cannot use them, and spawned processes would re-run
-an unguarded script. ``thread_pool`` is accepted for compatibility (threads are used
-either way).
+With ``num_workers > 0`` batches are loaded by that many worker *processes*, as in
+MXNet: a ``multiprocessing`` pool created with the ``fork`` start method, so the
+workers inherit the dataset and ``batchify_fn`` (nothing is pickled to start them,
+and datasets defined in unguarded scripts or notebooks work). Each task sent to a
+worker is the list of sample indices of one batch; the worker returns the batch with
+its NDArrays as NumPy arrays (lists and tuples kept), and the parent turns those back
+into NDArrays on ``cpu_shared(0)`` as in MXNet (``cpu_pinned(pin_device_id)`` with
+``pin_memory``). Batches come back in order, up to ``prefetch`` requested ahead. A
+worker's exception is raised again in the parent, with the worker's traceback
+attached as its cause. The workers are terminated when the loader is collected, or
+at interpreter exit.
+
+Forking is safe after oxnet has run operations: the Rust core registers
+``pthread_atfork`` handlers that drain the engine before any fork of the process and
+give the child a fresh compute pool and engine (the parent's threads do not exist in
+the child). The same holds for a user's own ``os.fork()`` or ``multiprocessing``
+with the ``fork`` start method. GPU work cannot be used in a forked child.
+
+``thread_pool=True`` uses worker threads instead (NDArray operations run in the Rust
+engine without the GIL, so threads overlap too); batches are then not copied.
 """
 
-from concurrent.futures import ThreadPoolExecutor
+import multiprocessing
+import multiprocessing.pool
+import os
+import pickle
+import signal
+import threading
+import traceback
+import warnings
+import weakref
+from collections import deque
 
 import numpy as np
 
 from ... import context
+from ...base import MXNetError
 from ...ndarray import NDArray
 from ... import ndarray as nd
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
@@ -31,7 +54,17 @@ def default_batchify_fn(data):
     return nd.array(arr, dtype=arr.dtype)
 
 
-default_mp_batchify_fn = default_batchify_fn
+def default_mp_batchify_fn(data):
+    """The batchify function of worker processes and threads (``num_workers > 0``):
+    stacks like :func:`default_batchify_fn`, into NDArrays on ``cpu_shared(0)`` as
+    MXNet does."""
+    shared = context.Context("cpu_shared", 0)
+    if isinstance(data[0], NDArray):
+        return nd.stack(*data).as_in_context(shared)
+    if isinstance(data[0], tuple):
+        return [default_mp_batchify_fn(list(i)) for i in zip(*data)]
+    arr = np.asarray(data)
+    return nd.array(arr, ctx=shared, dtype=arr.dtype)
 
 
 def _as_in_context(data, ctx):
@@ -42,8 +75,188 @@ def _as_in_context(data, ctx):
     return data
 
 
-def _thread_fn(dataset, batchify_fn, samples):
+# ---------------------------------------------------------------------------
+# Worker processes
+
+
+class _Array:
+    """An NDArray on its way from a worker process, as a NumPy array."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data):
+        self.data = data
+
+    def __reduce__(self):
+        return (_Array, (self.data,))
+
+
+class _Failure:
+    """An exception raised in a worker process, with the worker's traceback."""
+
+    def __init__(self, exc, trace, pid, mxnet_error=None):
+        self.exc = exc
+        self.trace = trace
+        self.pid = pid
+        self.mxnet_error = mxnet_error
+
+    def exception(self):
+        """The exception to raise in the parent."""
+        exc = self.exc if self.mxnet_error is None else MXNetError(self.mxnet_error)
+        exc.__cause__ = _RemoteTraceback(
+            "\nin DataLoader worker process %d:\n%s" % (self.pid, self.trace))
+        return exc
+
+
+class _RemoteTraceback(Exception):
+    """The traceback of a worker's exception (shown as the cause of the re-raised
+    exception)."""
+
+    def __str__(self):
+        return self.args[0]
+
+
+def _to_host(batch):
+    """A worker's batch with every NDArray replaced by an ``_Array`` (NumPy)."""
+    if isinstance(batch, NDArray):
+        return _Array(batch.asnumpy())
+    if isinstance(batch, list):
+        return [_to_host(b) for b in batch]
+    if isinstance(batch, tuple):
+        items = [_to_host(b) for b in batch]
+        return type(batch)(*items) if hasattr(batch, "_fields") else tuple(items)
+    if isinstance(batch, dict):
+        return type(batch)((k, _to_host(v)) for k, v in batch.items())
+    return batch
+
+
+def _from_host(batch, ctx):
+    """The inverse of ``_to_host`` in the parent: NDArrays again, on ``ctx`` (as in
+    MXNet, whose workers pass NDArrays in shared memory: ``cpu_shared(0)`` unless
+    pinned)."""
+    if isinstance(batch, _Array):
+        return nd.array(batch.data, ctx=ctx, dtype=batch.data.dtype)
+    if isinstance(batch, list):
+        return [_from_host(b, ctx) for b in batch]
+    if isinstance(batch, tuple):
+        items = [_from_host(b, ctx) for b in batch]
+        return type(batch)(*items) if hasattr(batch, "_fields") else tuple(items)
+    if isinstance(batch, dict):
+        return type(batch)((k, _from_host(v, ctx)) for k, v in batch.items())
+    return batch
+
+
+# Per worker process: set by the pool's initializer from arguments the forked worker
+# inherits (never pickled).
+_worker_dataset = None
+_worker_batchify_fn = None
+
+
+def _worker_initializer(dataset, batchify_fn):
+    global _worker_dataset, _worker_batchify_fn  # pylint: disable=global-statement
+    _worker_dataset = dataset
+    _worker_batchify_fn = batchify_fn
+    # Ctrl-C is for the parent, which terminates the pool.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _worker_fn(samples):
+    """Loads one batch in a worker process."""
+    try:
+        return _to_host(_worker_batchify_fn([_worker_dataset[i] for i in samples]))
+    except Exception as e:  # pylint: disable=broad-except
+        trace = traceback.format_exc()
+        try:
+            pickle.dumps(e)
+        except Exception:  # pylint: disable=broad-except
+            # not picklable: the same message, as an MXNetError for oxnet's errors
+            if isinstance(e, MXNetError):
+                return _Failure(None, trace, os.getpid(), str(e))
+            e = RuntimeError("%s: %s" % (type(e).__name__, e))
+        return _Failure(e, trace, os.getpid())
+
+
+def _fork_pool(num_workers, dataset, batchify_fn):
+    """A pool of forked worker processes that inherit ``dataset`` and
+    ``batchify_fn``."""
+    ctx = multiprocessing.get_context("fork")
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        with warnings.catch_warnings():
+            # Python 3.12+ warns that forking a multi-threaded process may deadlock the
+            # child (a lock held by another thread stays locked there). The threads
+            # here are oxnet's compute threads, which its fork handlers account for:
+            # the engine is drained before the fork (no compute thread holds a lock)
+            # and the child builds a fresh compute pool and engine. The workers only
+            # run the dataset, batchify_fn and oxnet operations.
+            warnings.filterwarnings("ignore", category=DeprecationWarning,
+                                    message=r".*fork\(\).*")
+            return ctx.Pool(num_workers, initializer=_worker_initializer,
+                            initargs=(dataset, batchify_fn))
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, old)
+
+
+# ---------------------------------------------------------------------------
+# Worker threads
+
+
+def _thread_worker_fn(samples, dataset, batchify_fn):
     return batchify_fn([dataset[i] for i in samples])
+
+
+class _MultiWorkerIter:
+    """One pass over the batches, loaded by the loader's workers, in order."""
+
+    def __init__(self, loader):
+        self._loader = loader  # keeps the loader, hence its pool, alive
+        self._pool = loader._worker_pool
+        self._threads = loader._thread_pool
+        self._timeout = loader._timeout
+        self._pinned = context.cpu_pinned(loader._pin_device_id) if loader._pin_memory \
+            else None
+        self._iter = iter(loader._batch_sampler)
+        self._pending = deque()
+        for _ in range(loader._prefetch):
+            self._push_next()
+
+    def _push_next(self):
+        samples = next(self._iter, None)
+        if samples is None:
+            return
+        if self._threads:
+            args = (samples, self._loader._dataset, self._loader._batchify_fn)
+            self._pending.append(self._pool.apply_async(_thread_worker_fn, args))
+        else:
+            self._pending.append(self._pool.apply_async(_worker_fn, (samples,)))
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self._loader._batch_sampler)
+
+    def __next__(self):
+        self._push_next()
+        if not self._pending:
+            raise StopIteration
+        ret = self._pending.popleft()
+        try:
+            batch = ret.get(self._timeout)
+        except multiprocessing.TimeoutError:
+            raise multiprocessing.TimeoutError(
+                "DataLoader: a worker %s gave no batch within timeout=%s s (a slow dataset "
+                "or transform: raise `timeout`)"
+                % ("thread" if self._threads else "process", self._timeout)) from None
+        if self._threads:
+            return _as_in_context(batch, self._pinned) if self._pinned is not None else batch
+        if isinstance(batch, _Failure):
+            raise batch.exception()
+        return _from_host(batch, self._pinned or context.Context("cpu_shared", 0))
+
+    next = __next__
 
 
 class DataLoader:
@@ -64,17 +277,20 @@ class DataLoader:
     batch_sampler : Sampler
         Yields lists of indices; replaces batch_size/shuffle/sampler/last_batch.
     batchify_fn : callable
-        Turns a list of samples into a batch (default: stack into NDArrays).
+        Turns a list of samples into a batch (default: stack into NDArrays;
+        ``default_mp_batchify_fn`` when ``num_workers > 0``).
     num_workers : int
-        Worker threads; 0 loads in the caller.
+        Worker processes (forked, see the module doc), or threads with
+        ``thread_pool``; 0 loads in the caller.
     pin_memory : bool
         Return batches in pinned host memory (``cpu_pinned(pin_device_id)``).
     prefetch : int
-        Batches loaded ahead (default ``2 * num_workers``).
+        Batches requested ahead (default ``2 * num_workers``).
     thread_pool : bool
-        Accepted for compatibility; workers are threads.
+        Use worker threads instead of processes.
     timeout : int
-        Seconds to wait for a worker's batch before raising.
+        Seconds to wait for a worker's batch before raising
+        ``multiprocessing.TimeoutError``.
     """
 
     def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None,
@@ -86,6 +302,8 @@ class DataLoader:
         self._pin_device_id = pin_device_id
         self._thread_pool = thread_pool
         self._timeout = timeout
+        if not timeout > 0:
+            raise AssertionError("timeout must be positive, given %s" % (timeout,))
         if batch_sampler is None:
             if batch_size is None:
                 raise ValueError("batch_size must be specified unless batch_sampler is "
@@ -105,10 +323,19 @@ class DataLoader:
         self._num_workers = num_workers if num_workers >= 0 else 0
         self._prefetch = max(0, int(prefetch) if prefetch is not None
                              else 2 * self._num_workers)
-        self._batchify_fn = batchify_fn if batchify_fn is not None else default_batchify_fn
+        if batchify_fn is None:
+            batchify_fn = default_mp_batchify_fn if self._num_workers > 0 \
+                else default_batchify_fn
+        self._batchify_fn = batchify_fn
         self._worker_pool = None
         if self._num_workers > 0:
-            self._worker_pool = ThreadPoolExecutor(max_workers=self._num_workers)
+            if thread_pool:
+                pool = multiprocessing.pool.ThreadPool(self._num_workers)
+            else:
+                pool = _fork_pool(self._num_workers, dataset, batchify_fn)
+            self._worker_pool = pool
+            # Terminates the workers when the loader is collected, or at exit.
+            self._finalizer = weakref.finalize(self, pool.terminate)
 
     def _pin(self, batch):
         if self._pin_memory:
@@ -118,46 +345,14 @@ class DataLoader:
     def __iter__(self):
         if self._num_workers == 0:
             return self._same_thread_iter()
-        return self._worker_iter()
+        return _MultiWorkerIter(self)
 
     def _same_thread_iter(self):
         for batch in self._batch_sampler:
             yield self._pin(self._batchify_fn([self._dataset[idx] for idx in batch]))
 
-    def _submit(self, samples):
-        return self._worker_pool.submit(_thread_fn, self._dataset, self._batchify_fn, samples)
-
-    def _get(self, fut):
-        try:
-            return fut.result(self._timeout)
-        except TimeoutError:
-            raise RuntimeError("DataLoader: a worker gave no batch within timeout=%s s"
-                               % self._timeout) from None
-
-    def _worker_iter(self):
-        pending = []
-        it = iter(self._batch_sampler)
-        depth = max(1, self._prefetch)
-        for samples in it:
-            pending.append(self._submit(samples))
-            if len(pending) >= depth:
-                break
-        while pending:
-            fut = pending.pop(0)
-            nxt = next(it, None)
-            if nxt is not None:
-                pending.append(self._submit(nxt))
-            yield self._pin(self._get(fut))
-
     def __len__(self):
         return len(self._batch_sampler)
-
-    def __del__(self):
-        pool = getattr(self, "_worker_pool", None)
-        if pool is None:
-            return
-        pool.shutdown(wait=False)
-        self._worker_pool = None
 
 
 __all__ = ["DataLoader", "default_batchify_fn", "default_mp_batchify_fn"]

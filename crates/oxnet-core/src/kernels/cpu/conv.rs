@@ -103,19 +103,21 @@ fn par_ranges(n: usize, tasks: usize, f: &(dyn Fn(usize, usize, usize) -> Result
         return f(0, 0, n);
     }
     let errs = parking_lot::Mutex::new(None);
-    rayon::scope(|s| {
-        for t in 0..tasks {
-            let (start, end) = (t * size, ((t + 1) * size).min(n));
-            if start >= end {
-                continue;
-            }
-            let errs = &errs;
-            s.spawn(move |_| {
-                if let Err(e) = f(t, start, end) {
-                    errs.lock().get_or_insert(e);
+    crate::engine::install(|| {
+        rayon::scope(|s| {
+            for t in 0..tasks {
+                let (start, end) = (t * size, ((t + 1) * size).min(n));
+                if start >= end {
+                    continue;
                 }
-            });
-        }
+                let errs = &errs;
+                s.spawn(move |_| {
+                    if let Err(e) = f(t, start, end) {
+                        errs.lock().get_or_insert(e);
+                    }
+                });
+            }
+        })
     });
     match errs.into_inner() {
         Some(e) => Err(e),
@@ -132,7 +134,7 @@ fn split(n: usize, tasks: usize) -> (usize, usize) {
 
 /// How to spread `batch` samples of `macs` multiply-adds each: (tasks, GEMM threads).
 fn plan(batch: usize, macs: usize) -> (usize, usize) {
-    let threads = rayon::current_num_threads().max(1);
+    let threads = crate::engine::threads().max(1);
     if threads == 1 || batch.saturating_mul(macs) < 1 << 16 {
         (1, 1)
     } else if batch >= threads {
@@ -667,17 +669,19 @@ fn is_max_2x2(g: &PoolGeom, kind: PoolKind) -> bool {
 /// Runs `f(start, end)` over `0..planes`, one range per pool thread when the planes
 /// (`per` elements each) are enough work to pay for it.
 fn par_planes(planes: usize, per: usize, f: impl Fn(usize, usize) + Sync + Send) {
-    let threads = rayon::current_num_threads().max(1);
+    let threads = crate::engine::threads().max(1);
     if threads == 1 || planes < 2 || planes.saturating_mul(per) < 1 << 15 {
         f(0, planes);
         return;
     }
     let size = planes.div_ceil(threads.min(planes));
-    rayon::scope(|s| {
-        let f = &f;
-        for start in (0..planes).step_by(size) {
-            s.spawn(move |_| f(start, (start + size).min(planes)));
-        }
+    crate::engine::install(|| {
+        rayon::scope(|s| {
+            let f = &f;
+            for start in (0..planes).step_by(size) {
+                s.spawn(move |_| f(start, (start + size).min(planes)));
+            }
+        })
     });
 }
 

@@ -160,7 +160,7 @@ pub unsafe fn gemm<T: GemmElem>(
     ldc: usize,
 ) {
     let threads = if m.saturating_mul(n).saturating_mul(k) >= PAR_MNK {
-        rayon::current_num_threads()
+        crate::engine::threads()
     } else {
         1
     };
@@ -200,22 +200,17 @@ pub unsafe fn gemm_threads<T: GemmElem>(
     }
     let (rsa, csa) = strides(lda, trans_a);
     let (rsb, csb) = strides(ldb, trans_b);
-    T::raw(
-        m,
-        n,
-        k,
-        alpha,
-        a,
-        rsa,
-        csa,
-        b,
-        rsb,
-        csb,
-        beta,
-        c,
-        ldc,
-        threads.max(1),
-    );
+    if threads <= 1 {
+        T::raw(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, ldc, 1);
+        return;
+    }
+    // The gemm crate splits the product on the current rayon pool: run it inside
+    // oxnet's compute pool (a direct call on a pool thread).
+    let (pa, pb, pc) = (SendPtr(a as *mut T), SendPtr(b as *mut T), SendPtr(c));
+    crate::engine::install(move || {
+        // SAFETY: as guaranteed by the caller; the pointers only cross threads.
+        unsafe { T::raw(m, n, k, alpha, pa.get(), rsa, csa, pb.get(), rsb, csb, beta, pc.get(), ldc, threads) }
+    });
 }
 
 /// `C = beta * C` (`C = 0` when `beta == 0`, without reading `C`).
@@ -261,7 +256,7 @@ pub unsafe fn gemm_batched<T: GemmElem, F: Fn(usize) -> [usize; 3] + Sync>(
     offsets: F,
 ) {
     let mnk = m.saturating_mul(n).saturating_mul(k.max(1));
-    let threads = rayon::current_num_threads();
+    let threads = crate::engine::threads();
     if batch <= 1 || mnk >= PAR_MNK && batch < 2 * threads {
         for i in 0..batch {
             let [oa, ob, oc] = offsets(i);
@@ -321,19 +316,21 @@ pub unsafe fn gemm_batched<T: GemmElem, F: Fn(usize) -> [usize; 3] + Sync>(
 /// Splits `0..n` into chunks of at least `grain` across the pool (unlike
 /// `par_for`, without a minimum total size: the caller has checked the work).
 fn par_chunks(n: usize, grain: usize, f: &(dyn Fn(usize, usize) + Sync)) {
-    let threads = rayon::current_num_threads().max(1);
+    let threads = crate::engine::threads().max(1);
     let chunks = (threads * 4).min(n.div_ceil(grain)).max(1);
     if chunks == 1 {
         f(0, n);
         return;
     }
     let size = n.div_ceil(chunks);
-    rayon::scope(|s| {
-        for ch in 0..chunks {
-            let (start, end) = (ch * size, ((ch + 1) * size).min(n));
-            if start < end {
-                s.spawn(move |_| f(start, end));
+    crate::engine::install(|| {
+        rayon::scope(|s| {
+            for ch in 0..chunks {
+                let (start, end) = (ch * size, ((ch + 1) * size).min(n));
+                if start < end {
+                    s.spawn(move |_| f(start, end));
+                }
             }
-        }
+        })
     });
 }

@@ -1,5 +1,8 @@
 //! Host kernels. Parallel loops split work across the rayon pool only when it is
-//! large enough to pay for it.
+//! large enough to pay for it. That pool is oxnet's compute pool
+//! ([`crate::engine::pool`]), never rayon's global one: every parallel section runs
+//! inside [`crate::engine::install`] (a direct call on a pool thread), so that a
+//! forked child, which gets a fresh pool, never waits on its parent's threads.
 
 pub mod elemwise;
 pub mod layout;
@@ -28,21 +31,45 @@ pub const PAR_MIN: usize = 1 << 16;
 
 /// Runs `f(start, end)` over `0..n`, split across the pool when `n` is large.
 pub fn par_for<F: Fn(usize, usize) + Sync + Send>(n: usize, grain: usize, f: F) {
-    let threads = rayon::current_num_threads().max(1);
+    let threads = crate::engine::threads().max(1);
     if n < PAR_MIN.max(grain) || threads == 1 {
         f(0, n);
         return;
     }
     let chunks = (threads * 4).min(n.div_ceil(grain.max(1)));
     let size = n.div_ceil(chunks);
-    rayon::scope(|s| {
-        for c in 0..chunks {
-            let f = &f;
-            let start = c * size;
-            let end = ((c + 1) * size).min(n);
-            if start < end {
-                s.spawn(move |_| f(start, end));
+    crate::engine::install(|| {
+        rayon::scope(|s| {
+            for c in 0..chunks {
+                let f = &f;
+                let start = c * size;
+                let end = ((c + 1) * size).min(n);
+                if start < end {
+                    s.spawn(move |_| f(start, end));
+                }
             }
-        }
+        })
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn par_for_runs_inside_the_compute_pool() {
+        // Called from a thread outside the pool, the loop's pieces run on it anyway.
+        let outside = AtomicUsize::new(0);
+        let seen = AtomicUsize::new(0);
+        let n = PAR_MIN * 4;
+        par_for(n, 1024, |s, e| {
+            seen.fetch_add(e - s, Ordering::Relaxed);
+            if crate::engine::pool().current_thread_index().is_none() && crate::engine::threads() > 1 {
+                outside.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        assert_eq!(seen.load(Ordering::Relaxed), n);
+        assert_eq!(outside.load(Ordering::Relaxed), 0);
+    }
 }

@@ -327,30 +327,32 @@ pub fn prelu_backward<T: Store>(g: &[T], x: &[T], gamma: &[T], dx: &mut [T], dga
     let one = gamma.len() == 1;
     let outer = if c * inner == 0 { 0 } else { x.len() / (c * inner) };
     let dp = SendPtr(dx.as_mut_ptr());
-    let sums: Vec<f64> = (0..c)
-        .into_par_iter()
-        .with_min_len(((1 << 14) / (outer * inner).max(1)).max(1))
-        .map(|ch| {
-            let gm = gamma[if one { 0 } else { ch }].ld();
-            let mut acc = 0.0f64;
-            for o in 0..outer {
-                let base = (o * c + ch) * inner;
-                for i in base..base + inner {
-                    let v = x[i].ld();
-                    let gi = g[i].ld();
-                    let d = if v > <T::R as Real>::ZERO {
-                        gi
-                    } else {
-                        acc += (gi * v).f();
-                        gi * gm
-                    };
-                    // SAFETY: each (o, ch) block of dx is written by one task.
-                    unsafe { *dp.get().add(i) = T::st(d) };
+    let sums: Vec<f64> = crate::engine::install(|| {
+        (0..c)
+            .into_par_iter()
+            .with_min_len(((1 << 14) / (outer * inner).max(1)).max(1))
+            .map(|ch| {
+                let gm = gamma[if one { 0 } else { ch }].ld();
+                let mut acc = 0.0f64;
+                for o in 0..outer {
+                    let base = (o * c + ch) * inner;
+                    for i in base..base + inner {
+                        let v = x[i].ld();
+                        let gi = g[i].ld();
+                        let d = if v > <T::R as Real>::ZERO {
+                            gi
+                        } else {
+                            acc += (gi * v).f();
+                            gi * gm
+                        };
+                        // SAFETY: each (o, ch) block of dx is written by one task.
+                        unsafe { *dp.get().add(i) = T::st(d) };
+                    }
                 }
-            }
-            acc
-        })
-        .collect();
+                acc
+            })
+            .collect()
+    });
     if one {
         dgamma[0] = T::st(<T::R as Real>::c(sums.iter().sum()));
     } else {
@@ -402,51 +404,55 @@ pub fn channel_sums2(outer: usize, c: usize, inner: usize, f: impl Fn(usize, usi
     }
     let per_ch = outer * inner;
     if inner >= 32 || outer < 64 {
-        (0..c)
-            .into_par_iter()
-            .with_min_len(((1 << 14) / per_ch.max(1)).max(1))
-            .map(|ch| {
-                let (mut a, mut b) = (0.0f64, 0.0f64);
-                for o in 0..outer {
-                    let base = (o * c + ch) * inner;
-                    for i in base..base + inner {
-                        let (u, v) = f(i, ch);
-                        a += u;
-                        b += v;
-                    }
-                }
-                (a, b)
-            })
-            .collect()
-    } else {
-        let rows_per = ((1 << 14) / (c * inner).max(1)).max(1);
-        (0..outer)
-            .into_par_iter()
-            .with_min_len(rows_per)
-            .fold(
-                || vec![(0.0f64, 0.0f64); c],
-                |mut acc, o| {
-                    for ch in 0..c {
+        crate::engine::install(|| {
+            (0..c)
+                .into_par_iter()
+                .with_min_len(((1 << 14) / per_ch.max(1)).max(1))
+                .map(|ch| {
+                    let (mut a, mut b) = (0.0f64, 0.0f64);
+                    for o in 0..outer {
                         let base = (o * c + ch) * inner;
                         for i in base..base + inner {
                             let (u, v) = f(i, ch);
-                            acc[ch].0 += u;
-                            acc[ch].1 += v;
+                            a += u;
+                            b += v;
                         }
                     }
-                    acc
-                },
-            )
-            .reduce(
-                || vec![(0.0f64, 0.0f64); c],
-                |mut a, b| {
-                    for (x, y) in a.iter_mut().zip(b) {
-                        x.0 += y.0;
-                        x.1 += y.1;
-                    }
-                    a
-                },
-            )
+                    (a, b)
+                })
+                .collect()
+        })
+    } else {
+        let rows_per = ((1 << 14) / (c * inner).max(1)).max(1);
+        crate::engine::install(|| {
+            (0..outer)
+                .into_par_iter()
+                .with_min_len(rows_per)
+                .fold(
+                    || vec![(0.0f64, 0.0f64); c],
+                    |mut acc, o| {
+                        for ch in 0..c {
+                            let base = (o * c + ch) * inner;
+                            for i in base..base + inner {
+                                let (u, v) = f(i, ch);
+                                acc[ch].0 += u;
+                                acc[ch].1 += v;
+                            }
+                        }
+                        acc
+                    },
+                )
+                .reduce(
+                    || vec![(0.0f64, 0.0f64); c],
+                    |mut a, b| {
+                        for (x, y) in a.iter_mut().zip(b) {
+                            x.0 += y.0;
+                            x.1 += y.1;
+                        }
+                        a
+                    },
+                )
+        })
     }
 }
 
@@ -543,41 +549,43 @@ pub fn layer_norm<T: Store>(
         return;
     }
     let rows = ((1 << 14) / block).max(1);
-    y.par_chunks_mut(block).zip(mean.par_chunks_mut(inner).zip(std.par_chunks_mut(inner))).enumerate().with_min_len(rows).for_each(
-        |(o, (yb, (mb, sb)))| {
-            let xb = &x[o * block..(o + 1) * block];
-            let mut s = vec![0.0f64; inner];
-            for k in 0..n {
-                for (acc, v) in s.iter_mut().zip(&xb[k * inner..(k + 1) * inner]) {
-                    *acc += v.ld().f();
+    crate::engine::install(|| {
+        y.par_chunks_mut(block).zip(mean.par_chunks_mut(inner).zip(std.par_chunks_mut(inner))).enumerate().with_min_len(rows).for_each(
+            |(o, (yb, (mb, sb)))| {
+                let xb = &x[o * block..(o + 1) * block];
+                let mut s = vec![0.0f64; inner];
+                for k in 0..n {
+                    for (acc, v) in s.iter_mut().zip(&xb[k * inner..(k + 1) * inner]) {
+                        *acc += v.ld().f();
+                    }
                 }
-            }
-            for v in s.iter_mut() {
-                *v /= n as f64;
-            }
-            let mut q = vec![0.0f64; inner];
-            for k in 0..n {
-                for ((acc, v), m) in q.iter_mut().zip(&xb[k * inner..(k + 1) * inner]).zip(&s) {
-                    let d = v.ld().f() - m;
-                    *acc += d * d;
+                for v in s.iter_mut() {
+                    *v /= n as f64;
                 }
-            }
-            let inv: Vec<T::R> = q.iter().map(|v| T::R::c(1.0 / (v / n as f64 + eps).sqrt())).collect();
-            let mr: Vec<T::R> = s.iter().map(|v| T::R::c(*v)).collect();
-            for k in 0..n {
-                let (gk, bk) = (gamma[k].ld(), beta[k].ld());
-                let xs = &xb[k * inner..(k + 1) * inner];
-                let ys = &mut yb[k * inner..(k + 1) * inner];
+                let mut q = vec![0.0f64; inner];
+                for k in 0..n {
+                    for ((acc, v), m) in q.iter_mut().zip(&xb[k * inner..(k + 1) * inner]).zip(&s) {
+                        let d = v.ld().f() - m;
+                        *acc += d * d;
+                    }
+                }
+                let inv: Vec<T::R> = q.iter().map(|v| T::R::c(1.0 / (v / n as f64 + eps).sqrt())).collect();
+                let mr: Vec<T::R> = s.iter().map(|v| T::R::c(*v)).collect();
+                for k in 0..n {
+                    let (gk, bk) = (gamma[k].ld(), beta[k].ld());
+                    let xs = &xb[k * inner..(k + 1) * inner];
+                    let ys = &mut yb[k * inner..(k + 1) * inner];
+                    for j in 0..inner {
+                        ys[j] = T::st((xs[j].ld() - mr[j]) * inv[j] * gk + bk);
+                    }
+                }
                 for j in 0..inner {
-                    ys[j] = T::st((xs[j].ld() - mr[j]) * inv[j] * gk + bk);
+                    mb[j] = T::st(mr[j]);
+                    sb[j] = T::st(T::R::c((q[j] / n as f64 + eps).sqrt()));
                 }
-            }
-            for j in 0..inner {
-                mb[j] = T::st(mr[j]);
-                sb[j] = T::st(T::R::c((q[j] / n as f64 + eps).sqrt()));
-            }
-        },
-    );
+            },
+        )
+    });
 }
 
 /// Layer-norm gradients along the middle axis of `(outer, n, inner)`: writes `dx`,
@@ -600,55 +608,57 @@ pub fn layer_norm_backward<T: Store>(
     }
     let rows = ((1 << 14) / block).max(1);
     let nf = n as f64;
-    dx.par_chunks_mut(block)
-        .enumerate()
-        .with_min_len(rows)
-        .fold(
-            || (vec![0.0f64; n], vec![0.0f64; n]),
-            |(mut dg, mut db), (o, dxb)| {
-                let xb = &x[o * block..(o + 1) * block];
-                let gb = &g[o * block..(o + 1) * block];
-                let m: Vec<f64> = mean[o * inner..(o + 1) * inner].iter().map(|v| v.ld().f()).collect();
-                let inv: Vec<f64> = std[o * inner..(o + 1) * inner].iter().map(|v| 1.0 / v.ld().f()).collect();
-                // Per position j: mean of g*gamma and of g*gamma*xhat over k.
-                let mut a = vec![0.0f64; inner];
-                let mut b = vec![0.0f64; inner];
-                for k in 0..n {
-                    let gk = gamma[k].ld().f();
-                    let (mut sg, mut sgx) = (0.0, 0.0);
-                    for j in 0..inner {
-                        let gi = gb[k * inner + j].ld().f();
-                        let xh = (xb[k * inner + j].ld().f() - m[j]) * inv[j];
-                        a[j] += gi * gk;
-                        b[j] += gi * gk * xh;
-                        sg += gi;
-                        sgx += gi * xh;
+    crate::engine::install(|| {
+        dx.par_chunks_mut(block)
+            .enumerate()
+            .with_min_len(rows)
+            .fold(
+                || (vec![0.0f64; n], vec![0.0f64; n]),
+                |(mut dg, mut db), (o, dxb)| {
+                    let xb = &x[o * block..(o + 1) * block];
+                    let gb = &g[o * block..(o + 1) * block];
+                    let m: Vec<f64> = mean[o * inner..(o + 1) * inner].iter().map(|v| v.ld().f()).collect();
+                    let inv: Vec<f64> = std[o * inner..(o + 1) * inner].iter().map(|v| 1.0 / v.ld().f()).collect();
+                    // Per position j: mean of g*gamma and of g*gamma*xhat over k.
+                    let mut a = vec![0.0f64; inner];
+                    let mut b = vec![0.0f64; inner];
+                    for k in 0..n {
+                        let gk = gamma[k].ld().f();
+                        let (mut sg, mut sgx) = (0.0, 0.0);
+                        for j in 0..inner {
+                            let gi = gb[k * inner + j].ld().f();
+                            let xh = (xb[k * inner + j].ld().f() - m[j]) * inv[j];
+                            a[j] += gi * gk;
+                            b[j] += gi * gk * xh;
+                            sg += gi;
+                            sgx += gi * xh;
+                        }
+                        db[k] += sg;
+                        dg[k] += sgx;
                     }
-                    db[k] += sg;
-                    dg[k] += sgx;
-                }
-                for k in 0..n {
-                    let gk = gamma[k].ld().f();
-                    for j in 0..inner {
-                        let i = k * inner + j;
-                        let xh = (xb[i].ld().f() - m[j]) * inv[j];
-                        let v = (gb[i].ld().f() * gk - a[j] / nf - xh * b[j] / nf) * inv[j];
-                        dxb[i] = T::st(T::R::c(v));
+                    for k in 0..n {
+                        let gk = gamma[k].ld().f();
+                        for j in 0..inner {
+                            let i = k * inner + j;
+                            let xh = (xb[i].ld().f() - m[j]) * inv[j];
+                            let v = (gb[i].ld().f() * gk - a[j] / nf - xh * b[j] / nf) * inv[j];
+                            dxb[i] = T::st(T::R::c(v));
+                        }
                     }
-                }
-                (dg, db)
-            },
-        )
-        .reduce(
-            || (vec![0.0f64; n], vec![0.0f64; n]),
-            |(mut g1, mut b1), (g2, b2)| {
-                for k in 0..n {
-                    g1[k] += g2[k];
-                    b1[k] += b2[k];
-                }
-                (g1, b1)
-            },
-        )
+                    (dg, db)
+                },
+            )
+            .reduce(
+                || (vec![0.0f64; n], vec![0.0f64; n]),
+                |(mut g1, mut b1), (g2, b2)| {
+                    for k in 0..n {
+                        g1[k] += g2[k];
+                        b1[k] += b2[k];
+                    }
+                    (g1, b1)
+                },
+            )
+    })
 }
 
 /// Instance norm: rows of length `len` (one per (batch, channel)), channel
@@ -669,30 +679,32 @@ pub fn instance_norm<T: Store>(
         return;
     }
     let rows = ((1 << 14) / len).max(1);
-    y.par_chunks_mut(len).zip(mean.par_iter_mut().zip(invstd.par_iter_mut())).enumerate().with_min_len(rows).for_each(
-        |(r, (yr, (m, s)))| {
-            let xr = &x[r * len..(r + 1) * len];
-            let mu = xr.iter().map(|v| v.ld().f()).sum::<f64>() / len as f64;
-            let var = xr
-                .iter()
-                .map(|v| {
-                    let d = v.ld().f() - mu;
-                    d * d
-                })
-                .sum::<f64>()
-                / len as f64;
-            let inv = 1.0 / (var + eps).sqrt();
-            let ch = r % c;
-            let a = T::R::c(inv * gamma[ch].ld().f());
-            let b = beta[ch].ld();
-            let mr = T::R::c(mu);
-            for (o, v) in yr.iter_mut().zip(xr) {
-                *o = T::st((v.ld() - mr) * a + b);
-            }
-            *m = T::st(mr);
-            *s = T::st(T::R::c(inv));
-        },
-    );
+    crate::engine::install(|| {
+        y.par_chunks_mut(len).zip(mean.par_iter_mut().zip(invstd.par_iter_mut())).enumerate().with_min_len(rows).for_each(
+            |(r, (yr, (m, s)))| {
+                let xr = &x[r * len..(r + 1) * len];
+                let mu = xr.iter().map(|v| v.ld().f()).sum::<f64>() / len as f64;
+                let var = xr
+                    .iter()
+                    .map(|v| {
+                        let d = v.ld().f() - mu;
+                        d * d
+                    })
+                    .sum::<f64>()
+                    / len as f64;
+                let inv = 1.0 / (var + eps).sqrt();
+                let ch = r % c;
+                let a = T::R::c(inv * gamma[ch].ld().f());
+                let b = beta[ch].ld();
+                let mr = T::R::c(mu);
+                for (o, v) in yr.iter_mut().zip(xr) {
+                    *o = T::st((v.ld() - mr) * a + b);
+                }
+                *m = T::st(mr);
+                *s = T::st(T::R::c(inv));
+            },
+        )
+    });
 }
 
 /// Instance-norm gradients: writes dx, returns per-channel `(dgamma, dbeta)`.
@@ -711,30 +723,31 @@ pub fn instance_norm_backward<T: Store>(
         return (vec![0.0; c], vec![0.0; c]);
     }
     let rows = ((1 << 14) / len).max(1);
-    let parts: Vec<(usize, f64, f64)> = dx
-        .par_chunks_mut(len)
-        .enumerate()
-        .with_min_len(rows)
-        .map(|(r, dr)| {
-            let xr = &x[r * len..(r + 1) * len];
-            let gr = &g[r * len..(r + 1) * len];
-            let (mu, inv) = (mean[r].ld().f(), invstd[r].ld().f());
-            let ch = r % c;
-            let gm = gamma[ch].ld().f();
-            let (mut sg, mut sgx) = (0.0, 0.0);
-            for (gv, xv) in gr.iter().zip(xr) {
-                let gi = gv.ld().f();
-                sg += gi;
-                sgx += gi * (xv.ld().f() - mu) * inv;
-            }
-            let (mg, mgx) = (sg / len as f64, sgx / len as f64);
-            for ((d, gv), xv) in dr.iter_mut().zip(gr).zip(xr) {
-                let xh = (xv.ld().f() - mu) * inv;
-                *d = T::st(T::R::c(gm * inv * (gv.ld().f() - mg - xh * mgx)));
-            }
-            (ch, sgx, sg)
-        })
-        .collect();
+    let parts: Vec<(usize, f64, f64)> = crate::engine::install(|| {
+        dx.par_chunks_mut(len)
+            .enumerate()
+            .with_min_len(rows)
+            .map(|(r, dr)| {
+                let xr = &x[r * len..(r + 1) * len];
+                let gr = &g[r * len..(r + 1) * len];
+                let (mu, inv) = (mean[r].ld().f(), invstd[r].ld().f());
+                let ch = r % c;
+                let gm = gamma[ch].ld().f();
+                let (mut sg, mut sgx) = (0.0, 0.0);
+                for (gv, xv) in gr.iter().zip(xr) {
+                    let gi = gv.ld().f();
+                    sg += gi;
+                    sgx += gi * (xv.ld().f() - mu) * inv;
+                }
+                let (mg, mgx) = (sg / len as f64, sgx / len as f64);
+                for ((d, gv), xv) in dr.iter_mut().zip(gr).zip(xr) {
+                    let xh = (xv.ld().f() - mu) * inv;
+                    *d = T::st(T::R::c(gm * inv * (gv.ld().f() - mg - xh * mgx)));
+                }
+                (ch, sgx, sg)
+            })
+            .collect()
+    });
     let mut dg = vec![0.0; c];
     let mut db = vec![0.0; c];
     for (ch, a, b) in parts {
@@ -795,9 +808,11 @@ pub fn embedding<T: Copy + Send + Sync>(idx: &[usize], weight: &[T], out: &mut [
     if dim == 0 {
         return;
     }
-    out.par_chunks_mut(dim).with_min_len((GRAIN / dim).max(1)).enumerate().for_each(|(i, row)| {
-        let r = idx[i];
-        row.copy_from_slice(&weight[r * dim..(r + 1) * dim]);
+    crate::engine::install(|| {
+        out.par_chunks_mut(dim).with_min_len((GRAIN / dim).max(1)).enumerate().for_each(|(i, row)| {
+            let r = idx[i];
+            row.copy_from_slice(&weight[r * dim..(r + 1) * dim]);
+        })
     });
 }
 
@@ -807,22 +822,24 @@ pub fn embedding_backward<T: Store>(idx: &[usize], g: &[T], dw: &mut [T], rows: 
     if dim == 0 || rows == 0 {
         return;
     }
-    let tasks = if idx.len() * dim < (1 << 15) { 1 } else { (rayon::current_num_threads() * 2).min(rows) };
+    let tasks = if idx.len() * dim < (1 << 15) { 1 } else { (crate::engine::threads() * 2).min(rows) };
     let per = rows.div_ceil(tasks.max(1));
-    dw.par_chunks_mut(per * dim).enumerate().for_each(|(t, part)| {
-        let (lo, hi) = (t * per, ((t + 1) * per).min(rows));
-        let mut acc = vec![0.0f64; (hi - lo) * dim];
-        for (i, &r) in idx.iter().enumerate() {
-            if r >= lo && r < hi {
-                let a = &mut acc[(r - lo) * dim..(r - lo + 1) * dim];
-                for (s, v) in a.iter_mut().zip(&g[i * dim..(i + 1) * dim]) {
-                    *s += v.ld().f();
+    crate::engine::install(|| {
+        dw.par_chunks_mut(per * dim).enumerate().for_each(|(t, part)| {
+            let (lo, hi) = (t * per, ((t + 1) * per).min(rows));
+            let mut acc = vec![0.0f64; (hi - lo) * dim];
+            for (i, &r) in idx.iter().enumerate() {
+                if r >= lo && r < hi {
+                    let a = &mut acc[(r - lo) * dim..(r - lo + 1) * dim];
+                    for (s, v) in a.iter_mut().zip(&g[i * dim..(i + 1) * dim]) {
+                        *s += v.ld().f();
+                    }
                 }
             }
-        }
-        for (o, v) in part.iter_mut().zip(acc) {
-            *o = T::st(<T::R as Real>::c(v));
-        }
+            for (o, v) in part.iter_mut().zip(acc) {
+                *o = T::st(<T::R as Real>::c(v));
+            }
+        })
     });
 }
 
@@ -834,21 +851,23 @@ pub fn softmax_backward<T: Store>(g: &[T], y: &[T], dx: &mut [T], _outer: usize,
     if block == 0 {
         return;
     }
-    dx.par_chunks_mut(block).enumerate().with_min_len(((1 << 14) / block).max(1)).for_each(|(o, db)| {
-        let gb = &g[o * block..(o + 1) * block];
-        let yb = &y[o * block..(o + 1) * block];
-        let mut s = vec![0.0f64; inner];
-        for k in 0..n {
-            for j in 0..inner {
-                s[j] += gb[k * inner + j].ld().f() * yb[k * inner + j].ld().f();
+    crate::engine::install(|| {
+        dx.par_chunks_mut(block).enumerate().with_min_len(((1 << 14) / block).max(1)).for_each(|(o, db)| {
+            let gb = &g[o * block..(o + 1) * block];
+            let yb = &y[o * block..(o + 1) * block];
+            let mut s = vec![0.0f64; inner];
+            for k in 0..n {
+                for j in 0..inner {
+                    s[j] += gb[k * inner + j].ld().f() * yb[k * inner + j].ld().f();
+                }
             }
-        }
-        for k in 0..n {
-            for j in 0..inner {
-                let i = k * inner + j;
-                db[i] = T::st(T::R::c(yb[i].ld().f() * (gb[i].ld().f() - s[j])));
+            for k in 0..n {
+                for j in 0..inner {
+                    let i = k * inner + j;
+                    db[i] = T::st(T::R::c(yb[i].ld().f() * (gb[i].ld().f() - s[j])));
+                }
             }
-        }
+        })
     });
 }
 

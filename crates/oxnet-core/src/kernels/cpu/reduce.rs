@@ -481,7 +481,7 @@ where
         return;
     }
     let total = n_out * red;
-    let threads = rayon::current_num_threads().max(1);
+    let threads = crate::engine::threads().max(1);
     let ib = inner.min(IBLOCK);
     if total < PAR_MIN || threads == 1 {
         let mut acc = vec![rd.init(); ib];
@@ -506,27 +506,29 @@ where
             .max(1);
         let per = red.div_ceil(chunks);
         let mut partials = vec![rd.init(); chunks * n_out];
-        partials
-            .par_chunks_mut(n_out)
-            .enumerate()
-            .for_each(|(c, p)| {
-                let (r0, r1) = ((c * per).min(red), ((c + 1) * per).min(red));
-                if r0 < r1 {
-                    for o in 0..outer {
-                        acc_range(
-                            x,
-                            red,
-                            inner,
-                            o,
-                            r0,
-                            r1,
-                            0,
-                            &mut p[o * inner..(o + 1) * inner],
-                            rd,
-                        );
+        crate::engine::install(|| {
+            partials
+                .par_chunks_mut(n_out)
+                .enumerate()
+                .for_each(|(c, p)| {
+                    let (r0, r1) = ((c * per).min(red), ((c + 1) * per).min(red));
+                    if r0 < r1 {
+                        for o in 0..outer {
+                            acc_range(
+                                x,
+                                red,
+                                inner,
+                                o,
+                                r0,
+                                r1,
+                                0,
+                                &mut p[o * inner..(o + 1) * inner],
+                                rd,
+                            );
+                        }
                     }
-                }
-            });
+                })
+        });
         for (j, o) in out.iter_mut().enumerate() {
             let mut a = partials[j];
             for c in 1..chunks {
@@ -541,24 +543,26 @@ where
     let tasks = outer * nb;
     let min_len = (GRAIN / (ib * red).max(1)).max(1);
     let po = SendPtr(out.as_mut_ptr());
-    (0..tasks)
-        .into_par_iter()
-        .with_min_len(min_len)
-        .for_each_init(
-            || vec![rd.init(); ib],
-            |acc, t| {
-                let (o, b) = (t / nb, t % nb);
-                let i0 = b * ib;
-                let w = ib.min(inner - i0);
-                let acc = &mut acc[..w];
-                acc.fill(rd.init());
-                acc_range(x, red, inner, o, 0, red, i0, acc, rd);
-                for (k, a) in acc.iter().enumerate() {
-                    // SAFETY: tasks write disjoint output ranges within `out`.
-                    unsafe { *po.get().add(o * inner + i0 + k) = fin(*a) };
-                }
-            },
-        );
+    crate::engine::install(|| {
+        (0..tasks)
+            .into_par_iter()
+            .with_min_len(min_len)
+            .for_each_init(
+                || vec![rd.init(); ib],
+                |acc, t| {
+                    let (o, b) = (t / nb, t % nb);
+                    let i0 = b * ib;
+                    let w = ib.min(inner - i0);
+                    let acc = &mut acc[..w];
+                    acc.fill(rd.init());
+                    acc_range(x, red, inner, o, 0, red, i0, acc, rd);
+                    for (k, a) in acc.iter().enumerate() {
+                        // SAFETY: tasks write disjoint output ranges within `out`.
+                        unsafe { *po.get().add(o * inner + i0 + k) = fin(*a) };
+                    }
+                },
+            )
+    });
 }
 
 fn general<T, R, U, F>(
@@ -619,10 +623,12 @@ fn general<T, R, U, F>(
         }
     } else {
         let min_len = (GRAIN / n_red.max(1)).max(1);
-        out.par_iter_mut()
-            .with_min_len(min_len)
-            .enumerate()
-            .for_each(|(j, o)| *o = one(j));
+        crate::engine::install(|| {
+            out.par_iter_mut()
+                .with_min_len(min_len)
+                .enumerate()
+                .for_each(|(j, o)| *o = one(j))
+        });
     }
 }
 

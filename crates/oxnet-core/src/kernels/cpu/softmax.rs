@@ -134,10 +134,12 @@ pub fn softmax<T: Num, U: Num, C: Real>(
             }
         } else {
             let min_len = (GRAIN / n.max(1)).max(1);
-            (0..outer)
-                .into_par_iter()
-                .with_min_len(min_len)
-                .for_each_init(|| Vec::with_capacity(n), row);
+            crate::engine::install(|| {
+                (0..outer)
+                    .into_par_iter()
+                    .with_min_len(min_len)
+                    .for_each_init(|| Vec::with_capacity(n), row)
+            });
         }
         return;
     }
@@ -197,9 +199,11 @@ pub fn softmax<T: Num, U: Num, C: Real>(
         }
     } else {
         let min_len = (GRAIN / (ib * n).max(1)).max(1);
-        (0..tasks)
-            .into_par_iter()
-            .with_min_len(min_len)
-            .for_each_init(|| (Vec::new(), Vec::new()), col);
+        crate::engine::install(|| {
+            (0..tasks)
+                .into_par_iter()
+                .with_min_len(min_len)
+                .for_each_init(|| (Vec::new(), Vec::new()), col)
+        });
     }
 }

@@ -63,13 +63,15 @@ pub fn top_positions<T: Num>(
         }
     } else {
         let min_len = (GRAIN / n.max(1)).max(1);
-        perm.par_chunks_mut(k)
-            .enumerate()
-            .with_min_len(min_len)
-            .for_each_init(
-                || (Vec::with_capacity(n), Vec::with_capacity(n)),
-                |(keys, pos), item| line(item, keys, pos),
-            );
+        crate::engine::install(|| {
+            perm.par_chunks_mut(k)
+                .enumerate()
+                .with_min_len(min_len)
+                .for_each_init(
+                    || (Vec::with_capacity(n), Vec::with_capacity(n)),
+                    |(keys, pos), item| line(item, keys, pos),
+                )
+        });
     }
     perm
 }
