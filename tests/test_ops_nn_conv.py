@@ -614,3 +614,28 @@ def test_out_param():
     r = nd.Convolution(nd.array(x), nd.array(w), kernel=(3, 3), num_filter=4, no_bias=True, out=out)
     assert r is out
     np.testing.assert_allclose(out.asnumpy(), np_conv(x.astype(np.float64), w), rtol=1e-4, atol=1e-5)
+
+
+# ---- fast paths ----------------------------------------------------------------------
+# The 2x2/2 max pooling backward has loops of its own; it must agree with the
+# reference, ties included.
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dshape", [(4, 20, 24, 24), (3, 5, 9, 7)])
+def test_max_pool_2x2_backward_with_ties(dtype, dshape):
+    # Rounded values: most windows hold ties, which go to the first maximum.
+    x = np.round(rand(dshape, 21, dtype) * 2)
+    og = rand(dshape[:2] + (dshape[2] // 2, dshape[3] // 2), 22, dtype)
+    kw = dict(kernel=(2, 2), stride=(2, 2))
+    y = nd.Pooling(nd.array(x, dtype=dtype), **kw)
+    g = nd._internal._backward_Pooling(nd.array(og, dtype=dtype), nd.array(x, dtype=dtype), y, **kw).asnumpy()
+    want = np.zeros_like(x)
+    n, c, h, w = dshape
+    for i in range(h // 2):
+        for j in range(w // 2):
+            win = x[:, :, 2 * i:2 * i + 2, 2 * j:2 * j + 2].reshape(n, c, 4)
+            k = win.argmax(axis=2)  # the first maximum
+            for a in range(n):
+                for b in range(c):
+                    want[a, b, 2 * i + k[a, b] // 2, 2 * j + k[a, b] % 2] = og[a, b, i, j]
+    np.testing.assert_array_equal(g, want)
