@@ -617,9 +617,32 @@ def test_out_param():
 
 
 # ---- fast paths ----------------------------------------------------------------------
-# The 2x2/2 max pooling backward and the weight-only backward ops must agree with
-# the references; geometries next to the fast ones take the general path and must
-# agree too.
+# The direct kernel of few-channel convolutions (LeNet's first layer), the 2x2/2 max
+# pooling backward and the weight-only backward ops must agree with the references;
+# geometries next to the fast ones (padding, stride, dilation, groups, float64) take
+# the general path and must agree too.
+
+@pytest.mark.parametrize("dshape,wshape,kw", [
+    ((3, 1, 28, 28), (20, 1, 5, 5), {}),                      # direct (LeNet conv1)
+    ((2, 2, 13, 11), (7, 2, 3, 3), {}),                       # direct, odd sizes
+    ((2, 1, 70), (6, 1, 5), {}),                              # direct, 1-D
+    ((3, 1, 28, 28), (20, 1, 5, 5), {"pad": (2, 2)}),         # general: padded
+    ((3, 1, 28, 28), (20, 1, 5, 5), {"stride": (2, 2)}),      # general: strided
+    ((3, 1, 28, 28), (20, 1, 5, 5), {"dilate": (2, 1)}),      # general: dilated
+    ((3, 2, 28, 28), (20, 1, 5, 5), {"num_group": 2}),        # general: groups
+    ((2, 20, 12, 12), (50, 20, 5, 5), {}),                    # general: many channels
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("no_bias", [False, True])
+def test_conv_fast_path_neighbours(dshape, wshape, kw, dtype, no_bias):
+    x, w, b = rand(dshape, 11, dtype), rand(wshape, 12, dtype), rand(wshape[:1], 13, dtype)
+    args = [nd.array(x, dtype=dtype), nd.array(w, dtype=dtype)] + ([] if no_bias else [nd.array(b, dtype=dtype)])
+    y = nd.Convolution(*args, kernel=wshape[2:], num_filter=wshape[0], no_bias=no_bias, **kw)
+    want = np_conv(x.astype(np.float64), w.astype(np.float64), None if no_bias else b.astype(np.float64),
+                   stride=kw.get("stride", ()), pad=kw.get("pad", ()), dilate=kw.get("dilate", ()),
+                   groups=kw.get("num_group", 1))
+    np.testing.assert_allclose(y.asnumpy(), want, rtol=tol(dtype), atol=tol(dtype))
+
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("dshape", [(4, 20, 24, 24), (3, 5, 9, 7)])

@@ -16,6 +16,7 @@
 //! size 1. This module owns no shapes beyond what [`ConvGeom`] and [`PoolGeom`]
 //! describe; parameter checking is the op layer's business (`op::nn_conv`).
 
+use super::conv_direct;
 use super::gemm::{gemm, gemm_threads, GemmElem};
 use super::SendPtr;
 use crate::context::Context;
@@ -391,6 +392,10 @@ unsafe fn unfold<T: ConvElem>(g: &ConvGeom, x: *const T, n0: usize, nb: usize, g
 /// The pointers must be valid for the extents `g` gives; `y` must not overlap the
 /// inputs and nothing else may access it meanwhile.
 pub unsafe fn conv_forward<T: ConvElem>(g: &ConvGeom, x: *const T, w: *const T, bias: Option<*const T>, y: *mut T) -> Result<()> {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && conv_direct::applies(g) {
+        // T is f32: the casts change nothing.
+        return conv_direct::forward(g, x as *const f32, w as *const f32, bias.map(|b| b as *const f32), y as *mut f32);
+    }
     let (fg, kk, ylen) = (g.fg(), g.col_rows(), g.y_len());
     let p = conv_plan(g);
     let (px, pw, py) = (SendPtr(x as *mut T), SendPtr(w as *mut T), SendPtr(y));
