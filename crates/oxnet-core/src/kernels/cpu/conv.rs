@@ -1221,9 +1221,7 @@ mod tests {
         let dy = f32s(y.len(), 2);
         let mut dx = vec![0f32; x.len()];
         let fwd = time_ms(21, || unsafe { pool_forward(&pg, PoolKind::Max, x.as_ptr(), y.as_mut_ptr()) });
-        let bwd = time_ms(21, || unsafe {
-            pool_backward(&pg, PoolKind::Max, x.as_ptr(), y.as_ptr(), dy.as_ptr(), dx.as_mut_ptr())
-        });
+        let bwd = time_ms(21, || unsafe { pool_backward(&pg, PoolKind::Max, x.as_ptr(), y.as_ptr(), dy.as_ptr(), dx.as_mut_ptr()) });
         println!("pool1 max 2x2: fwd {fwd:.3} ms, bwd {bwd:.3} ms");
         for g in [
             geom(64, 1, 20, 1, [1, 28, 28], [1, 5, 5], [1; 3], [1; 3], [0; 3]),
