@@ -614,3 +614,140 @@ def test_out_param():
     r = nd.Convolution(nd.array(x), nd.array(w), kernel=(3, 3), num_filter=4, no_bias=True, out=out)
     assert r is out
     np.testing.assert_allclose(out.asnumpy(), np_conv(x.astype(np.float64), w), rtol=1e-4, atol=1e-5)
+
+
+# ---- fast paths ----------------------------------------------------------------------
+# The direct kernel of few-channel convolutions (LeNet's first layer), the 2x2/2 max
+# pooling backward and the weight-only backward ops must agree with the references;
+# geometries next to the fast ones (padding, stride, dilation, groups, float64) take
+# the general path and must agree too.
+
+@pytest.mark.parametrize("dshape,wshape,kw", [
+    ((3, 1, 28, 28), (20, 1, 5, 5), {}),                      # direct (LeNet conv1)
+    ((2, 2, 13, 11), (7, 2, 3, 3), {}),                       # direct, odd sizes
+    ((2, 1, 70), (6, 1, 5), {}),                              # direct, 1-D
+    ((3, 1, 28, 28), (20, 1, 5, 5), {"pad": (2, 2)}),         # general: padded
+    ((3, 1, 28, 28), (20, 1, 5, 5), {"stride": (2, 2)}),      # general: strided
+    ((3, 1, 28, 28), (20, 1, 5, 5), {"dilate": (2, 1)}),      # general: dilated
+    ((3, 2, 28, 28), (20, 1, 5, 5), {"num_group": 2}),        # general: groups
+    ((2, 20, 12, 12), (50, 20, 5, 5), {}),                    # general: many channels
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("no_bias", [False, True])
+def test_conv_fast_path_neighbours(dshape, wshape, kw, dtype, no_bias):
+    x, w, b = rand(dshape, 11, dtype), rand(wshape, 12, dtype), rand(wshape[:1], 13, dtype)
+    args = [nd.array(x, dtype=dtype), nd.array(w, dtype=dtype)] + ([] if no_bias else [nd.array(b, dtype=dtype)])
+    y = nd.Convolution(*args, kernel=wshape[2:], num_filter=wshape[0], no_bias=no_bias, **kw)
+    want = np_conv(x.astype(np.float64), w.astype(np.float64), None if no_bias else b.astype(np.float64),
+                   stride=kw.get("stride", ()), pad=kw.get("pad", ()), dilate=kw.get("dilate", ()),
+                   groups=kw.get("num_group", 1))
+    np.testing.assert_allclose(y.asnumpy(), want, rtol=tol(dtype), atol=tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dshape", [(4, 20, 24, 24), (3, 5, 9, 7)])
+def test_max_pool_2x2_backward_with_ties(dtype, dshape):
+    # Rounded values: most windows hold ties, which go to the first maximum.
+    x = np.round(rand(dshape, 21, dtype) * 2)
+    og = rand(dshape[:2] + (dshape[2] // 2, dshape[3] // 2), 22, dtype)
+    kw = dict(kernel=(2, 2), stride=(2, 2))
+    y = nd.Pooling(nd.array(x, dtype=dtype), **kw)
+    g = nd._internal._backward_Pooling(nd.array(og, dtype=dtype), nd.array(x, dtype=dtype), y, **kw).asnumpy()
+    want = np.zeros_like(x)
+    n, c, h, w = dshape
+    for i in range(h // 2):
+        for j in range(w // 2):
+            win = x[:, :, 2 * i:2 * i + 2, 2 * j:2 * j + 2].reshape(n, c, 4)
+            k = win.argmax(axis=2)  # the first maximum
+            for a in range(n):
+                for b in range(c):
+                    want[a, b, 2 * i + k[a, b] // 2, 2 * j + k[a, b] % 2] = og[a, b, i, j]
+    np.testing.assert_array_equal(g, want)
+
+
+@pytest.mark.parametrize("op,wshape,kw", [
+    ("Convolution", (4, 3, 3, 2), {"kernel": (3, 2), "num_filter": 4, "pad": (1, 0)}),
+    ("Convolution", (6, 1, 5, 5), {"kernel": (5, 5), "num_filter": 6}),
+    ("FullyConnected", (5, 3 * 9 * 8), {"num_hidden": 5}),
+])
+@pytest.mark.parametrize("no_bias", [False, True])
+def test_weight_only_backward_matches_full(op, wshape, kw, no_bias):
+    c = wshape[1] if op == "Convolution" else 3
+    x, w = rand((2, c, 9, 8), 31), rand(wshape, 32)
+    args = [nd.array(x), nd.array(w)]
+    if not no_bias:
+        args.append(nd.array(rand(wshape[:1], 33)))
+    og = nd.array(rand(getattr(nd, op)(*args, no_bias=no_bias, **kw).shape, 34))
+    full = getattr(nd._internal, "_backward_" + op)(og, args[0], args[1], no_bias=no_bias, **kw)
+    part = getattr(nd._internal, "_backward_" + op + "_weight")(og, args[0], args[1], no_bias=no_bias, **kw)
+    full, part = list(full), part if isinstance(part, (list, tuple)) else [part]
+    assert len(part) == len(full) - 1
+    for a, b in zip(full[1:], part):
+        np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+
+
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_first_layer_grads_without_data_grad(hybrid):
+    # The data of the first layer gets no gradient: its convolution and dense
+    # layers skip the data gradient; the parameters' gradients must not change.
+    def grads(attach):
+        net = mx.gluon.nn.HybridSequential()
+        net.add(mx.gluon.nn.Conv2D(6, 5, activation="relu"), mx.gluon.nn.MaxPool2D(2, 2),
+                mx.gluon.nn.Dense(7))
+        net.initialize(mx.init.Xavier(), ctx=mx.cpu())
+        x = nd.array(rand((3, 1, 14, 14), 41))
+        net(x)  # shapes known: the parameters can be set
+        for i, p in enumerate(net.collect_params().values()):
+            p.set_data(nd.array(rand(p.shape, 50 + i)))
+        if hybrid:
+            net.hybridize()
+        if attach:
+            x.attach_grad()
+        with mx.autograd.record():
+            loss = (net(x) ** 2).sum()
+        loss.backward()
+        return [p.grad().asnumpy() for p in net.collect_params().values()]
+
+    with_dx, without_dx = grads(True), grads(False)
+    assert len(with_dx) == len(without_dx) == 4
+    for a, b in zip(with_dx, without_dx):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def np_conv_dw(x, dy, k, stride=(), pad=(), dilate=()):
+    """Weight gradient of np_conv (one group): dw[f, c, *off] = sum dy * shifted x."""
+    nsp = x.ndim - 2
+    s, p, d = _tup(stride, nsp, 1), _tup(pad, nsp, 0), _tup(dilate, nsp, 1)
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pi, pi) for pi in p])
+    out_sp = dy.shape[2:]
+    dw = np.zeros((dy.shape[1], x.shape[1]) + tuple(k))
+    for off in itertools.product(*[range(ki) for ki in k]):
+        sl = tuple(slice(off[i] * d[i], off[i] * d[i] + s[i] * (out_sp[i] - 1) + 1, s[i]) for i in range(nsp))
+        patch = xp[(slice(None), slice(None)) + sl]
+        dw[(slice(None), slice(None)) + tuple(off)] = np.einsum("nfp,ncp->fc", dy.reshape(dy.shape[:2] + (-1,)),
+                                                               patch.reshape(patch.shape[:2] + (-1,)))
+    return dw
+
+
+@pytest.mark.parametrize("dshape,wshape,kw", [
+    ((3, 1, 28, 28), (20, 1, 5, 5), {}),                      # direct (LeNet conv1)
+    ((2, 2, 13, 11), (7, 2, 3, 3), {}),                       # direct, odd sizes
+    ((2, 1, 70), (6, 1, 5), {}),                              # direct, 1-D
+    ((3, 1, 28, 28), (20, 1, 5, 5), {"pad": (2, 2)}),         # general: padded
+    ((3, 1, 28, 28), (20, 1, 5, 5), {"stride": (2, 2)}),      # general: strided
+    ((2, 20, 12, 12), (50, 20, 5, 5), {}),                    # general: many channels
+])
+@pytest.mark.parametrize("weight_only", [False, True])
+def test_conv_weight_grad_fast_path_neighbours(dshape, wshape, kw, weight_only):
+    x, w, b = rand(dshape, 14), rand(wshape, 15), rand(wshape[:1], 16)
+    params = dict(kernel=wshape[2:], num_filter=wshape[0], **kw)
+    y = nd.Convolution(nd.array(x), nd.array(w), nd.array(b), **params)
+    dy = rand(y.shape, 17)
+    name = "_backward_Convolution_weight" if weight_only else "_backward_Convolution"
+    outs = list(getattr(nd._internal, name)(nd.array(dy), nd.array(x), nd.array(w), **params))
+    dw, db = outs[-2].asnumpy(), outs[-1].asnumpy()
+    want = np_conv_dw(x.astype(np.float64), dy.astype(np.float64), wshape[2:], stride=kw.get("stride", ()),
+                      pad=kw.get("pad", ()))
+    np.testing.assert_allclose(dw, want, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(db, dy.astype(np.float64).sum(axis=tuple(i for i in range(dy.ndim) if i != 1)),
+                               rtol=1e-4, atol=1e-3)

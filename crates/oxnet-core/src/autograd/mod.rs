@@ -411,7 +411,8 @@ pub fn backward(
         let in_grads = match &node.kind {
             Kind::Op { op, params } => {
                 let f = op.grad.ok_or_else(|| non_differentiable(op.name))?;
-                f(params, &plain_inputs, &outputs, &out_grads)?
+                let wanted = inputs.iter().map(|a| live_entry(a).is_some_and(|e| grad_used(e, var_keys.as_deref())));
+                op::with_unwanted_grads(wanted, || f(params, &plain_inputs, &outputs, &out_grads))?
             }
             Kind::Custom(c) if create_graph => {
                 let mut g = {
@@ -515,6 +516,19 @@ pub fn backward(
 
 fn non_differentiable(name: &str) -> Error {
     Error::new(format!("Operator {name} is non-differentiable because it didn't register FGradient attribute."))
+}
+
+/// Whether a gradient reaching entry `e` is used: an op's output passes it on; a
+/// variable's is used when it is one of the `variables` asked for, or, without
+/// those, when its grad_req is not null.
+fn grad_used(e: &Entry, var_keys: Option<&[(usize, usize)]>) -> bool {
+    if !e.is_variable() {
+        return true;
+    }
+    match var_keys {
+        Some(keys) => keys.contains(&e.key()),
+        None => e.grad_req().is_some_and(|r| r != GradReq::Null),
+    }
 }
 
 fn unreachable_var() -> Result<Vec<Option<NDArray>>> {

@@ -476,7 +476,10 @@ impl Graph {
             }
             let gf = op.grad.ok_or_else(|| Error::op(op.name, format!("no gradient is defined for this operator (node {})", node.name)))?;
             let inputs = self.input_arrays(ni, vars, bufs)?;
-            let gin = gf(&node.params, &inputs, outs, &ograds)
+            let wanted = self.srcs[ni].iter().map(|s| match *s {
+                Src::Var(v) | Src::Out(v, _) => needs[v],
+            });
+            let gin = op::with_unwanted_grads(wanted, || gf(&node.params, &inputs, outs, &ograds))
                 .map_err(|e| Error::new(format!("{} (in the backward of node {})", e.message(), node.name)))?;
             for (i, g) in gin.into_iter().enumerate() {
                 let (Some(g), Some(src)) = (g, self.srcs[ni].get(i)) else { continue };

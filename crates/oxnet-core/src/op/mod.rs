@@ -37,6 +37,7 @@ use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
 use crate::shape::{fmt_shape, Shape};
 use smallvec::SmallVec;
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -119,6 +120,46 @@ pub type ComputeFn = fn(&mut OpCall) -> Result<()>;
 /// outputs, the gradients of the inputs (None where an input gets none), computed
 /// with registry ops. Filled by the autograd work.
 pub type GradFn = fn(&Params, &[NDArray], &[NDArray], &[NDArray]) -> Result<Vec<Option<NDArray>>>;
+thread_local! {
+    /// Bit `i` set: the gradient of input `i` of the gradient function running now
+    /// on this thread will not be used (see [`with_unwanted_grads`]).
+    static UNWANTED_GRADS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Runs `f`, a call of an op's [`GradFn`], telling it which input gradients its
+/// caller will use (`wanted[i]` for input `i`). Both backward walkers (autograd's
+/// tape and a compiled graph) call gradient functions through this, so that an
+/// expensive gradient can skip what nobody reads: a convolution whose data is the
+/// batch (no gradient) computes only its weight and bias gradients. A gradient
+/// function may return None (or anything) for an unwanted input; it must still
+/// return one entry per input.
+pub fn with_unwanted_grads<R>(wanted: impl IntoIterator<Item = bool>, f: impl FnOnce() -> R) -> R {
+    let mut mask = 0u64;
+    for (i, w) in wanted.into_iter().enumerate().take(64) {
+        if !w {
+            mask |= 1 << i;
+        }
+    }
+    let prev = UNWANTED_GRADS.with(|c| c.replace(mask));
+    // Restores the caller's mask however `f` ends (gradients do not nest today,
+    // but a panic must not leave a stale mask behind).
+    struct Restore(u64);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            UNWANTED_GRADS.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(prev);
+    f()
+}
+
+/// Whether the gradient function running now must produce the gradient of input
+/// `i`: false only when its caller said, through [`with_unwanted_grads`], that it
+/// will not use it (inputs past the 64th are always wanted).
+pub fn grad_wanted(i: usize) -> bool {
+    i >= 64 || UNWANTED_GRADS.with(|c| c.get()) & (1 << i) == 0
+}
+
 /// Backward shape inference (for symbols): given the parameters and the input
 /// shapes known so far (None where unknown), fills in what the op determines, e.g.
 /// `FullyConnected`'s weight `(num_hidden, in_units)` from its data's shape. Returns

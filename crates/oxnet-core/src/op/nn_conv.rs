@@ -22,7 +22,7 @@
 //! - `count_include_pad` is a boolean defaulting to True (MXNet's default `None`
 //!   means True).
 
-use super::{check_same_dtype, invoke, lookup, Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Params, Registry};
+use super::{check_same_dtype, grad_wanted, invoke, lookup, Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Params, Registry};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::cpu::conv::{self as k, ConvElem, ConvGeom, PoolGeom, PoolKind};
@@ -170,7 +170,24 @@ fn fc_backward_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     if !a.params.bool("no_bias") {
         v.push((Shape::from_slice(&[h]), d));
     }
-    Ok(v)
+    Ok(without_data_grad(a, v))
+}
+
+/// The `_weight` variants of the backward ops (`_backward_Convolution_weight`,
+/// `_backward_FullyConnected_weight`) take the same inputs and compute the same
+/// gradients, less the data gradient: what a layer needs when its input gets no
+/// gradient (the first layer of a net, fed the batch).
+fn skips_data_grad(op: &str) -> bool {
+    op.ends_with("_weight")
+}
+
+/// The backward outputs `v` (data, weight, bias), less the data gradient for the
+/// `_weight` variants.
+fn without_data_grad(a: &InferArgs, mut v: Vec<(Shape, DType)>) -> Vec<(Shape, DType)> {
+    if skips_data_grad(a.op.name) {
+        v.remove(0);
+    }
+    v
 }
 
 fn fc_backward_run<T: ConvElem>(c: &OpCall) -> Result<()> {
@@ -178,13 +195,16 @@ fn fc_backward_run<T: ConvElem>(c: &OpCall) -> Result<()> {
     let h = c.params.int("num_hidden") as usize;
     let (dy, x, w) = (c.inputs[0].ptr_as::<T>(), c.inputs[1].ptr_as::<T>(), c.inputs[2].ptr_as::<T>());
     let one = T::from_f64(1.0);
+    let (dx, rest) = if skips_data_grad(c.op.name) { (None, c.outputs) } else { (Some(&c.outputs[0]), &c.outputs[1..]) };
     // SAFETY: shapes checked by inference; outputs are distinct fresh arrays.
     unsafe {
-        // dx (rows×k) = dy (rows×h) · w (h×k)
-        gemm::<T>(rows, kin, h, one, dy, h, false, w, kin, false, T::zero(), c.outputs[0].ptr_as(), kin);
+        if let Some(dx) = dx {
+            // dx (rows×k) = dy (rows×h) · w (h×k)
+            gemm::<T>(rows, kin, h, one, dy, h, false, w, kin, false, T::zero(), dx.ptr_as(), kin);
+        }
         // dw (h×k) = dyᵀ (h×rows) · x (rows×k)
-        gemm::<T>(h, kin, rows, one, dy, h, true, x, kin, false, T::zero(), c.outputs[1].ptr_as(), kin);
-        if let Some(db) = c.outputs.get(2) {
+        gemm::<T>(h, kin, rows, one, dy, h, true, x, kin, false, T::zero(), rest[0].ptr_as(), kin);
+        if let Some(db) = rest.get(1) {
             k::column_sum::<T>(dy, db.ptr_as(), rows, h);
         }
     }
@@ -195,18 +215,24 @@ fn fc_backward_compute(c: &mut OpCall) -> Result<()> {
     with_float!(c.outputs[0].dtype, T, { fc_backward_run::<T>(c) })
 }
 
-/// Gradient of a layer whose backward op takes `(out_grad, data, weight)`.
-fn grad_dwb(name: &str, p: &Params, inputs: &[NDArray], og: &[NDArray]) -> Result<Vec<Option<NDArray>>> {
-    let op = lookup(name)?;
+/// Gradient of a layer whose backward op `name` takes `(out_grad, data, weight)`;
+/// through `weight_only` (its `_weight` variant, where there is one) when the data
+/// gradient is not wanted.
+fn grad_dwb(name: &str, weight_only: Option<&str>, p: &Params, inputs: &[NDArray], og: &[NDArray]) -> Result<Vec<Option<NDArray>>> {
+    let (op, with_dx) = match weight_only {
+        Some(w) if !grad_wanted(0) => (lookup(w)?, false),
+        _ => (lookup(name)?, true),
+    };
     let outs = invoke(op, &[og[0].clone(), inputs[0].clone(), inputs[1].clone()], p.clone(), None, None)?;
-    Ok(outs.into_iter().map(Some).collect())
+    let lead = if with_dx { None } else { Some(None) };
+    Ok(lead.into_iter().chain(outs.into_iter().map(Some)).collect())
 }
 
 fn fc_grad(p: &Params, inputs: &[NDArray], _outputs: &[NDArray], og: &[NDArray]) -> Result<Vec<Option<NDArray>>> {
     if crate::autograd::is_recording() {
         return fc_grad_recorded(inputs, og);
     }
-    grad_dwb("_backward_FullyConnected", p, inputs, og)
+    grad_dwb("_backward_FullyConnected", Some("_backward_FullyConnected_weight"), p, inputs, og)
 }
 
 /// FullyConnected's gradient made of `dot` and `sum`, for a backward that is
@@ -489,15 +515,16 @@ fn conv_backward_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     if !a.params.bool("no_bias") {
         v.push((Shape::from_slice(&[g.f]), d));
     }
-    Ok(v)
+    Ok(without_data_grad(a, v))
 }
 
 fn conv_backward_run<T: ConvElem>(c: &OpCall) -> Result<()> {
     let g = conv_geom(c.op.name, c.params, &c.inputs[1].shape)?;
     let (dy, x, w) = (c.inputs[0].ptr_as::<T>(), c.inputs[1].ptr_as::<T>(), c.inputs[2].ptr_as::<T>());
-    let db = c.outputs.get(2).map(|b| b.ptr_as::<T>());
+    let (dx, rest) = if skips_data_grad(c.op.name) { (None, c.outputs) } else { (Some(c.outputs[0].ptr_as::<T>()), &c.outputs[1..]) };
+    let db = rest.get(1).map(|b| b.ptr_as::<T>());
     // SAFETY: inference checked every extent; outputs are fresh, distinct arrays.
-    unsafe { k::conv_backward::<T>(&g, x, w, dy, Some(c.outputs[0].ptr_as()), Some(c.outputs[1].ptr_as()), db) }
+    unsafe { k::conv_backward::<T>(&g, x, w, dy, dx, Some(rest[0].ptr_as()), db) }
 }
 
 fn conv_backward_compute(c: &mut OpCall) -> Result<()> {
@@ -505,7 +532,7 @@ fn conv_backward_compute(c: &mut OpCall) -> Result<()> {
 }
 
 fn conv_grad(p: &Params, inputs: &[NDArray], _outputs: &[NDArray], og: &[NDArray]) -> Result<Vec<Option<NDArray>>> {
-    grad_dwb("_backward_Convolution", p, inputs, og)
+    grad_dwb("_backward_Convolution", Some("_backward_Convolution_weight"), p, inputs, og)
 }
 
 /// The geometry of `Deconvolution` on `data`, seen as the convolution it is the
@@ -664,7 +691,7 @@ fn deconv_backward_compute(c: &mut OpCall) -> Result<()> {
 }
 
 fn deconv_grad(p: &Params, inputs: &[NDArray], _outputs: &[NDArray], og: &[NDArray]) -> Result<Vec<Option<NDArray>>> {
-    grad_dwb("_backward_Deconvolution", p, inputs, og)
+    grad_dwb("_backward_Deconvolution", None, p, inputs, og)
 }
 
 // ---- Pooling -------------------------------------------------------------------------
@@ -880,11 +907,33 @@ pub fn register(r: &mut Registry) {
         )
         .cost(8),
     );
+    r.add(
+        OpDef::new(
+            "_backward_FullyConnected_weight",
+            "Backward of FullyConnected without the data gradient: gradients of weight (and bias).",
+            BACKWARD_IN,
+            FC_PARAMS,
+            fc_backward_infer,
+            fc_backward_compute,
+        )
+        .cost(8),
+    );
     r.add(OpDef::new("Convolution", CONV_DOC, DWB, CONV_PARAMS, conv_infer, conv_compute).grad(conv_grad).fill(conv_fill).cost(16));
     r.add(
         OpDef::new(
             "_backward_Convolution",
             "Backward of Convolution: gradients of data, weight (and bias).",
+            BACKWARD_IN,
+            CONV_PARAMS,
+            conv_backward_infer,
+            conv_backward_compute,
+        )
+        .cost(16),
+    );
+    r.add(
+        OpDef::new(
+            "_backward_Convolution_weight",
+            "Backward of Convolution without the data gradient: gradients of weight (and bias).",
             BACKWARD_IN,
             CONV_PARAMS,
             conv_backward_infer,
@@ -1003,6 +1052,41 @@ mod tests {
         let mut shapes = vec![Some(Shape::from_slice(&[2, 9, 5])), None];
         (de.fill.unwrap())(&p, &mut shapes).unwrap();
         assert_eq!(shapes[1].as_deref(), Some(&[9, 2, 3][..]));
+    }
+
+    #[test]
+    fn unwanted_data_grad_is_skipped() {
+        // Convolution and FullyConnected: with the data gradient unwanted, the
+        // gradient gives None for it and the same weight and bias gradients.
+        let x = arr(&[2, 3, 6, 5], |i| ((i * 7) % 11) as f32 - 5.0);
+        let w = arr(&[4, 3, 3, 2], |i| ((i * 5) % 7) as f32 - 3.0);
+        let b = arr(&[4], |i| i as f32);
+        let conv = lookup("Convolution").unwrap();
+        let p = conv.parse(vec![("kernel".into(), t(&[3, 2])), ("num_filter".into(), Value::Int(4)), ("pad".into(), t(&[1, 0]))]).unwrap();
+        let y = invoke(conv, &[x.clone(), w.clone(), b.clone()], p.clone(), None, None).unwrap();
+        let og = arr(y[0].shape(), |i| ((i * 3) % 5) as f32 - 2.0);
+        let fc = lookup("FullyConnected").unwrap();
+        let pf = fc.parse(vec![("num_hidden".into(), Value::Int(3))]).unwrap();
+        let wf = arr(&[3, 90], |i| ((i * 13) % 9) as f32 - 4.0);
+        let bf = arr(&[3], |i| i as f32);
+        let ogf = arr(&[2, 3], |i| i as f32 - 1.0);
+        for (op, p, ins, og) in [(conv, &p, vec![x.clone(), w, b], og), (fc, &pf, vec![x, wf, bf], ogf)] {
+            let grad = op.grad.unwrap();
+            let all = grad(p, &ins, &[], std::slice::from_ref(&og)).unwrap();
+            assert!(crate::op::grad_wanted(0));
+            let some = crate::op::with_unwanted_grads([false, true, true], || {
+                assert!(!crate::op::grad_wanted(0) && crate::op::grad_wanted(1));
+                grad(p, &ins, &[], std::slice::from_ref(&og))
+            })
+            .unwrap();
+            // The mask is cleared after the call.
+            assert!(crate::op::grad_wanted(0));
+            assert!(all[0].is_some() && some[0].is_none() && some.len() == 3, "{}", op.name);
+            for i in 1..3 {
+                let (a, s) = (all[i].as_ref().unwrap().to_vec::<f32>().unwrap(), some[i].as_ref().unwrap().to_vec::<f32>().unwrap());
+                assert_eq!(a, s, "{} input {i}", op.name);
+            }
+        }
     }
 
     #[test]

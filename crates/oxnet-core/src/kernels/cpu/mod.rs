@@ -13,6 +13,7 @@ pub mod sort;
 pub mod gemm;
 pub mod nn;
 pub mod conv;
+pub mod conv_direct;
 
 /// A pointer that may cross to rayon workers: the engine guarantees exclusive access.
 #[derive(Clone, Copy)]
