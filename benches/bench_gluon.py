@@ -9,7 +9,9 @@ The net is the seed's: Conv2D(20, 5, relu) MaxPool2D(2, 2) Conv2D(50, 5, relu)
 MaxPool2D(2, 2) Flatten Dense(500, relu) Dense(10), SoftmaxCrossEntropyLoss, Trainer
 'sgd' lr 0.1, batch 64, on synthetic MNIST-shaped data (a few fixed random batches).
 A training step is record / forward / loss / backward / trainer.step; a timed window
-is STEPS steps followed by waitall(). The result is the median of WINDOWS windows
+is STEPS steps followed by waitall() (the target rows), or, in the "loss read every
+step" rows, STEPS steps each ending with `nd.mean(loss).asscalar()` as the seed's
+training loop does. The result is the median of WINDOWS windows
 after WARMUP warm-up steps, imperative and hybridized (HybridSequential +
 net.hybridize()). The per-layer rows time the two convolutions' forward alone (bias
 included, no activation) at batch 64.
@@ -85,8 +87,10 @@ def _lenet(mx, hybrid):
     return net
 
 
-def _train_sps(mx, np, hybrid):
-    """Training samples/s: the median window of STEPS steps."""
+def _train_sps(mx, np, hybrid, sync=False):
+    """Training samples/s: the median window of STEPS steps. With `sync`, every step
+    reads the mean loss back as a Python float, as the seed's loop does (so at most
+    one step is in flight); without, the whole window is queued before waitall()."""
     autograd = mx.autograd
     xs, ys = _data(np)
     xs = [mx.nd.array(x) for x in xs]
@@ -105,6 +109,8 @@ def _train_sps(mx, np, hybrid):
             loss.backward()
             trainer.step(BATCH)
             state["loss"] = loss
+            if sync:
+                mx.nd.mean(loss).asscalar()
         mx.nd.waitall()
 
     steps(WARMUP)
@@ -193,6 +199,8 @@ def worker(mod_name, profile):
     res = {}
     res["imper_sps"], res["imper_loss"] = _train_sps(mx, np, hybrid=False)
     res["hybrid_sps"], res["hybrid_loss"] = _train_sps(mx, np, hybrid=True)
+    res["imper_sync_sps"], _ = _train_sps(mx, np, hybrid=False, sync=True)
+    res["hybrid_sync_sps"], _ = _train_sps(mx, np, hybrid=True, sync=True)
     res["conv1_ms"] = _conv_ms(mx, np, *CONV1)
     res["conv2_ms"] = _conv_ms(mx, np, *CONV2)
     if profile:
@@ -279,6 +287,8 @@ def main():
     rows = [
         ("LeNet train, imperative (samples/s)", "imper_sps", "%.0f", False, ">= 1.3x mxnet"),
         ("LeNet train, hybridized (samples/s)", "hybrid_sps", "%.0f", False, ">= 8000 and >= 1.6x mxnet"),
+        ("same, loss read every step as the seed does: imperative (samples/s)", "imper_sync_sps", "%.0f", False, "-"),
+        ("same, loss read every step as the seed does: hybridized (samples/s)", "hybrid_sync_sps", "%.0f", False, "-"),
         ("conv1 fwd 64x1x28x28 -> 20, 5x5 (ms)", "conv1_ms", "%.3f", True, "<= 0.33 ms"),
         ("conv2 fwd 64x20x12x12 -> 50, 5x5 (ms)", "conv2_ms", "%.3f", True, "<= 1.34 ms"),
     ]
