@@ -227,14 +227,18 @@ class RecurrentCell(Block):
         """A list of dicts (``shape``, ``__layout__``), one per state."""
         raise MXNetError("%s must define state_info()" % type(self).__name__)
 
+    def _check_unmodified(self, example="ZoneoutCell"):
+        """A cell wrapped by a modifier cell is only run through the modifier."""
+        if self._modified:
+            raise _err(self, "after applying modifier cells (e.g. %s) the base "
+                             "cell cannot be called directly. Call the modifier cell "
+                             "instead." % example)
+
     def begin_state(self, batch_size=0, func=ndarray.zeros, **kwargs):
         """The initial states, made by ``func`` (``nd.zeros`` by default; e.g.
         ``sym.zeros``, ``nd.random.uniform``) with each state's shape and ``kwargs``
         (``ctx``, ``dtype``...)."""
-        if self._modified:
-            raise _err(self, "after applying modifier cells (e.g. ZoneoutCell) the base "
-                             "cell cannot be called directly. Call the modifier cell "
-                             "instead.")
+        self._check_unmodified()
         states = []
         for info in self.state_info(batch_size):
             self._init_counter += 1
@@ -500,22 +504,25 @@ class GRUCell(_GatedCell):
 
 
 # ---- containers ---------------------------------------------------------------------
-class _SequentialCellMixin:
+class _ChildStatesMixin:
+    """Cells whose states are their children's, in order."""
+    _modifier_example = "ZoneoutCell"
+
+    def state_info(self, batch_size=0):
+        return _cells_state_info(self._children.values(), batch_size)
+
+    def begin_state(self, **kwargs):
+        self._check_unmodified(self._modifier_example)
+        return _cells_begin_state(self._children.values(), **kwargs)
+
+
+class _SequentialCellMixin(_ChildStatesMixin):
     """What SequentialRNNCell and HybridSequentialRNNCell share."""
 
     def add(self, cell):
         """Appends a cell."""
         self.register_child(cell)
 
-    def state_info(self, batch_size=0):
-        return _cells_state_info(self._children.values(), batch_size)
-
-    def begin_state(self, **kwargs):
-        if self._modified:
-            raise _err(self, "after applying modifier cells (e.g. ZoneoutCell) the base "
-                             "cell cannot be called directly. Call the modifier cell "
-                             "instead.")
-        return _cells_begin_state(self._children.values(), **kwargs)
 
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None,
                valid_length=None):
@@ -648,10 +655,7 @@ class ModifierCell(HybridRecurrentCell):
         return self.base_cell.state_info(batch_size)
 
     def begin_state(self, func=symbol.zeros, **kwargs):
-        if self._modified:
-            raise _err(self, "after applying modifier cells (e.g. ZoneoutCell) the base "
-                             "cell cannot be called directly. Call the modifier cell "
-                             "instead.")
+        self._check_unmodified()
         self.base_cell._modified = False
         try:
             begin = self.base_cell.begin_state(func=func, **kwargs)
@@ -742,7 +746,7 @@ class ResidualCell(ModifierCell):
         return outputs, states
 
 
-class BidirectionalCell(HybridRecurrentCell):
+class BidirectionalCell(_ChildStatesMixin, HybridRecurrentCell):
     """Runs ``l_cell`` forward and ``r_cell`` backward over the sequence and
     concatenates their outputs (features axis). Only ``unroll`` (no stepping).
 
@@ -753,6 +757,8 @@ class BidirectionalCell(HybridRecurrentCell):
     output_prefix : str
         Prefix of the output names.
     """
+
+    _modifier_example = "DropoutCell"
 
     def __init__(self, l_cell, r_cell, output_prefix="bi_"):
         super().__init__(prefix="", params=None)
@@ -768,15 +774,6 @@ class BidirectionalCell(HybridRecurrentCell):
             name=self.__class__.__name__, l_cell=self._children["l_cell"],
             r_cell=self._children["r_cell"])
 
-    def state_info(self, batch_size=0):
-        return _cells_state_info(self._children.values(), batch_size)
-
-    def begin_state(self, **kwargs):
-        if self._modified:
-            raise _err(self, "after applying modifier cells (e.g. DropoutCell) the base "
-                             "cell cannot be called directly. Call the modifier cell "
-                             "instead.")
-        return _cells_begin_state(self._children.values(), **kwargs)
 
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None,
                valid_length=None):
