@@ -5,6 +5,7 @@ written against the abstract computation interface (``bind``, ``init_params``,
 
 import logging
 import time
+import warnings
 
 import numpy as np
 
@@ -309,6 +310,22 @@ class BaseModule:
         self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
                          allow_missing=allow_missing, force_init=force_init,
                          allow_extra=allow_extra)
+
+    def _set_params_shared(self, arg_params, aux_params, allow_missing, force_init,
+                           allow_extra):
+        """What every module's set_params does first: without ``allow_missing`` it is
+        init_params; an initialised module keeps its parameters unless ``force_init``
+        (with MXNet's warning). True when nothing is left to do."""
+        if not allow_missing:
+            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
+                             allow_missing=allow_missing, force_init=force_init,
+                             allow_extra=allow_extra)
+            return True
+        if self.params_initialized and not force_init:
+            warnings.warn("Parameters already initialized and force_init=False. "
+                          "set_params call ignored.", stacklevel=3)
+            return True
+        return False
 
     def save_params(self, fname):
         """Writes the parameters to ``fname`` (``arg:``/``aux:`` keys, as checkpoints)."""

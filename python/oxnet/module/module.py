@@ -245,14 +245,7 @@ class Module(BaseModule):
                    allow_extra=False):
         """Sets the parameters from dicts of name to NDArray (every parameter needed
         unless ``allow_missing``)."""
-        if not allow_missing:
-            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
-                             allow_missing=allow_missing, force_init=force_init,
-                             allow_extra=allow_extra)
-            return
-        if self.params_initialized and not force_init:
-            warnings.warn("Parameters already initialized and force_init=False. "
-                          "set_params call ignored.", stacklevel=2)
+        if self._set_params_shared(arg_params, aux_params, allow_missing, force_init, allow_extra):
             return
         _require(self.binded, "set_params: bind the module first")
         for exe in self._execs:
