@@ -34,6 +34,17 @@ def _chain(blocks, x, args):
     return x
 
 
+def _add_scale_shift(block, channels, center, scale, gamma_initializer, beta_initializer):
+    """The ``gamma``/``beta`` parameters of a normalization layer (shape
+    ``(channels,)``, deferred when 0); ``scale``/``center`` False freezes them."""
+    block.gamma = block.params.get("gamma", grad_req="write" if scale else "null",
+                                   shape=(channels,), init=gamma_initializer,
+                                   allow_deferred_init=True)
+    block.beta = block.params.get("beta", grad_req="write" if center else "null",
+                                  shape=(channels,), init=beta_initializer,
+                                  allow_deferred_init=True)
+
+
 class _SequentialMixin:
     """What Sequential and HybridSequential share: add, indexing, len, repr."""
 
@@ -225,12 +236,8 @@ class InstanceNorm(_ChannelParams, HybridBlock):
         self._kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
         self._axis = axis
         self._epsilon = epsilon
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                     shape=(in_channels,), init=gamma_initializer,
-                                     allow_deferred_init=True)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                    shape=(in_channels,), init=beta_initializer,
-                                    allow_deferred_init=True)
+        _add_scale_shift(self, in_channels, center, scale, gamma_initializer,
+                         beta_initializer)
 
     def hybrid_forward(self, F, x, gamma, beta):
         if self._axis == 1:
@@ -260,12 +267,8 @@ class LayerNorm(_ChannelParams, HybridBlock):
         self._epsilon = epsilon
         self._center = center
         self._scale = scale
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                     shape=(in_channels,), init=gamma_initializer,
-                                     allow_deferred_init=True)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                    shape=(in_channels,), init=beta_initializer,
-                                    allow_deferred_init=True)
+        _add_scale_shift(self, in_channels, center, scale, gamma_initializer,
+                         beta_initializer)
 
     def hybrid_forward(self, F, data, gamma, beta):
         return F.LayerNorm(data, gamma=gamma, beta=beta, axis=self._axis, eps=self._epsilon)

@@ -5,7 +5,7 @@ of channels, one gamma/beta per group as in MXNet 1.x) and ``ReflectionPad2D``
 
 from ...base import MXNetError, numeric_types
 from ..block import HybridBlock
-from .basic_layers import BatchNorm
+from .basic_layers import BatchNorm, _add_scale_shift
 
 __all__ = ["BatchNormReLU", "GroupNorm", "ReflectionPad2D"]
 
@@ -48,12 +48,8 @@ class GroupNorm(HybridBlock):
         self._epsilon = epsilon
         self._center = center
         self._scale = scale
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                     shape=(num_groups,), init=gamma_initializer,
-                                     allow_deferred_init=True)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                    shape=(num_groups,), init=beta_initializer,
-                                    allow_deferred_init=True)
+        _add_scale_shift(self, num_groups, center, scale, gamma_initializer,
+                         beta_initializer)
 
     def hybrid_forward(self, F, data, gamma, beta):
         shape = getattr(data, "shape", None)
