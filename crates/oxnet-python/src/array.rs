@@ -290,17 +290,21 @@ impl NDArray {
     /// While recording, the view is recorded as `slice_axis` (MXNet records it too).
     fn _slice(&self, begin: usize, end: usize) -> PyResult<NDArray> {
         let mut v = self.inner.slice_view(begin, end).py_err()?;
-        record_slice(&self.arr(), begin, end, &mut v)?;
+        if autograd::is_recording() {
+            record_slice(&self.arr(), begin, end, &mut v)?;
+        }
         Ok(NDArray::recorded_view(v, self.writable))
     }
     /// The view `self[i]` (shares memory); recorded as `slice_axis` then `Reshape`.
     fn _at(&self, i: usize) -> PyResult<NDArray> {
         let mut v = self.inner.at(i).py_err()?;
-        let src = self.arr();
-        if autograd::is_recording() && autograd::is_in_graph(&src) {
-            let mut row = self.inner.slice_view(i, i + 1).py_err()?;
-            record_slice(&src, i, i + 1, &mut row)?;
-            autograd::record_view("Reshape", &[("shape", shape_value(v.shape()))], &row, &mut v).py_err()?;
+        if autograd::is_recording() {
+            let src = self.arr();
+            if autograd::is_in_graph(&src) {
+                let mut row = self.inner.slice_view(i, i + 1).py_err()?;
+                record_slice(&src, i, i + 1, &mut row)?;
+                autograd::record_view("Reshape", &[("shape", shape_value(v.shape()))], &row, &mut v).py_err()?;
+            }
         }
         Ok(NDArray::recorded_view(v, self.writable))
     }
@@ -308,7 +312,9 @@ impl NDArray {
     /// `Reshape` while recording.
     fn _reshape_view(&self, shape: Vec<usize>) -> PyResult<NDArray> {
         let mut v = self.inner.reshape_view(&shape).py_err()?;
-        autograd::record_view("Reshape", &[("shape", shape_value(&shape))], &self.arr(), &mut v).py_err()?;
+        if autograd::is_recording() {
+            autograd::record_view("Reshape", &[("shape", shape_value(&shape))], &self.arr(), &mut v).py_err()?;
+        }
         Ok(NDArray::recorded_view(v, self.writable))
     }
     /// True when both arrays share memory.
