@@ -80,9 +80,23 @@ def test_single_thread_random_dag_matches_replay():
         np.testing.assert_allclose(a.asnumpy(), r, rtol=1e-9, atol=1e-12)
 
 
-def test_threads_pushing_on_shared_arrays_match_replay_of_push_order():
+@pytest.fixture
+def max_pending(request):
+    """Sets the engine's bound on pending ops for one test (None: leave the default)."""
+    old = mx._core._engine_max_pending()
+    if request.param is not None:
+        mx._core._engine_max_pending(request.param)
+    yield request.param
+    mx.nd.waitall()
+    mx._core._engine_max_pending(old)
+
+
+@pytest.mark.parametrize("max_pending", [None, 1, 3, 0], indirect=True)
+def test_threads_pushing_on_shared_arrays_match_replay_of_push_order(max_pending):
     """Threads push concurrently; a lock only records the order in which steps were
-    pushed (the engine must run them in that order per array), execution stays async."""
+    pushed (the engine must run them in that order per array), execution stays async.
+    With a tiny bound on pending ops, pushing threads are held back (with the GIL
+    released) while others hold the lock: same results, no deadlock."""
     arrs, ref = _init()
     log = []
     lock = threading.Lock()
@@ -135,6 +149,31 @@ def test_threads_with_private_arrays_and_shared_inputs_run_unlocked():
             if j % 7 == 0:
                 want *= 0.5
         np.testing.assert_allclose(x.asnumpy(), want, rtol=1e-9)
+
+
+@pytest.mark.parametrize("max_pending", [8], indirect=True)
+def test_pushing_thread_is_held_back_at_the_bound(max_pending):
+    """A thread may run at most `max_pending` ops ahead: after each push, no more than
+    the bound plus the op just pushed are pending; the results are unchanged."""
+    assert mx._core._engine_max_pending() == 8
+    rng = np.random.RandomState(3)
+    m = rng.uniform(-1, 1, (160, 160)) / 160
+    a, x = mx.nd.array(m, dtype="float64"), mx.nd.ones((160, 160), dtype="float64")
+    want, seen = np.ones((160, 160)), []
+    for _ in range(200):
+        x = mx.nd.dot(a, x) + 1.0
+        seen.append(mx._core._engine_pending())
+        want = m @ want + 1.0
+    assert max(seen) <= 8 + 2, seen
+    np.testing.assert_allclose(x.asnumpy(), want, rtol=1e-9)
+
+
+def test_bound_on_pending_ops_reads_and_sets():
+    old = mx._core._engine_max_pending()
+    assert old > 0
+    assert mx._core._engine_max_pending(5) == old
+    assert mx._core._engine_max_pending() == 5
+    mx._core._engine_max_pending(old)
 
 
 def test_big_ops_run_async_and_in_order():

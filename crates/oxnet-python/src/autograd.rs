@@ -128,6 +128,7 @@ fn backward<'py>(
         Some(v) => Some(arrays(v, "variables")?),
         None => None,
     };
+    crate::throttle(py);
     let res = ag::backward(&hs, &hg, vs.as_deref(), retain_graph, train_mode, create_graph).py_err()?;
     match res {
         None => Ok(None),

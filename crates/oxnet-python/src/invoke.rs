@@ -203,6 +203,7 @@ fn invoke<'py>(
         Some(o) if !o.is_none() && !is_null(o) => Some(outputs_of(o)?),
         _ => None,
     };
+    crate::throttle(py);
     let mut result = op::invoke(def, &arrays, params.clone(), out_arrays.as_deref(), ctx).py_err()?;
     result.truncate(def.num_visible(&params, result.len()));
     if let Some(o) = out {

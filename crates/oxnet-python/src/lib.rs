@@ -137,6 +137,32 @@ fn random_seed(seed: i64, dev_type: Option<i32>, dev_id: i32) -> PyResult<()> {
     oxnet_core::random::seed(seed as u64, ctx).py_err()
 }
 
+/// Holds the calling Python thread back (with the GIL released) while the engine
+/// has more than its bound of operations pending; see `engine::throttle`.
+#[inline]
+pub(crate) fn throttle(py: Python<'_>) {
+    if oxnet_core::engine::should_throttle() {
+        py.detach(oxnet_core::engine::throttle);
+    }
+}
+
+/// Operations pushed to the engine and not yet finished.
+#[pyfunction]
+fn _engine_pending() -> usize {
+    oxnet_core::engine::pending()
+}
+
+/// The engine's bound on pending operations (0: none); sets it when `n` is given
+/// and returns the previous value.
+#[pyfunction]
+#[pyo3(signature = (n=None))]
+fn _engine_max_pending(n: Option<usize>) -> usize {
+    match n {
+        Some(n) => oxnet_core::engine::set_max_pending(n),
+        None => oxnet_core::engine::max_pending(),
+    }
+}
+
 /// True when the engine runs every op synchronously (NaiveEngine).
 #[pyfunction]
 fn engine_is_naive() -> bool {
@@ -161,6 +187,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(random_seed, m)?)?;
     m.add_function(wrap_pyfunction!(_set_is_training, m)?)?;
     m.add_function(wrap_pyfunction!(engine_is_naive, m)?)?;
+    m.add_function(wrap_pyfunction!(_engine_pending, m)?)?;
+    m.add_function(wrap_pyfunction!(_engine_max_pending, m)?)?;
     invoke::add_functions(m)?;
     array::add_functions(m)?;
     io::add_functions(m)?;

@@ -191,7 +191,11 @@ impl ExecutorHandle {
     #[pyo3(signature = (is_train, callback=None, monitor_all=false))]
     fn forward(&self, py: Python<'_>, is_train: bool, callback: Option<Py<PyAny>>, monitor_all: bool) -> PyResult<()> {
         let Some(cb) = callback else {
-            return py.detach(|| self.inner.lock().forward(is_train)).py_err();
+            return py.detach(|| {
+                oxnet_core::engine::throttle();
+                self.inner.lock().forward(is_train)
+            })
+            .py_err();
         };
         let mut f = |name: &str, a: &oxnet_core::NDArray| -> oxnet_core::Result<()> {
             cb.call1(py, (name, PyND::new(a.clone()))).map(|_| ()).map_err(|e| oxnet_core::Error::new(e.to_string()))
@@ -200,7 +204,11 @@ impl ExecutorHandle {
     }
     fn backward(&self, py: Python<'_>, out_grads: Vec<Option<PyRef<'_, PyND>>>) -> PyResult<()> {
         let g: Vec<Option<oxnet_core::NDArray>> = out_grads.iter().map(|g| g.as_ref().map(|g| g.inner.clone())).collect();
-        py.detach(|| self.inner.lock().backward(&g)).py_err()
+        py.detach(|| {
+            oxnet_core::engine::throttle();
+            self.inner.lock().backward(&g)
+        })
+        .py_err()
     }
     fn outputs(&self) -> Vec<PyND> {
         self.inner.lock().outputs.iter().map(|a| PyND::new(a.clone())).collect()
@@ -233,7 +241,11 @@ impl CachedOpHandle {
     /// Runs the graph on `inputs`; recorded as one node while autograd records.
     fn forward(&self, py: Python<'_>, inputs: Vec<PyRef<'_, PyND>>) -> PyResult<Vec<PyND>> {
         let ins: Vec<oxnet_core::NDArray> = inputs.iter().map(|a| a.arr()).collect();
-        let outs = py.detach(|| self.inner.forward(&ins)).py_err()?;
+        let outs = py.detach(|| {
+            oxnet_core::engine::throttle();
+            self.inner.forward(&ins)
+        })
+        .py_err()?;
         Ok(outs.into_iter().map(PyND::new).collect())
     }
 }

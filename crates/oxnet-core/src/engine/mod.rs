@@ -17,6 +17,12 @@
 //! `MXNET_ENGINE_TYPE=NaiveEngine` (or `OXNET_ENGINE_TYPE`) runs every operation
 //! synchronously on the pushing thread and returns its error at once.
 //!
+//! A thread that pushes from outside the compute pool may run ahead of the
+//! computation by at most [`max_pending`] operations: [`throttle`] holds it back
+//! until half of them have finished. Results do not change; the memory of queued
+//! operations stays bounded, and the buffers a loop reuses stay in cache.
+//! `OXNET_ENGINE_MAX_PENDING` sets the bound (0: none).
+//!
 //! This module owns ordering and error flow only; it never looks inside the
 //! operations it runs.
 
@@ -135,6 +141,13 @@ impl Engine {
 /// The engine's state, leaked; a forked child replaces it (see [`reset_after_fork`]).
 static ENGINE: AtomicPtr<Engine> = AtomicPtr::new(std::ptr::null_mut());
 
+/// Operations a pushing thread may have pending before [`throttle`] holds it back
+/// (0: no bound). A LeNet training step is about 50 operations; on two cores this
+/// bound gave 9% more training throughput than none, against 5% for 128.
+pub const DEFAULT_MAX_PENDING: usize = 64;
+
+static MAX_PENDING: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_PENDING);
+
 /// Set while a fork is being prepared: threads outside the compute pool wait before
 /// pushing, so that the engine drains.
 static FORKING: AtomicBool = AtomicBool::new(false);
@@ -159,6 +172,11 @@ fn built_engine() -> Option<&'static Engine> {
 fn init_engine() -> &'static Engine {
     fork::register();
     let kind = std::env::var("OXNET_ENGINE_TYPE").or_else(|_| std::env::var("MXNET_ENGINE_TYPE")).unwrap_or_default();
+    if let Ok(v) = std::env::var("OXNET_ENGINE_MAX_PENDING") {
+        if let Ok(n) = v.trim().parse::<usize>() {
+            MAX_PENDING.store(n, Ordering::Relaxed);
+        }
+    }
     let new = Box::into_raw(Box::new(Engine::new(kind == "NaiveEngine", Vec::new())));
     match ENGINE.compare_exchange(std::ptr::null_mut(), new, Ordering::AcqRel, Ordering::Acquire) {
         // SAFETY: just stored; never freed.
@@ -198,13 +216,53 @@ fn enter(eng: &Engine) {
 }
 
 /// Counts a pending operation as finished; wakes blocked `wait_all` callers when
-/// the engine becomes idle.
+/// the engine becomes idle, and throttled pushers when it is down to their mark.
 #[inline]
 fn leave(eng: &Engine) {
-    if eng.pending.fetch_sub(1, Ordering::SeqCst) == 1 && eng.waiters.load(Ordering::SeqCst) > 0 {
+    let now = eng.pending.fetch_sub(1, Ordering::SeqCst) - 1;
+    if eng.waiters.load(Ordering::SeqCst) > 0 && (now == 0 || now == MAX_PENDING.load(Ordering::Relaxed) / 2) {
         let _g = eng.idle_lock.lock();
         eng.idle_cv.notify_all();
     }
+}
+
+/// The bound on pending operations (0: none); see [`throttle`].
+pub fn max_pending() -> usize {
+    MAX_PENDING.load(Ordering::Relaxed)
+}
+
+/// Sets the bound on pending operations (0: none); returns the previous one.
+pub fn set_max_pending(n: usize) -> usize {
+    MAX_PENDING.swap(n, Ordering::Relaxed)
+}
+
+/// True when the calling thread should [`throttle`] before pushing more: more than
+/// [`max_pending`] operations are pending, and it is not a compute thread. Cheap.
+#[inline]
+pub fn should_throttle() -> bool {
+    let m = MAX_PENDING.load(Ordering::Relaxed);
+    m != 0 && built_engine().is_some_and(|e| !e.naive && e.pending.load(Ordering::Relaxed) > m) && !pool::on_pool_thread()
+}
+
+/// Holds the calling thread back while more than [`max_pending`] operations are
+/// pending, until half of them have finished. A no-op on a compute thread (which
+/// may be running one of them) and in `NaiveEngine` mode. Callers that hold a lock
+/// an operation might need (Python's GIL) must release it first.
+pub fn throttle() {
+    let m = MAX_PENDING.load(Ordering::Relaxed);
+    let Some(eng) = built_engine() else { return };
+    if m == 0 || eng.naive || eng.pending.load(Ordering::SeqCst) <= m || pool::on_pool_thread() {
+        return;
+    }
+    let mut g = eng.idle_lock.lock();
+    eng.waiters.fetch_add(1, Ordering::SeqCst);
+    // The operations pushed first are always runnable (dependencies only point to
+    // earlier pushes), so the count falls. The timeout covers a bound changed
+    // while waiting.
+    while eng.pending.load(Ordering::SeqCst) > MAX_PENDING.load(Ordering::Relaxed) / 2 {
+        eng.idle_cv.wait_for(&mut g, std::time::Duration::from_millis(5));
+    }
+    eng.waiters.fetch_sub(1, Ordering::SeqCst);
 }
 
 /// Blocks until no operation is pending.
@@ -593,6 +651,55 @@ mod tests {
             want = want * 3 % 1_000_003 + i;
         }
         assert_eq!(cell.load(Ordering::SeqCst), want);
+    }
+
+    #[test]
+    fn throttle_holds_back_until_half_done() {
+        if is_naive() {
+            return;
+        }
+        let v = Var::new();
+        let gate = Arc::new(AtomicBool::new(false));
+        let g2 = gate.clone();
+        // A blocked first op keeps every later write of `v` pending.
+        push(
+            move || {
+                while !g2.load(Ordering::SeqCst) {
+                    std::thread::yield_now();
+                }
+                Ok(())
+            },
+            &[],
+            &[v.clone()],
+            false,
+        )
+        .unwrap();
+        let count = Arc::new(AtomicI64::new(0));
+        for _ in 0..(max_pending() + 10) {
+            let c = count.clone();
+            push(
+                move || {
+                    c.fetch_add(1, Ordering::SeqCst);
+                    Ok(())
+                },
+                &[],
+                &[v.clone()],
+                false,
+            )
+            .unwrap();
+        }
+        assert!(should_throttle());
+        let opener = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            gate.store(true, Ordering::SeqCst);
+        });
+        throttle();
+        // It could only return once the gate opened and at least half the ops ran.
+        assert!(opener.is_finished() || count.load(Ordering::SeqCst) > 0);
+        assert!(count.load(Ordering::SeqCst) as usize >= max_pending() / 2);
+        opener.join().unwrap();
+        wait_for_read(&v).unwrap();
+        assert_eq!(count.load(Ordering::SeqCst) as usize, max_pending() + 10);
     }
 
     #[test]
