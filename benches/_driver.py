@@ -18,6 +18,24 @@ def mxnet_python():
     return None
 
 
+def torch_python():
+    """A Python that imports PyTorch's CPU build: $TORCH_PYTHON, this one, or the system's
+    /usr/bin/python3 (Debian's python3-torch); None when none does."""
+    for cand in (os.environ.get("TORCH_PYTHON"), sys.executable, "/usr/bin/python3"):
+        if cand and os.path.exists(cand):
+            r = subprocess.run([cand, "-c", "import torch"], capture_output=True)
+            if r.returncode == 0:
+                return cand
+    return None
+
+
+def torch_setup(torch):
+    """Gives PyTorch every core this process may use, as oxnet and MXNet get (some
+    builds start with one OpenMP thread); returns its version string."""
+    torch.set_num_threads(len(os.sched_getaffinity(0)))
+    return torch.__version__
+
+
 def run_worker(python, script, name, extra=()):
     """Runs `script --worker name *extra` under `python`; its JSON result, or None on failure."""
     r = subprocess.run([python, os.path.abspath(script), "--worker", name, *extra], capture_output=True, text=True)

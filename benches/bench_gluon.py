@@ -37,7 +37,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _driver import mxnet_python, run_worker  # noqa: E402
+from _driver import mxnet_python, run_worker, torch_python, torch_setup  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BATCH = 64
@@ -213,7 +213,7 @@ def worker_torch(profile):
     import torch
     import torch.nn as tnn
     import torch.nn.functional as F
-    res = {}
+    res = {"version": torch_setup(torch)}
     xs, ys = _data(np)
     xs = [torch.from_numpy(x) for x in xs]
     ys = [torch.from_numpy(y).long() for y in ys]
@@ -273,7 +273,8 @@ def main():
     results["mxnet"] = run_worker(mxpy, __file__, "mxnet", extra) if mxpy else None
     if mxpy is None:
         print("[mxnet skipped: no MXNet 1.9.1 python found; see --mxnet-python]", file=sys.stderr)
-    results["torch"] = run_worker(sys.executable, __file__, "torch") if importlib.util.find_spec("torch") else None
+    thpy = torch_python()
+    results["torch"] = run_worker(thpy, __file__, "torch") if thpy else None
     ox, mxr, th = results["oxnet"], results["mxnet"], results["torch"]
     backends = [b for b in ("oxnet", "mxnet", "torch") if results.get(b)]
 
@@ -297,6 +298,8 @@ def main():
         lines.append("| %s | %s | %s | %s | %s |" % (title, " | ".join(cells), ratio(ox, mxr, key, inv), ratio(ox, th, key, inv), target))
     lines.append("")
     lines.append("(ratios > 1 mean oxnet is faster; times are medians of %d windows)" % WINDOWS)
+    if results.get("torch"):
+        lines.append("torch: PyTorch %s, CPU build, %d threads" % (results["torch"].get("version"), len(os.sched_getaffinity(0))))
     if ox:
         met = []
         met.append("hybridized >= 8000/s: %s" % ("met" if ox["hybrid_sps"] >= TARGETS["hybrid_sps"] else "NOT met"))

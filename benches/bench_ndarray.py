@@ -19,7 +19,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _driver import mxnet_python, run_worker  # noqa: E402
+from _driver import mxnet_python, run_worker, torch_python, torch_setup  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIG = 64_000_000
@@ -136,7 +136,7 @@ def worker_numpy():
 
 def worker_torch():
     import torch
-    res = {}
+    res = {"version": torch_setup(torch)}
     a, b = torch.ones(2, 2), torch.ones(2, 2)
 
     def tiny(n):
@@ -192,11 +192,8 @@ def main():
     results = {"oxnet": _run(sys.executable, "oxnet"), "numpy": _run(sys.executable, "numpy")}
     mxpy = _mxnet_python()
     results["mxnet"] = _run(mxpy, "mxnet") if mxpy else None
-    try:
-        import torch  # noqa: F401
-        results["torch"] = _run(sys.executable, "torch")
-    except ImportError:
-        results["torch"] = None
+    thpy = torch_python()
+    results["torch"] = _run(thpy, "torch") if thpy else None
 
     ox = results["oxnet"]
     # The machine's copy bandwidth: the best copy any backend managed (read + write).
@@ -226,6 +223,8 @@ def main():
     lines.append("machine copy bandwidth (best copy above, read+write): %.2f GB/s; oxnet's big add reaches %.0f%% of it"
                  % (copy_bw, 100 * ox["big_add_GBps"] / copy_bw))
     lines.append("(ratios > 1 mean oxnet is better: faster or more throughput)")
+    if results.get("torch"):
+        lines.append("torch: PyTorch %s, CPU build, %d threads" % (results["torch"].get("version"), len(os.sched_getaffinity(0))))
     table = "\n".join(lines)
     print(table)
     if args.record:
