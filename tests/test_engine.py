@@ -176,6 +176,47 @@ def test_bound_on_pending_ops_reads_and_sets():
     mx._core._engine_max_pending(old)
 
 
+def test_queued_ops_take_output_memory_when_they_run():
+    """Forty independent convolutions queued at once: each output's block is taken
+    when its op runs and given back when it finishes (Python keeps only the last), so
+    a few blocks serve them all instead of one per queued op; results stay right."""
+    rng = np.random.RandomState(5)
+    xn = rng.rand(64, 1, 28, 28).astype(np.float32)
+    wn = rng.rand(20, 1, 5, 5).astype(np.float32) - 0.5
+    x, w = mx.nd.array(xn), mx.nd.array(wn)
+    b = mx.nd.zeros((20,))
+    mx._core.pool_release()
+    before = mx._core.pool_stats()
+    outs = []
+    for i in range(40):
+        y = mx.nd.Convolution(x, w, b, kernel=(5, 5), num_filter=20)
+        if i % 10 == 0:
+            outs.append(y)  # a few kept: their blocks stay taken
+    mx.nd.waitall()
+    after = mx._core.pool_stats()
+    taken = after["os_allocs"] - before["os_allocs"]
+    assert taken <= len(outs) + mx._core._engine_threads() + 2, (taken, before, after)
+    # reference: one output by direct correlation
+    want = np.zeros((64, 20, 24, 24), np.float32)
+    for r in range(5):
+        for c in range(5):
+            want += xn[:, :, r:r + 24, c:c + 24] * wn[None, :, 0, r, c, None, None]
+    for o in outs + [y]:
+        np.testing.assert_allclose(o.asnumpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_array_too_big_for_memory_fails_when_used_and_the_engine_goes_on():
+    """Host memory is taken when an op first writes the array: an impossible size is
+    an MXNetError from the op (deferred, as every op error), not a crash; reading an
+    untouched huge array into NumPy is NumPy's MemoryError."""
+    with pytest.raises(mx.base.MXNetError, match="out of host memory"):
+        a = mx.nd.zeros((1 << 40,))  # raises here under the NaiveEngine
+        a.wait_to_read()
+    with pytest.raises(MemoryError):
+        mx.nd.empty((1 << 40,)).asnumpy()
+    np.testing.assert_allclose((mx.nd.ones((3,)) * 2).asnumpy(), 2.0)
+
+
 def test_big_ops_run_async_and_in_order():
     a = mx.nd.ones((1 << 20,))
     for _ in range(50):

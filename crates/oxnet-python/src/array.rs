@@ -190,13 +190,24 @@ fn numpy_types(py: Python<'_>) -> PyResult<&'static [Py<PyAny>; 8]> {
 }
 
 /// A new NumPy array holding a copy of `a` (blocks until `a` is ready).
+/// Size from which [`to_numpy`] allocates through `numpy.empty`.
+const BIG_NUMPY_BYTES: usize = 1 << 26;
+
 fn to_numpy<'py>(py: Python<'py>, a: &oxnet_core::NDArray) -> PyResult<Bound<'py, PyAny>> {
     let shape: Vec<usize> = a.shape().to_vec();
     let n = a.nbytes();
     macro_rules! mk {
         ($T:ty) => {{
-            // SAFETY: the array is fully written by read_into before Python sees it.
-            let arr = unsafe { PyArrayDyn::<$T>::new(py, IxDyn(&shape), false) };
+            // The numpy crate's constructor panics when numpy cannot allocate; a big
+            // array is made through numpy.empty instead, which raises MemoryError.
+            let arr = if n > BIG_NUMPY_BYTES {
+                let np = py.import("numpy")?;
+                let dt = numpy::dtype::<$T>(py);
+                np.call_method1("empty", (shape.clone(), dt))?.cast_into::<PyArrayDyn<$T>>()?
+            } else {
+                // SAFETY: the array is fully written by read_into before Python sees it.
+                unsafe { PyArrayDyn::<$T>::new(py, IxDyn(&shape), false) }
+            };
             let ptr = arr.data() as usize;
             let src = a.clone();
             py.detach(move || {

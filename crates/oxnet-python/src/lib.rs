@@ -152,6 +152,12 @@ fn _engine_pending() -> usize {
     oxnet_core::engine::pending()
 }
 
+/// Threads of the compute pool the engine runs operations on.
+#[pyfunction]
+fn _engine_threads() -> usize {
+    oxnet_core::engine::threads()
+}
+
 /// The engine's bound on pending operations (0: none); sets it when `n` is given
 /// and returns the previous value.
 #[pyfunction]
@@ -188,6 +194,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_is_training, m)?)?;
     m.add_function(wrap_pyfunction!(engine_is_naive, m)?)?;
     m.add_function(wrap_pyfunction!(_engine_pending, m)?)?;
+    m.add_function(wrap_pyfunction!(_engine_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_engine_max_pending, m)?)?;
     invoke::add_functions(m)?;
     array::add_functions(m)?;

@@ -23,6 +23,12 @@
 //! operations stays bounded, and the buffers a loop reuses stay in cache.
 //! `OXNET_ENGINE_MAX_PENDING` sets the bound (0: none).
 //!
+//! Operations do not nest: a compute thread waiting inside an operation's parallel
+//! loop may pick up another ready operation from the pool, and sets it aside for
+//! when its own returns instead of running it there ([`run_dispatched`]). With host
+//! memory taken when an operation first touches it (see [`crate::storage::Storage`]),
+//! a queue of independent operations then runs through a few warm output blocks.
+//!
 //! This module owns ordering and error flow only; it never looks inside the
 //! operations it runs.
 
@@ -123,6 +129,11 @@ struct Engine {
     idle_lock: Mutex<()>,
     idle_cv: Condvar,
     global_exc: Mutex<Vec<ExcRef>>,
+    /// Ready operations a compute thread picked up while it was inside another
+    /// operation (see [`run_dispatched`]); spawned again when that one returns.
+    deferred: Mutex<Vec<Arc<Opr>>>,
+    /// Set when `deferred` may be non-empty (a cheap test for every operation).
+    any_deferred: AtomicBool,
 }
 
 impl Engine {
@@ -134,6 +145,8 @@ impl Engine {
             idle_lock: Mutex::new(()),
             idle_cv: Condvar::new(),
             global_exc: Mutex::new(global_exc),
+            deferred: Mutex::new(Vec::new()),
+            any_deferred: AtomicBool::new(false),
         }
     }
 }
@@ -341,10 +354,25 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
+thread_local! {
+    /// True while this thread runs the body of an operation.
+    static IN_OP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 fn run_fn<F: FnOnce() -> Result<()>>(f: F) -> Result<()> {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    let outer = !IN_OP.replace(true);
+    let r = catch_unwind(AssertUnwindSafe(f));
+    if outer {
+        IN_OP.set(false);
+        respawn_deferred();
+    }
+    match r {
         Ok(r) => r,
-        Err(p) => Err(Error::new(format!("internal error (panic) in an engine operation: {}", panic_message(p)))),
+        // Storage::ptr unwinds with the Error itself when the host is out of memory.
+        Err(p) => match p.downcast::<Error>() {
+            Ok(e) => Err(*e),
+            Err(p) => Err(Error::new(format!("internal error (panic) in an engine operation: {}", panic_message(p)))),
+        },
     }
 }
 
@@ -465,7 +493,38 @@ fn enqueue(f: Option<OprFn>, r: &RefList, w: &RefList, granted: usize, sync: boo
 }
 
 fn dispatch(opr: Arc<Opr>) {
-    pool().spawn(move || execute(opr));
+    pool().spawn(move || run_dispatched(opr));
+}
+
+/// The pool job of a dispatched operation. A compute thread waiting inside an
+/// operation's parallel loop (a `rayon::scope`, `join` or `install`) takes other
+/// jobs from the pool meanwhile, ready operations included. Running one there would
+/// stack whole operations on that thread, each holding its half-written output,
+/// and delay the outer one's completion behind them; so it is set aside and spawned
+/// again when the outer operation returns ([`respawn_deferred`]), while the waiting
+/// thread goes on with the parallel loops' own pieces.
+fn run_dispatched(opr: Arc<Opr>) {
+    if IN_OP.get() {
+        let eng = engine();
+        eng.deferred.lock().push(opr);
+        eng.any_deferred.store(true, Ordering::Release);
+        return;
+    }
+    execute(opr);
+}
+
+/// Spawns the operations set aside by [`run_dispatched`] on this thread or any other
+/// (each thread that sets one aside calls this when its own operation returns, so
+/// none is left behind), first set aside first.
+fn respawn_deferred() {
+    let Some(eng) = built_engine() else { return };
+    if !eng.any_deferred.load(Ordering::Acquire) || !eng.any_deferred.swap(false, Ordering::AcqRel) {
+        return;
+    }
+    let ops = std::mem::take(&mut *eng.deferred.lock());
+    for o in ops {
+        pool().spawn_fifo(move || run_dispatched(o));
+    }
 }
 
 fn execute(opr: Arc<Opr>) {
@@ -626,6 +685,74 @@ pub fn pending() -> usize {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicI64;
+
+    #[test]
+    fn ops_do_not_nest_while_one_waits_in_its_parallel_loop() {
+        if is_naive() {
+            return;
+        }
+        // Independent ops, each with a parallel loop whose pieces sleep: a thread
+        // waiting for a piece must not start another whole op meanwhile.
+        thread_local! {
+            static DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+        }
+        let deepest = Arc::new(AtomicUsize::new(0));
+        let done = Arc::new(AtomicUsize::new(0));
+        let vars: Vec<_> = (0..40).map(|_| Var::new()).collect();
+        for v in &vars {
+            let (deepest, done) = (deepest.clone(), done.clone());
+            push(
+                move || {
+                    let d = DEPTH.with(|c| {
+                        c.set(c.get() + 1);
+                        c.get()
+                    });
+                    deepest.fetch_max(d, Ordering::SeqCst);
+                    install(|| {
+                        rayon::scope(|s| {
+                            for _ in 0..4 {
+                                s.spawn(|_| std::thread::sleep(std::time::Duration::from_millis(1)));
+                            }
+                        })
+                    });
+                    DEPTH.with(|c| c.set(c.get() - 1));
+                    done.fetch_add(1, Ordering::SeqCst);
+                    Ok(())
+                },
+                &[],
+                &[v.clone()],
+                false,
+            )
+            .unwrap();
+        }
+        for v in &vars {
+            wait_for_read(v).unwrap();
+        }
+        assert_eq!(done.load(Ordering::SeqCst), 40);
+        assert_eq!(deepest.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn out_of_memory_in_an_op_is_its_error() {
+        if is_naive() {
+            return;
+        }
+        let v = Var::new();
+        let s = Arc::new(crate::storage::Storage::alloc(crate::Context::cpu(0), 1 << 62).unwrap());
+        let s2 = s.clone();
+        push(
+            move || {
+                let _ = s2.ptr();
+                Ok(())
+            },
+            &[],
+            &[v.clone()],
+            false,
+        )
+        .unwrap();
+        let e = wait_for_read(&v).unwrap_err().to_string();
+        assert!(e.contains("out of host memory") && !e.contains("panic"), "{e}");
+    }
 
     #[test]
     fn writes_in_program_order() {

@@ -506,19 +506,25 @@ pub fn invoke(op: &'static OpDef, inputs: &[NDArray], params: Params, out: Optio
     }
     // The compute needs only pointers, shapes and dtypes; the chunks are kept alive
     // until it has run.
+    // The pointers are filled in when it runs: host memory is taken at first touch
+    // (see `Storage`), so an output queued behind other work gets its block then.
     let mut in_blobs: SmallVec<[Blob; 3]> = SmallVec::new();
-    let mut keep: SmallVec<[Arc<crate::ndarray::Chunk>; 4]> = SmallVec::new();
+    let mut keep: SmallVec<[(Arc<crate::ndarray::Chunk>, usize); 4]> = SmallVec::new();
     for a in inputs {
-        in_blobs.push(blob_of(a));
-        keep.push(a.chunk().clone());
+        in_blobs.push(lazy_blob_of(a));
+        keep.push((a.chunk().clone(), a.offset() * a.dtype().size()));
     }
     let mut out_blobs: SmallVec<[Blob; 1]> = SmallVec::new();
     for a in outputs.iter() {
-        out_blobs.push(blob_of(a));
-        keep.push(a.chunk().clone());
+        out_blobs.push(lazy_blob_of(a));
+        keep.push((a.chunk().clone(), a.offset() * a.dtype().size()));
     }
     let rec_params = if recording { Some(params.clone()) } else { None };
     let func = move || {
+        for (b, (c, off)) in in_blobs.iter_mut().chain(out_blobs.iter_mut()).zip(&keep) {
+            // SAFETY: the offset lies within the chunk (the array was built on it).
+            b.ptr = unsafe { c.storage.try_ptr()?.add(*off) };
+        }
         let _keep = keep;
         let mut guard = gen.as_ref().map(|g| g.state.lock());
         let rng = guard.as_deref_mut();
@@ -564,6 +570,7 @@ pub fn call1(name: &str, inputs: &[NDArray], attrs: &[(&str, Value)]) -> Result<
     Ok(call(name, inputs, attrs)?.remove(0))
 }
 
-fn blob_of(a: &NDArray) -> Blob {
-    Blob { ptr: a.data_ptr(), shape: Shape::from_slice(a.shape()), dtype: a.dtype() }
+/// A blob for `a` whose pointer is set when the operation runs.
+fn lazy_blob_of(a: &NDArray) -> Blob {
+    Blob { ptr: std::ptr::null_mut(), shape: Shape::from_slice(a.shape()), dtype: a.dtype() }
 }

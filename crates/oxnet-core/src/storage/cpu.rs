@@ -66,8 +66,18 @@ pub(crate) fn size_class(bytes: usize) -> usize {
     b.div_ceil(step) * step
 }
 
+/// The size class of a request of `bytes`, or an error when no block that large
+/// can exist.
+pub(crate) fn checked_class(bytes: usize) -> Result<usize> {
+    let class = bytes.checked_next_power_of_two().map(|_| size_class(bytes));
+    match class {
+        Some(c) if Layout::from_size_align(c, ALIGN).is_ok() => Ok(c),
+        _ => Err(Error::new(format!("cannot allocate {bytes} bytes: size too large"))),
+    }
+}
+
 pub(crate) fn alloc(bytes: usize) -> Result<(NonNull<u8>, usize)> {
-    let class = size_class(bytes);
+    let class = checked_class(bytes)?;
     {
         let mut g = POOL.lock();
         let pool = g.get_or_insert_with(|| {
@@ -169,5 +179,12 @@ mod tests {
                 assert_eq!(prev, c);
             }
         }
+    }
+
+    #[test]
+    fn impossible_sizes_are_refused_up_front() {
+        assert!(checked_class(usize::MAX).is_err());
+        assert!(checked_class(isize::MAX as usize).is_err());
+        assert_eq!(checked_class(100).unwrap(), 128);
     }
 }
