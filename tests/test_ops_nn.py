@@ -250,8 +250,13 @@ def test_batchnorm_inference_uses_moving_stats(shape, axis, fix_gamma):
 def test_batchnorm_training_batch_stats_and_moving_update(shape, axis, fix_gamma):
     x, g, b, mm, mv = _bn_inputs(shape, axis)
     ins = [A(v) for v in (x, g, b, mm, mv)]
-    with train_mode():
+    ins[0].attach_grad()
+    with mx.autograd.record():
         out, mean, invstd = nd.BatchNorm(*ins, axis=axis, fix_gamma=fix_gamma, momentum=0.8, eps=1e-4, output_mean_var=True)
+    # As MXNet's CPU kernel: the forward leaves the moving statistics alone ...
+    close(ins[3], mm, rtol=0, atol=0)
+    close(ins[4], mv, rtol=0, atol=0)
+    out.backward()
     ax = axis % x.ndim
     red = tuple(i for i in range(x.ndim) if i != ax)
     xm = x.astype("float64").mean(axis=red)
@@ -260,6 +265,7 @@ def test_batchnorm_training_batch_stats_and_moving_update(shape, axis, fix_gamma
     close(out, np_bn(x, gg, b, xm, xv, 1e-4, ax), rtol=1e-4, atol=1e-4)
     close(mean, xm, rtol=1e-5, atol=1e-6)
     close(invstd, 1 / np.sqrt(xv + 1e-4), rtol=1e-5)
+    # ... and the backward moves them towards the batch's.
     close(ins[3], 0.8 * mm + 0.2 * xm, rtol=1e-5, atol=1e-6)
     close(ins[4], 0.8 * mv + 0.2 * xv, rtol=1e-5)
 
@@ -272,11 +278,14 @@ def test_batchnorm_matches_mxnet_values():
     r = nd.BatchNorm(x, g, b, mm, mv, output_mean_var=True)
     close(r[0][0, 0], [-2.3742554, -2.0207903], rtol=1e-6)
     close(r[2], [0.7069301] * 3, rtol=1e-6)
-    with train_mode():
+    x.attach_grad()
+    with mx.autograd.record():
         r = nd.BatchNorm(x, g, b, mm, mv, output_mean_var=True, fix_gamma=False)
     close(r[0][0, 0], [-1.0505441, -0.72181726], rtol=1e-6)
     close(r[1], [-1.25, -0.25, 0.75])
     close(r[2], [0.65745384] * 3, rtol=1e-6)
+    close(mm, [0.5] * 3)  # MXNet's CPU kernel updates them in the backward
+    r[0].backward()
     close(mm, [0.325, 0.425, 0.525], rtol=1e-6)
     close(mv, [2.03125] * 3, rtol=1e-6)
 
@@ -315,9 +324,19 @@ def test_backward_batchnorm_finite_differences(train, axis):
 
     with ctx:
         out, mean, invstd = nd.BatchNorm(A(x), A(g), A(b), A(mm), A(mv), **kw)
-        dx, dg, db = bwd._backward_BatchNorm(A(w), A(x), A(g), mean, invstd, **kw)
+        amm, amv = A(mm), A(mv)
+        dx, dg, db = bwd._backward_BatchNorm(A(w), A(x), A(g), mean, invstd, amm, amv, **kw)
     for got, j in ((dx, 0), (dg, 1), (db, 2)):
         close(got, num_grad(f, [x, g, b], j, w), rtol=1e-5, atol=1e-6)
+    # The backward updates the moving statistics in training only.
+    ax = axis % x.ndim
+    red = tuple(i for i in range(x.ndim) if i != ax)
+    if train:
+        close(amm, 0.9 * mm + 0.1 * x.mean(axis=red), rtol=1e-9)
+        close(amv, 0.9 * mv + 0.1 * x.var(axis=red), rtol=1e-9)
+    else:
+        close(amm, mm, rtol=0, atol=0)
+        close(amv, mv, rtol=0, atol=0)
 
 
 def test_backward_batchnorm_fix_gamma_gives_zero_gamma_grad():
@@ -325,7 +344,7 @@ def test_backward_batchnorm_fix_gamma_gives_zero_gamma_grad():
     ones = np.ones(3)
     with train_mode():
         out, mean, invstd = nd.BatchNorm(A(x), A(ones * 2), A(ones), A(ones * 0), A(ones), output_mean_var=True)
-        dx, dg, db = bwd._backward_BatchNorm(A(x), A(x), A(ones * 2), mean, invstd)
+        dx, dg, db = bwd._backward_BatchNorm(A(x), A(x), A(ones * 2), mean, invstd, A(ones * 0), A(ones))
     close(dg, np.zeros(3))
     close(db, x.sum(axis=0), rtol=1e-12)
 

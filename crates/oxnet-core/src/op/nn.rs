@@ -7,11 +7,10 @@
 //! function that invokes it.
 //!
 //! Where oxnet differs from MXNet 1.9.1 on purpose:
-//! - BatchNorm updates `moving_mean`/`moving_var` in the training-mode forward pass
-//!   (as MXNet's GPU kernel does); MXNet's CPU kernel defers the update to the
-//!   backward pass. A training step (forward + backward) gives the same statistics.
-//!   With `fix_gamma`, gamma is used as ones and gets a zero gradient; oxnet never
-//!   overwrites the gamma array (MXNet's oneDNN kernel writes ones into it).
+//! - With `fix_gamma`, gamma is used as ones and gets a zero gradient; oxnet never
+//!   overwrites the gamma array (MXNet's oneDNN kernel writes ones into it in a
+//!   training forward). BatchNorm updates `moving_mean`/`moving_var` in the
+//!   training-mode backward pass, as MXNet's CPU kernel does.
 //! - The third BatchNorm output (`output_mean_var=True`) is the inverse standard
 //!   deviation `1/sqrt(var + eps)`, as MXNet returns it.
 //! - `Dropout(p=1)` outputs zeros (MXNet outputs NaN).
@@ -430,13 +429,6 @@ fn bn_compute(c: &mut OpCall) -> Result<()> {
     with_float!(x.dtype, T, { k::bn_apply::<T>(rd(x), wr(&c.outputs[0]), ch, inner, &mean, &scale, &beta) });
     from_f64(&c.outputs[1], &mean);
     from_f64(&c.outputs[2], &invstd);
-    if training {
-        let m = p.float("momentum");
-        let mm: Vec<f64> = to_f64(&c.inputs[3]).iter().zip(&mean).map(|(a, b)| a * m + b * (1.0 - m)).collect();
-        let mv: Vec<f64> = to_f64(&c.inputs[4]).iter().zip(&var).map(|(a, b)| a * m + b * (1.0 - m)).collect();
-        from_f64(&c.inputs[3], &mm);
-        from_f64(&c.inputs[4], &mv);
-    }
     Ok(())
 }
 
@@ -447,7 +439,7 @@ fn bn_bwd_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     }
     let ax = bn_axis(a)?;
     let ch = a.shapes[0][ax];
-    for (i, name) in [(2, "gamma"), (3, "mean"), (4, "invstd")] {
+    for (i, name) in [(2, "gamma"), (3, "mean"), (4, "invstd"), (5, "moving_mean"), (6, "moving_var")] {
         expect_shape(a, i, name, &[ch], "the data's channel count")?;
     }
     let v = (Shape::from_slice(&[ch]), a.dtypes[2]);
@@ -469,12 +461,23 @@ fn bn_bwd_compute(c: &mut OpCall) -> Result<()> {
     let dbeta: Vec<f64> = sums.iter().map(|s| s.0).collect();
     from_f64(&c.outputs[1], &dgamma);
     from_f64(&c.outputs[2], &dbeta);
+    if batch {
+        // The moving statistics follow the batch's here, in the backward pass, as
+        // MXNet's CPU kernel does; the batch variance comes back from invstd.
+        let (m, eps) = (p.float("momentum"), p.float("eps"));
+        let var = invstd.iter().map(|s| (1.0 / (s * s) - eps).max(0.0));
+        let mm: Vec<f64> = to_f64(&c.inputs[5]).iter().zip(&mean).map(|(a, b)| a * m + b * (1.0 - m)).collect();
+        let mv: Vec<f64> = to_f64(&c.inputs[6]).iter().zip(var).map(|(a, b)| a * m + b * (1.0 - m)).collect();
+        from_f64(&c.inputs[5], &mm);
+        from_f64(&c.inputs[6], &mv);
+    }
     Ok(())
 }
 
 fn bn_grad(p: &Params, i: &[NDArray], o: &[NDArray], og: &[NDArray]) -> Result<Vec<Option<NDArray>>> {
     need_outputs("BatchNorm", o, 3)?;
-    let r = run_bwd("_backward_BatchNorm", &[head("BatchNorm", og)?, i[0].clone(), i[1].clone(), o[1].clone(), o[2].clone()], p)?;
+    let ins = [head("BatchNorm", og)?, i[0].clone(), i[1].clone(), o[1].clone(), o[2].clone(), i[3].clone(), i[4].clone()];
+    let r = run_bwd("_backward_BatchNorm", &ins, p)?;
     let mut v: Vec<Option<NDArray>> = r.into_iter().map(Some).collect();
     v.extend([None, None]);
     Ok(v)
@@ -1251,9 +1254,9 @@ well as offset ``beta``. The mean and variance are computed over every axis but
   out[:,i,:,...] = \\frac{data[:,i,:,...] - mean[i]}{\\sqrt{var[i]+\\epsilon}} * gamma[i] + beta[i]
 
 In training mode (``autograd.train_mode()`` / ``record()``, an executor's
-``is_train``) the batch's statistics are used and the moving statistics are
-updated: ``moving_mean = moving_mean * momentum + data_mean * (1 - momentum)``,
-likewise ``moving_var`` with the (biased) batch variance. Otherwise, or with
+``is_train``) the batch's statistics are used, and the backward pass updates the
+moving statistics: ``moving_mean = moving_mean * momentum + data_mean * (1 -
+momentum)``, likewise ``moving_var`` with the (biased) batch variance. Otherwise, or with
 ``use_global_stats=True``, the moving statistics are used. With ``fix_gamma`` the
 scale is fixed to 1. With ``output_mean_var=True`` the op also returns the mean
 and the inverse standard deviation it used.",
@@ -1272,12 +1275,14 @@ and the inverse standard deviation it used.",
     r.add(
         OpDef::new(
             "_backward_BatchNorm",
-            "Gradient of BatchNorm: returns the gradients of data, gamma and beta.",
-            Arity::Fixed(&["out_grad", "data", "gamma", "mean", "invstd"]),
+            "Gradient of BatchNorm: returns the gradients of data, gamma and beta. In
+training mode it also updates the moving statistics from the batch's.",
+            Arity::Fixed(&["out_grad", "data", "gamma", "mean", "invstd", "moving_mean", "moving_var"]),
             BN_PARAMS,
             bn_bwd_infer,
             bn_bwd_compute,
         )
+        .mutate(&[5, 6])
         .cost(4),
     );
 
@@ -1638,14 +1643,17 @@ mod tests {
         let v0 = c0.iter().map(|v| (v - m0) * (v - m0)).sum::<f64>() / 8.0;
         close(&vals(&out[1])[..1], &[m0], 1e-12);
         close(&vals(&out[2])[..1], &[1.0 / (v0 + 1e-3).sqrt()], 1e-12);
-        close(&vals(&mm)[..1], &[0.1 * m0], 1e-12);
-        close(&vals(&mv)[..1], &[0.9 + 0.1 * v0], 1e-12);
+        // The forward leaves the moving statistics alone; the backward updates them.
+        close(&vals(&mm), &[0.0; 3], 0.0);
+        close(&vals(&mv), &[1.0; 3], 0.0);
         // Gradients against finite differences of the training-mode forward.
         let w: Vec<f64> = (0..24).map(|i| ((i * 5 % 7) as f64) - 3.0).collect();
         let op = super::super::lookup("BatchNorm").unwrap();
         let p = op.parse(vec![("fix_gamma".into(), Value::Bool(false))]).unwrap();
         let grads =
             super::bn_grad(&p, &[x.clone(), gamma.clone(), beta.clone(), mm.clone(), mv.clone()], &out, &[arr(&[2, 3, 4], &w)]).unwrap();
+        close(&vals(&mm)[..1], &[0.1 * m0], 1e-12);
+        close(&vals(&mv)[..1], &[0.9 + 0.1 * v0], 1e-9);
         let f = |a: &[NDArray]| {
             let aux = [arr(&[3], &[0.0; 3]), arr(&[3], &[1.0; 3])];
             call("BatchNorm", &[a[0].clone(), a[1].clone(), a[2].clone(), aux[0].clone(), aux[1].clone()], &attrs).unwrap().remove(0)
