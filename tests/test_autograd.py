@@ -2,6 +2,8 @@
 gradients, reuse, Function, errors) and a float64 central-difference check of the
 gradient of every op that has one."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -674,3 +676,84 @@ def test_gradient_on_deep_chain():
             y = y * 1.0001
     y.backward()
     assert_almost_equal(x.grad, [1.0001 ** 3000], rtol=1e-9)
+
+
+# ---- get_symbol ------------------------------------------------------------------------
+
+def test_get_symbol_gives_mxnets_graph_and_names():
+    """Nodes, names and attributes as MXNet 1.9.1's get_symbol gives them for this
+    program (checked with the oracle), and the symbol computes the recorded value."""
+    x, w = nd.array(np.arange(6).reshape(2, 3) / 6), nd.array(np.arange(12).reshape(4, 3) / 12)
+    x.attach_grad()
+    w.attach_grad()
+    with ag.record():
+        y = nd.FullyConnected(x, w, no_bias=True, num_hidden=4)
+        z = nd.relu(y) * 2 + x.sum()
+    s = ag.get_symbol(z)
+    assert isinstance(s, mx.sym.Symbol)
+    assert s.list_arguments() == ["var0", "var1"]
+    assert s.list_outputs() == ["node_4_output"]
+    nodes = json.loads(s.tojson())["nodes"]
+    assert [(n["op"], n["name"], n.get("attrs"), n["inputs"]) for n in nodes] == [
+        ("null", "var0", None, []),
+        ("null", "var1", None, []),
+        ("FullyConnected", "node_0", {"no_bias": "True", "num_hidden": "4"}, [[0, 0, 0], [1, 0, 0]]),
+        ("relu", "node_1", None, [[2, 0, 0]]),
+        ("_mul_scalar", "node_2", {"scalar": "2.0"}, [[3, 0, 0]]),
+        ("sum", "node_3", None, [[0, 0, 0]]),
+        ("broadcast_add", "node_4", None, [[4, 0, 0], [5, 0, 0]]),
+    ]
+    assert s.infer_shape(var0=(2, 3), var1=(4, 3))[1] == [(2, 4)]
+    out = s.bind(mx.cpu(), {"var0": x, "var1": w}).forward()[0]
+    assert_almost_equal(out.asnumpy(), z.asnumpy())
+
+
+def test_get_symbol_constants_and_multi_output_ops():
+    """Inputs recorded without a graph become variables named after the attached ones
+    (MXNet: var0, var1, then null2, null3); an output index of a multi-output op is
+    kept; the history of an attached variable alone is that variable."""
+    x, c = nd.array([1.0, 2.0]), nd.array([10.0, 20.0])
+    w, d = nd.array([3.0, 4.0]), nd.array([5.0, 6.0])
+    x.attach_grad()
+    w.attach_grad()
+    with ag.record():
+        z = ((x * c) + w) * d + c
+        q = nd.relu(z)
+    s = ag.get_symbol(q)
+    assert s.list_arguments() == ["var0", "null2", "var1", "null3"]
+    assert s.list_outputs() == ["node_4_output"]
+    out = s.bind(mx.cpu(), {"var0": x, "null2": c, "var1": w, "null3": d}).forward()[0]
+    assert_almost_equal(out.asnumpy(), q.asnumpy())
+
+    m = nd.array([[1.0, 2.0], [3.0, 4.0]])
+    m.attach_grad()
+    with ag.record():
+        a, b = nd.split(m * c, num_outputs=2, axis=0)
+        r = b - a
+    s = ag.get_symbol(r)
+    nodes = json.loads(s.tojson())["nodes"]
+    assert nodes[3]["op"] == "SliceChannel" and nodes[3]["attrs"] == {"axis": "0", "num_outputs": "2"}
+    assert nodes[4]["inputs"] == [[3, 1, 0], [3, 0, 0]]
+    assert_almost_equal(s.bind(mx.cpu(), {"var0": m, "null1": c}).forward()[0].asnumpy(), r.asnumpy())
+    assert ag.get_symbol(m).list_arguments() == ["var0"]
+
+
+def test_get_symbol_errors():
+    x = nd.array([1.0, 2.0])
+    with pytest.raises(MXNetError, match="not part of a computation graph"):
+        ag.get_symbol(x)
+    x.attach_grad()
+    with ag.record():
+        z = x * 2
+    z.backward()  # frees the graph, as in MXNet
+    with pytest.raises(MXNetError, match="not part of a computation graph"):
+        ag.get_symbol(z)
+    with ag.record():
+        z = x * 2
+    z.backward(retain_graph=True)
+    assert ag.get_symbol(z).list_arguments() == ["var0"]
+    with ag.record():
+        y = Sigmoid()(x)
+    with pytest.raises(MXNetError, match="autograd.Function"):
+        ag.get_symbol(y)
+    np.testing.assert_array_equal(x.asnumpy(), [1.0, 2.0])

@@ -127,7 +127,8 @@ def test_reshape_shares_unchanged_arrays():
 def test_bind_errors():
     s, _, _ = _net()
     x = mx.nd.ones((2, 3))
-    with pytest.raises(mx.MXNetError, match="'y'"):
+    # MXNet raises ValueError for a missing array: the error is both.
+    with pytest.raises(ValueError, match="'y'"):
         s.bind(mx.cpu(), {"x": x})
     with pytest.raises(mx.MXNetError, match="'y'"):
         s.bind(mx.cpu(), [x])
@@ -137,8 +138,9 @@ def test_bind_errors():
         s.simple_bind(mx.cpu(), grad_req={"x": "bogus"}, x=(2, 3), y=(2, 3))
     with pytest.raises(mx.MXNetError, match=r"\(2, 4\)"):
         s.bind(mx.cpu(), {"x": x, "y": mx.nd.ones((2, 4))})
-    with pytest.raises(mx.MXNetError, match="unknown"):
-        s.bind(mx.cpu(), {"x": x, "y": x, "z": x})
+    # As in MXNet, a dict may name more arrays than the symbol uses.
+    np.testing.assert_allclose(s.bind(mx.cpu(), {"x": x, "y": x, "z": x}).forward()[0].asnumpy(),
+                               s.bind(mx.cpu(), {"x": x, "y": x}).forward()[0].asnumpy())
     ex = s.bind(mx.cpu(), {"x": x, "y": x})
     with pytest.raises(mx.MXNetError, match="grad_req='null'"):
         ex.backward()

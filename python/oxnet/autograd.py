@@ -11,7 +11,7 @@ from .base import MXNetError
 
 __all__ = ["set_recording", "set_training", "is_recording", "is_training", "record",
            "pause", "train_mode", "predict_mode", "mark_variables", "backward", "grad",
-           "Function"]
+           "Function", "get_symbol"]
 
 
 def set_recording(is_recording):  # pylint: disable=redefined-outer-name
@@ -202,6 +202,23 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # py
     heads, _ = _as_list(heads)
     _core.backward(heads, _head_grads(heads, head_grads), None, bool(retain_graph),
                    bool(train_mode), False)
+
+
+def get_symbol(x):
+    """Retrieve recorded computation history as `Symbol`.
+
+    Parameters
+    ----------
+    x : NDArray
+        Array representing the head of computation graph.
+
+    Returns
+    -------
+    Symbol
+        The retrieved Symbol.
+    """
+    from .symbol import Symbol
+    return Symbol(_core.get_symbol(x))
 
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,

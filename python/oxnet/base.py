@@ -16,6 +16,11 @@ class MXNetIndexError(MXNetError, IndexError):
     (MXNet 1.9 raises ``IndexError`` here; code catching either keeps working)."""
 
 
+class MXNetValueError(MXNetError, ValueError):
+    """A bad argument value where MXNet 1.9 raises ``ValueError`` (for example a
+    missing array in ``Symbol.bind``): both an ``MXNetError`` and a ``ValueError``."""
+
+
 class _NullType:
     """Placeholder for arguments not given by the caller."""
 

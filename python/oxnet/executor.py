@@ -10,7 +10,7 @@ between executors, as MXNet's bucketing does; ``set_monitor_callback`` (and
 import numpy as np
 
 from . import _core
-from .base import MXNetError
+from .base import MXNetError, MXNetValueError
 from .context import Context
 from .ndarray import NDArray
 from . import ndarray as nd
@@ -20,26 +20,25 @@ _REQS = ("write", "add", "null")
 
 def _as_list(values, names, what, allow_missing=False):
     """Arrays in ``names`` order from a list or a dict; missing ones are errors
-    listing their names (or None when ``allow_missing``)."""
+    listing their names (or None when ``allow_missing``). As in MXNet, a dict may
+    hold more names than the symbol uses (a full ``arg_params``): those are ignored."""
     if values is None:
         values = {}
     if isinstance(values, dict):
-        extra = [k for k in values if k not in names]
-        if extra:
-            raise MXNetError("%s: unknown names %s; expected names are %s" % (what, extra, names))
         missing = [n for n in names if values.get(n) is None]
         if missing and not allow_missing:
-            raise MXNetError("%s: no array given for %s" % (what, ", ".join(repr(m) for m in missing)))
+            raise MXNetValueError("%s: no array given for %s (expected names are %s)"
+                                  % (what, ", ".join(repr(m) for m in missing), names))
         out = [values.get(n) for n in names]
     else:
         out = list(values)
         if len(out) != len(names):
             if len(out) < len(names) and not allow_missing:
-                raise MXNetError("%s: %d arrays given, %d needed; missing %s"
+                raise MXNetValueError("%s: %d arrays given, %d needed; missing %s"
                                  % (what, len(out), len(names),
                                     ", ".join(repr(m) for m in names[len(out):])))
             if len(out) > len(names):
-                raise MXNetError("%s: %d arrays given, %d needed (%s)"
+                raise MXNetValueError("%s: %d arrays given, %d needed (%s)"
                                  % (what, len(out), len(names), names))
             out += [None] * (len(names) - len(out))
     for n, a in zip(names, out):

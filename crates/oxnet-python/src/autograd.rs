@@ -199,7 +199,15 @@ fn record_custom(name: String, inputs: &Bound<'_, PyAny>, outputs: &Bound<'_, Py
     Ok(())
 }
 
+/// The recorded history of `x` as a symbol (autograd.get_symbol).
+#[pyfunction]
+fn get_symbol(x: &PyND) -> PyResult<crate::symbol::SymbolHandle> {
+    let s = ag::get_symbol(&x.with_entry()).py_err()?;
+    Ok(crate::symbol::SymbolHandle { inner: s })
+}
+
 pub(crate) fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(get_symbol, m)?)?;
     m.add_function(wrap_pyfunction!(is_recording, m)?)?;
     m.add_function(wrap_pyfunction!(is_training, m)?)?;
     m.add_function(wrap_pyfunction!(set_recording, m)?)?;

@@ -514,6 +514,130 @@ pub fn backward(
     Ok(result)
 }
 
+/// The recorded history of `head` as a symbol (MXNet's `autograd.get_symbol`),
+/// named as MXNet names it. Walking the graph depth first from `head`, inputs in
+/// order, ops are named `node_0`, `node_1`, ... as they are left; the variables
+/// (`attach_grad`) are `var0`, `var1`, ... in the order reached, and the inputs
+/// recorded without a graph of their own (constants, one variable per array) go on
+/// counting from there as `null{k}`. Op attributes are the parameters that differ
+/// from their defaults. A Python `autograd.Function` or a hybridized block in the
+/// history has no symbol form: that is an error naming it.
+pub fn get_symbol(head: &NDArray) -> Result<crate::graph::Symbol> {
+    use crate::graph::{Entry as GEntry, Node as GNode, Symbol};
+    let Some(e) = live_entry(head) else {
+        return Err(Error::new("get_symbol: NDArray is not part of a computation graph. Did you forget to turn on recording?"));
+    };
+    /// A place in the walk: a tape node, or an input array with no entry.
+    enum Item {
+        Tape(Arc<Node>),
+        Leaf(NDArray),
+    }
+    type LeafKey = (usize, usize, Vec<usize>);
+    fn leaf_key(a: &NDArray) -> LeafKey {
+        (Arc::as_ptr(a.chunk()) as usize, a.offset(), a.shape().to_vec())
+    }
+    // Post-order of the distinct nodes and constant leaves: (item, expanded?).
+    let mut order: Vec<Item> = Vec::new();
+    let mut seen_nodes: std::collections::HashSet<usize> = std::collections::HashSet::new();
+    let mut seen_leaves: std::collections::HashSet<LeafKey> = std::collections::HashSet::new();
+    let mut stack: Vec<(Item, bool)> = vec![(Item::Tape(e.node.clone()), false)];
+    while let Some((item, expanded)) = stack.pop() {
+        match item {
+            Item::Leaf(a) => {
+                if seen_leaves.insert(leaf_key(&a)) {
+                    order.push(Item::Leaf(a));
+                }
+            }
+            Item::Tape(node) => {
+                let key = Arc::as_ptr(&node) as usize;
+                if seen_nodes.contains(&key) {
+                    continue;
+                }
+                if expanded {
+                    seen_nodes.insert(key);
+                    order.push(Item::Tape(node));
+                    continue;
+                }
+                let inputs: Vec<NDArray> = node.state.lock().inputs.clone();
+                stack.push((Item::Tape(node), true));
+                for a in inputs.into_iter().rev() {
+                    match live_entry(&a) {
+                        Some(e) => stack.push((Item::Tape(e.node.clone()), false)),
+                        None => stack.push((Item::Leaf(a), false)),
+                    }
+                }
+            }
+        }
+    }
+    let var = |name: String| Symbol::var(&name, vec![]).map(|s| s.outputs[0].node.clone());
+    let mut built: HashMap<usize, Arc<GNode>> = HashMap::new();
+    let mut leaves: HashMap<LeafKey, Arc<GNode>> = HashMap::new();
+    let mut nvar = 0;
+    for item in &order {
+        if let Item::Tape(n) = item {
+            if matches!(n.kind, Kind::Var) {
+                built.insert(Arc::as_ptr(n) as usize, var(format!("var{nvar}"))?);
+                nvar += 1;
+            }
+        }
+    }
+    for item in &order {
+        if let Item::Leaf(a) = item {
+            leaves.insert(leaf_key(a), var(format!("null{nvar}"))?);
+            nvar += 1;
+        }
+    }
+    let mut nop = 0;
+    for item in &order {
+        let Item::Tape(node) = item else { continue };
+        let (op, params) = match &node.kind {
+            Kind::Var => continue,
+            Kind::Op { op, params } => (*op, params),
+            Kind::Custom(_) | Kind::NoGrad(_) => {
+                return Err(Error::new(format!(
+                    "get_symbol: the recorded history contains {}, a Python autograd.Function or a hybridized block, which has no symbol form",
+                    node.name()
+                )))
+            }
+        };
+        let inputs: Vec<NDArray> = node.state.lock().inputs.clone();
+        let ins = inputs
+            .iter()
+            .map(|a| match live_entry(a) {
+                Some(e) => GEntry { node: built[&(Arc::as_ptr(&e.node) as usize)].clone(), index: e.index },
+                None => GEntry { node: leaves[&leaf_key(a)].clone(), index: 0 },
+            })
+            .collect();
+        let g = GNode {
+            op: Some(op),
+            name: format!("node_{nop}"),
+            params: params.clone(),
+            attrs: parking_lot::RwLock::new(non_default_attrs(op, params)),
+            inputs: ins,
+        };
+        nop += 1;
+        built.insert(Arc::as_ptr(node) as usize, Arc::new(g));
+    }
+    Ok(Symbol { outputs: vec![GEntry { node: built[&(Arc::as_ptr(&e.node) as usize)].clone(), index: e.index }] })
+}
+
+/// `op`'s parameters in `params` whose values differ from the defaults (required
+/// ones always), as the strings a symbol stores.
+fn non_default_attrs(op: &'static OpDef, params: &Params) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for (name, val) in params.to_strings() {
+        let default = op.params.iter().find(|s| s.name == name).and_then(|spec| {
+            let d = spec.default?;
+            let p = Params::parse(op.name, std::slice::from_ref(spec), vec![(name.to_string(), Value::Str(d.to_string()))]).ok()?;
+            p.to_strings().into_iter().next().map(|(_, v)| v)
+        });
+        if default.as_deref() != Some(val.as_str()) {
+            out.insert(name.to_string(), val);
+        }
+    }
+    out
+}
+
 fn non_differentiable(name: &str) -> Error {
     Error::new(format!("Operator {name} is non-differentiable because it didn't register FGradient attribute."))
 }
