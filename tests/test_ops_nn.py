@@ -290,6 +290,25 @@ def test_batchnorm_matches_mxnet_values():
     close(mv, [2.03125] * 3, rtol=1e-6)
 
 
+def test_batchnorm_fix_gamma_writes_ones_into_gamma_in_training_only():
+    # MXNet 1.9.1 (oracle): a training forward with fix_gamma sets gamma to ones; an
+    # inference forward leaves it, and the scale used is one either way.
+    x, g, b, mm, mv = _bn_inputs((4, 3, 2), 1)
+    ins = [A(v) for v in (x, g, b, mm, mv)]
+    out = nd.BatchNorm(*ins, fix_gamma=True)
+    close(ins[1], g, rtol=0, atol=0)
+    close(out, np_bn(x, np.ones_like(g), b, mm, mv, 1e-3, 1), rtol=1e-5, atol=1e-5)
+    with train_mode():
+        nd.BatchNorm(*ins, fix_gamma=False).wait_to_read()
+        close(ins[1], g, rtol=0, atol=0)
+        nd.BatchNorm(*ins, fix_gamma=True).wait_to_read()
+    close(ins[1], np.ones_like(g), rtol=0, atol=0)
+    # the symbol keeps gamma an argument, not an auxiliary state
+    s = mx.sym.BatchNorm(mx.sym.var("data"), name="bn")
+    assert s.list_arguments() == ["data", "bn_gamma", "bn_beta"]
+    assert s.list_auxiliary_states() == ["bn_moving_mean", "bn_moving_var"]
+
+
 def test_batchnorm_use_global_stats_in_training():
     x, g, b, mm, mv = _bn_inputs((4, 3, 2), 1)
     ins = [A(v) for v in (x, g, b, mm, mv)]

@@ -189,6 +189,10 @@ pub struct OpDef {
     /// moving statistics, optimizer states). The engine orders them as writes; in a
     /// symbol they are the auxiliary states.
     pub mutate: &'static [usize],
+    /// Inputs the op also writes in training mode with these parameters (BatchNorm
+    /// with `fix_gamma` writes ones into gamma, as MXNet does); the engine orders
+    /// them as writes then. Unlike `mutate`, they stay arguments in a symbol.
+    pub train_writes: Option<fn(&Params) -> &'static [usize]>,
     /// How many of the outputs the user sees (the rest, e.g. Dropout's mask or
     /// BatchNorm's batch statistics, exist for the backward pass); None: all.
     pub visible: Option<fn(&Params) -> usize>,
@@ -216,6 +220,7 @@ impl OpDef {
             cost: 1,
             cross_device: false,
             mutate: &[],
+            train_writes: None,
             visible: None,
             fill: None,
             num_outputs: None,
@@ -251,6 +256,10 @@ impl OpDef {
     }
     pub const fn mutate(mut self, m: &'static [usize]) -> Self {
         self.mutate = m;
+        self
+    }
+    pub const fn train_writes(mut self, f: fn(&Params) -> &'static [usize]) -> Self {
+        self.train_writes = Some(f);
         self
     }
     pub const fn visible(mut self, f: fn(&Params) -> usize) -> Self {
@@ -500,6 +509,13 @@ pub fn invoke(op: &'static OpDef, inputs: &[NDArray], params: Params, out: Optio
         }
     }
     let is_train = crate::autograd::is_training();
+    if let (true, Some(f)) = (is_train, op.train_writes) {
+        for &i in f(&params) {
+            if let Some(a) = inputs.get(i) {
+                writes.push(a.var().clone());
+            }
+        }
+    }
     let gen = if op.random { Some(crate::random::generator(ctx)) } else { None };
     if let Some(g) = &gen {
         writes.push(g.var.clone());

@@ -7,10 +7,6 @@
 //! function that invokes it.
 //!
 //! Where oxnet differs from MXNet 1.9.1 on purpose:
-//! - With `fix_gamma`, gamma is used as ones and gets a zero gradient; oxnet never
-//!   overwrites the gamma array (MXNet's oneDNN kernel writes ones into it in a
-//!   training forward). BatchNorm updates `moving_mean`/`moving_var` in the
-//!   training-mode backward pass, as MXNet's CPU kernel does.
 //! - The third BatchNorm output (`output_mean_var=True`) is the inverse standard
 //!   deviation `1/sqrt(var + eps)`, as MXNet returns it.
 //! - `Dropout(p=1)` outputs zeros (MXNet outputs NaN).
@@ -410,6 +406,16 @@ fn bn_fill(p: &Params, shapes: &mut [Option<Shape>]) -> Result<()> {
     fill_known("BatchNorm", shapes, &[(1, "gamma"), (2, "beta"), (3, "moving_mean"), (4, "moving_var")], &[ch])
 }
 
+/// In training, `fix_gamma` makes the forward write ones into gamma (MXNet 1.9.1
+/// does; the scale used is one either way).
+fn bn_train_writes(p: &Params) -> &'static [usize] {
+    if p.bool("fix_gamma") {
+        &[1]
+    } else {
+        &[]
+    }
+}
+
 fn bn_compute(c: &mut OpCall) -> Result<()> {
     let p = c.params;
     let x = &c.inputs[0];
@@ -424,6 +430,9 @@ fn bn_compute(c: &mut OpCall) -> Result<()> {
     } else {
         (to_f64(&c.inputs[3]), to_f64(&c.inputs[4]))
     };
+    if c.is_train && p.bool("fix_gamma") {
+        from_f64(&c.inputs[1], &gamma);
+    }
     let invstd: Vec<f64> = var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
     let scale: Vec<f64> = (0..ch).map(|j| gamma[j] * invstd[j]).collect();
     with_float!(x.dtype, T, { k::bn_apply::<T>(rd(x), wr(&c.outputs[0]), ch, inner, &mean, &scale, &beta) });
@@ -1267,6 +1276,7 @@ and the inverse standard deviation it used.",
         )
         .grad(bn_grad)
         .mutate(&[3, 4])
+        .train_writes(bn_train_writes)
         .visible(mean_var_visible)
         .outputs(|_| 3)
         .fill(bn_fill)
