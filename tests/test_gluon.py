@@ -336,11 +336,13 @@ def test_losses_vs_numpy():
         bce.mean(1), rtol=1e-4)
     q = np.exp(_logsoftmax(t))
     np.testing.assert_allclose(_np(gluon.loss.KLDivLoss()(nd.array(ls), nd.array(q))),
-                               (q * (np.log(q + 1e-12) - ls)).mean(1), rtol=1e-4)
+                               (q * (np.log(q + 1e-12) - ls)).sum(1), rtol=1e-4)  # MXNet sums
     n = rng.randn(4, 5).astype(np.float32)
     np.testing.assert_allclose(
         _np(gluon.loss.TripletLoss(margin=0.5)(P, T, nd.array(n))),
         np.maximum(((t - pred) ** 2 - (n - pred) ** 2).sum(1) + 0.5, 0), rtol=1e-4)
+    with pytest.raises(TypeError):  # MXNet's TripletLoss has no sample_weight
+        gluon.loss.TripletLoss()(P, T, nd.array(n), nd.ones((4, 1)))
     lab = np.array([1, -1, 1, -1], dtype=np.float32)
     cos = (pred * t).sum(1) / (np.linalg.norm(pred, axis=1) * np.linalg.norm(t, axis=1))
     ref = np.where(lab == 1, 1 - cos, np.maximum(cos, 0))[:, None]

@@ -365,3 +365,17 @@ def test_idx_reader_rejects_bad_files(tmp_path):
     ok = tmp_path / "ok.idx"
     ok.write_bytes(b"\x00\x00\x0b\x02\x00\x00\x00\x01\x00\x00\x00\x02\x01\x00\xff\xff")
     np.testing.assert_array_equal(read_idx(str(ok)), [[256, -1]])
+
+
+def test_metric_values_are_python_floats_as_in_mxnet():
+    import json
+    for m in (mx.metric.MSE(), mx.metric.MAE(), mx.metric.RMSE(), mx.metric.CrossEntropy()):
+        if isinstance(m, mx.metric.CrossEntropy):
+            m.update([mx.nd.array([0, 1])], [mx.nd.array([[0.3, 0.7], [0.6, 0.4]])])
+        else:
+            m.update([mx.nd.array([1.0, 2, 3])], [mx.nd.array([1.5, 2, 2])])
+        name, value = m.get()
+        assert isinstance(value, float)
+        json.dumps(m.get())
+    # MXNet 1.9.1's value for this batch
+    assert abs(m.get()[1] - 1.0601317882537842) < 1e-12

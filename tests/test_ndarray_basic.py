@@ -258,3 +258,13 @@ def test_pool_reuses_blocks():
     after = mx._core.pool_stats()
     assert after["os_allocs"] == before["os_allocs"]
     assert after["reuses"] >= before["reuses"] + 20
+
+
+def test_cast_to_integer_types_wraps_as_mxnet():
+    # MXNet 1.9.1 (C casts): truncate, then wrap modulo the type's range
+    src = np.array([-5, 300, -300, 7])
+    for dt in ("int32", "int64", "float32", "float64"):
+        a = mx.nd.array(src, dtype=dt)
+        np.testing.assert_array_equal(a.astype("uint8").asnumpy(), [251, 44, 212, 7])
+        np.testing.assert_array_equal(a.astype("int8").asnumpy(), [-5, 44, -44, 7])
+    np.testing.assert_array_equal(mx.nd.array([-1.5, 2.7]).astype("int32").asnumpy(), [-1, 2])

@@ -141,6 +141,10 @@ class EvalMetric:
                         % type(self).__name__)
 
     def _add(self, value, count):
+        # Python floats (float64), as MXNet's sums are under NumPy 1.x: JSON-friendly
+        # and no float32 rounding over many batches.
+        if isinstance(value, numpy.floating):
+            value = float(value)
         self.sum_metric += value
         self.global_sum_metric += value
         self.num_inst += count

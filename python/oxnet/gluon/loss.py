@@ -142,7 +142,8 @@ class KLDivLoss(Loss):
             pred = F.log_softmax(pred, axis=self._axis)
         loss = label * (F.log(label + 1e-12) - pred)
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
-        return self._mean(F, loss)
+        # summed over each sample's entries, as MXNet 1.9.1 does (not averaged)
+        return F.sum(loss, axis=self._batch_axis, exclude=True)
 
 
 class HuberLoss(Loss):
@@ -216,13 +217,14 @@ class TripletLoss(Loss):
         super().__init__(weight, batch_axis, **kwargs)
         self._margin = margin
 
-    def hybrid_forward(self, F, pred, positive, negative, sample_weight=None):
+    def hybrid_forward(self, F, pred, positive, negative):
+        # MXNet 1.9.1's TripletLoss takes no sample_weight (a fourth input is a TypeError)
         positive = _reshape_like(F, positive, pred)
         negative = _reshape_like(F, negative, pred)
         loss = F.sum(F.square(positive - pred) - F.square(negative - pred),
                      axis=self._batch_axis, exclude=True)
         loss = F.relu(loss + self._margin)
-        return _apply_weighting(F, loss, self._weight, sample_weight)
+        return _apply_weighting(F, loss, self._weight, None)
 
 
 class CosineEmbeddingLoss(Loss):

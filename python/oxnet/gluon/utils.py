@@ -15,22 +15,24 @@ __all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1"]
 
 def split_data(data, num_slice, batch_axis=0, even_split=True):
     """Splits ``data`` into ``num_slice`` slices along ``batch_axis``; with
-    ``even_split=False`` the last slice takes the remainder."""
+    ``even_split=False`` the first ``size % num_slice`` slices get one more row
+    (7 rows in 5 slices: 2, 2, 1, 1, 1), and fewer rows than slices is an error."""
     size = data.shape[batch_axis]
     if even_split and size % num_slice != 0:
         raise ValueError(
             "data with shape %s cannot be evenly split into %d slices along axis %d. Use a "
             "batch size that's multiple of %d or set even_split=False to allow uneven "
             "partitioning of data." % (str(data.shape), num_slice, batch_axis, num_slice))
-    step = size // num_slice
-    if not even_split and size < num_slice:
-        step = 1
-        num_slice = size
+    if size < num_slice:
+        raise MXNetError("split_data: cannot split %d rows along axis %d into %d slices: "
+                         "a slice would be empty" % (size, batch_axis, num_slice))
+    each, extra = divmod(size, num_slice)
+    bounds = [0]
+    for i in range(num_slice):
+        bounds.append(bounds[-1] + each + (1 if i < extra else 0))
     if batch_axis == 0:
-        return [data[i * step:(i + 1) * step] if i < num_slice - 1 else data[i * step:size]
-                for i in range(num_slice)]
-    return [ndarray.slice_axis(data, axis=batch_axis, begin=i * step,
-                               end=(i + 1) * step if i < num_slice - 1 else size)
+        return [data[bounds[i]:bounds[i + 1]] for i in range(num_slice)]
+    return [ndarray.slice_axis(data, axis=batch_axis, begin=bounds[i], end=bounds[i + 1])
             for i in range(num_slice)]
 
 

@@ -437,9 +437,24 @@ pub fn fill<T: Copy + Send + Sync>(o: *mut T, v: T, n: usize) {
     });
 }
 
+/// `v` converted to an integer type as C's casts do (MXNet's `Cast`): truncated
+/// toward zero, then wrapped modulo the type's range (-5 -> 251 as uint8).
+fn wrap_to_int(v: f64, to: crate::dtype::DType) -> f64 {
+    use crate::dtype::DType;
+    let i = v as i64;
+    match to {
+        DType::U8 => i as u8 as f64,
+        DType::I8 => i as i8 as f64,
+        DType::I32 => i as i32 as f64,
+        _ => i as f64,
+    }
+}
+
 /// `o[i] = U::from(a[i])` through f64 (exact for every supported pair except
-/// int64 values beyond 2^53).
+/// int64 values beyond 2^53); integer targets wrap as C's casts do.
 pub fn cast<T: crate::dtype::Element, U: crate::dtype::Element>(a: *const T, o: *mut U, n: usize, to_bool: bool) {
+    use crate::dtype::DType;
+    let wrap = matches!(U::DTYPE, DType::U8 | DType::I8 | DType::I32 | DType::I64) && !to_bool;
     let (a, o) = (SendPtr(a as *mut T), SendPtr(o));
     par_for(n, GRAIN, move |s, e| {
         let (a, o) = (a.get(), o.get());
@@ -447,7 +462,14 @@ pub fn cast<T: crate::dtype::Element, U: crate::dtype::Element>(a: *const T, o: 
             // SAFETY: i < n in both buffers.
             unsafe {
                 let v = (*a.add(i)).to_f64();
-                *o.add(i) = U::from_f64(if to_bool { (v != 0.0) as i32 as f64 } else { v });
+                let v = if to_bool {
+                    (v != 0.0) as i32 as f64
+                } else if wrap {
+                    wrap_to_int(v, U::DTYPE)
+                } else {
+                    v
+                };
+                *o.add(i) = U::from_f64(v);
             }
         }
     });

@@ -34,7 +34,16 @@ class Cast(HybridBlock):
         return F.cast(x, dtype=self._dtype)
 
 
-class ToTensor(HybridBlock):
+class _RankDependent(HybridBlock):
+    """A transform whose graph depends on the input's rank (3 or 4 axes), which a
+    traced symbol does not know: ``hybridize()`` leaves it running imperatively
+    (same results), so hybridizing a ``Compose`` holding it works as in MXNet."""
+
+    def hybridize(self, active=True, **kwargs):
+        self._active = False
+
+
+class ToTensor(_RankDependent):
     """(H, W, C) or (N, H, W, C) values in [0, 255] -> float32 (C, H, W) or
     (N, C, H, W) in [0, 1]."""
 
@@ -50,7 +59,7 @@ class ToTensor(HybridBlock):
         return F.transpose(F.cast(x, dtype="float32"), axes=axes) / 255.0
 
 
-class Normalize(HybridBlock):
+class Normalize(_RankDependent):
     """``(x - mean) / std`` per channel of a (C, H, W) or (N, C, H, W) tensor;
     ``mean``/``std`` are numbers or one value per channel."""
 
