@@ -102,6 +102,10 @@ def test_random_is_reproducible_by_seed():
 
 def test_gluon_seed_learns_on_gpu():
     seed = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "seeds", "gluon_seed.py")
-    env = dict(os.environ, SEED_CTX="gpu")
+    data = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "data",
+                        "mnist-subset")
+    env = dict(os.environ, SEED_CTX="gpu", OXNET_MNIST_DIR=data, SEED_EPOCHS=os.environ.get("SEED_EPOCHS", "3"))
     r = subprocess.run([sys.executable, seed, "oxnet"], capture_output=True, text=True, timeout=900, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
+    accs = [float(line.rsplit("Test_acc", 1)[1]) for line in r.stdout.splitlines() if "Test_acc" in line]
+    assert accs and accs[-1] >= 0.9, r.stdout[-2000:]

@@ -537,14 +537,17 @@ fn reduce_source(t: &CType) -> String {
     src
 }
 
-/// Casts from `t` to every type: floats go through double (so float->int saturates
-/// as the CPU's casts do), integers through long long.
+/// Casts from `t` to every type: floats go through double, integers through long
+/// long. Float to integer truncates into long long, then wraps into the target as
+/// C's casts do (MXNet's `Cast`, and the CPU kernel: -5.0 -> 251 as uint8).
 fn cast_source(t: &CType) -> String {
     let s = t.storage;
     let mut src = String::new();
     for d in TYPES.iter() {
         let ds = d.storage;
-        let conv = if t.float {
+        let conv = if t.float && !d.float && d.tag != "bool" {
+            format!("Ox<{ds}>::st(OxFrom<long long>::f((double)Ox<{s}>::ld(x[i])))")
+        } else if t.float {
             format!("OxFrom<{ds}>::f((double)Ox<{s}>::ld(x[i]))")
         } else if d.float {
             format!("Ox<{ds}>::st((typename Ox<{ds}>::C)Ox<{s}>::ld(x[i]))")
