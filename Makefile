@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 CARGO ?= cargo
 
-.PHONY: all build venv demo test test-rust test-python bench bench-setup clean
+.PHONY: all build venv demo test test-rust test-python conformance conformance-check bench bench-setup clean
 
 all: build
 
@@ -29,6 +29,20 @@ test-rust:
 
 test-python:
 	$(PY) -m pytest tests
+
+# MXNet's own unit tests (../shared/mxnet-tests, or MXNET_TESTS=<folder of test files>)
+# against the installed oxnet: a per-file table. conformance-check: the ratchet (the
+# tests in tests/conformance/passing.txt must still pass).
+MXNET_TESTS ?= ../shared/mxnet-tests
+$(VENV)/.conformance: $(VENV)/.installed tests/conformance/requirements.txt
+	$(PIP) install -q -r tests/conformance/requirements.txt
+	touch $@
+
+conformance: build $(VENV)/.conformance
+	$(PY) tests/conformance/run.py $(MXNET_TESTS) -n 2
+
+conformance-check: build $(VENV)/.conformance
+	$(PY) tests/conformance/run.py $(MXNET_TESTS) -n 2 --only-listed --check
 
 # MXNet 1.9.1 (the oracle the benches compare against) needs NumPy < 1.24: own venv.
 MXNET_VENV := benches/.mxnet-venv
