@@ -363,3 +363,10 @@ class Function(object):
         and returns as many NDArrays as forward's inputs.
         """
         raise NotImplementedError
+
+
+# Names MXNet's autograd module also exposes (``from mxnet.autograd import *`` gives them).
+from .ndarray import NDArray, array  # noqa: E402
+from .symbol import Symbol  # noqa: E402
+
+__all__ += ["NDArray", "array", "Symbol"]

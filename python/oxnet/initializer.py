@@ -314,10 +314,14 @@ class Constant(Initializer):
         arr[:] = v
 
     def dumps(self):
+        # An array value is stored in the kwargs as a nested list (as MXNet does), so
+        # that ``_kwargs`` and the JSON agree.
         val = self._kwargs["value"]
         if not np.isscalar(val):
-            val = val.tolist() if hasattr(val, "tolist") else list(val)
-        return json.dumps([self.__class__.__name__.lower(), {"value": val}])
+            if hasattr(val, "asnumpy"):
+                val = val.asnumpy()
+            self._kwargs["value"] = val.tolist() if hasattr(val, "tolist") else list(val)
+        return json.dumps([self.__class__.__name__.lower(), self._kwargs])
 
 
 @register
