@@ -1,7 +1,13 @@
 """Basic definitions shared by the package: the error type, the `_Null` sentinel
 that marks an argument the caller did not give, and the numeric type aliases."""
 
+import atexit  # noqa: F401
+import inspect  # noqa: F401
 import numbers
+import os  # noqa: F401
+import platform  # noqa: F401
+import re  # noqa: F401
+import sys  # noqa: F401
 
 import numpy as np
 
