@@ -68,7 +68,7 @@ def test_ftml():
     w, g = _arrays()
     grads = [g, g * 0.3]
     got, state = _steps(opt.FTML(beta1=0.5, clip_gradient=0.6), w, grads)
-    lr, b1, b2, eps = 0.0025, 0.5, 0.999, 1e-8
+    lr, b1, b2, eps = 0.01, 0.5, 0.999, 1e-8     # FTML takes the base default rate
     d, v, z, x = np.zeros(SHAPE), np.zeros(SHAPE), np.zeros(SHAPE), w.astype(np.float64)
     for t, gr in enumerate(grads, 1):
         gg = np.clip(gr, -0.6, 0.6)
