@@ -10,12 +10,13 @@ import oxnet as mx
 
 
 def test_prelu_gamma_gets_constant_025():
-    s = mx.sym.LeakyReLU(mx.sym.var("data"), act_type="prelu")
-    assert s.attr_dict()["leakyrelu0_gamma"]["__init__"] == '["Constant", {"value": 0.25}]'
+    s = mx.sym.LeakyReLU(mx.sym.var("data"), act_type="prelu", name="lrelu")
+    assert mx.sym.LeakyReLU(mx.sym.var("data"), act_type="leaky").list_arguments() == ["data"]
+    assert s.attr_dict()["lrelu_gamma"]["__init__"] == '["Constant", {"value": 0.25}]'
     mod = mx.mod.Module(s, label_names=None)
     mod.bind(data_shapes=[("data", (4, 6))])
     mod.init_params()
-    np.testing.assert_array_equal(mod.get_params()[0]["leakyrelu0_gamma"].asnumpy(),
+    np.testing.assert_array_equal(mod.get_params()[0]["lrelu_gamma"].asnumpy(),
                                   np.full((6,), 0.25, np.float32))
 
 
