@@ -123,15 +123,16 @@ class TestStore(KVStoreBase):
 
 # The native store kinds MXNet 1.9.1 accepts that oxnet runs, and the native store
 # each one uses; MXNet keeps the requested name as the store's ``type``.
-_DIST_HINT = ("distributed kvstores ('dist_*', 'horovod', 'byteps') are not built in oxnet "
-              "yet (their own issue)")
+_DIST_HINT = ("distributed kvstores ('dist_*', 'horovod', 'byteps') are not in oxnet yet "
+              "(issue 21)")
 
 
 def _native_kind(name):
     if "dist" in name:
-        raise MXNetError("kvstore type %r: %s" % (name, _DIST_HINT))
+        raise MXNetError("kvstore type %r is not built yet: %s" % (name, _DIST_HINT))
     if name == "nccl":
-        raise MXNetError("kvstore type 'nccl' is not built in oxnet (no NCCL); use 'device'")
+        raise MXNetError("kvstore type 'nccl' is not built yet (no NCCL; issue 22); use "
+                         "'device'")
     if "device" in name:
         return "device"
     if name.startswith("local"):

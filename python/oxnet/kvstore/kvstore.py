@@ -13,7 +13,6 @@ and weight decay (schedule, ``lr_mult``) are computed by the Optimizer object as
 MXNet.
 """
 
-from .. import _core
 from ..base import MXNetError
 from ..ndarray import NDArray
 from .. import optimizer as opt

@@ -26,3 +26,4 @@ for _name in dir(op):
 from . import random  # noqa: E402
 from .utils import save, load, load_frombuffer  # noqa: E402,F401
 from .cached_op import CachedOp  # noqa: E402,F401
+from . import numpy_scalars  # noqa: E402,F401

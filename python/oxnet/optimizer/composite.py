@@ -114,8 +114,8 @@ class FTML(Optimizer):
         weight = -z / d
     """
 
-    def __init__(self, learning_rate=0.0025, beta1=0.6, beta2=0.999, epsilon=1e-8, **kwargs):
-        super().__init__(learning_rate=learning_rate, **kwargs)
+    def __init__(self, beta1=0.6, beta2=0.999, epsilon=1e-8, **kwargs):
+        super().__init__(**kwargs)
         self.beta1 = beta1
         self.beta2 = beta2
         self.epsilon = epsilon

@@ -335,7 +335,10 @@ def _from_json_state(text):
 # Initializers MXNet attaches to the variables an op creates for its inputs
 # (read by mx.init / Module to initialise auxiliary states).
 _INPUT_INIT = {("BatchNorm", "moving_mean"): '["zero", {}]',
-               ("BatchNorm", "moving_var"): '["one", {}]'}
+               ("BatchNorm", "moving_var"): '["one", {}]',
+               ("LeakyReLU", "gamma"): '["Constant", {"value": 0.25}]'}
+# Inputs that exist only for some parameter values (LeakyReLU's gamma: prelu only).
+_INPUT_USED = {("LeakyReLU", "gamma"): lambda attrs: str(attrs.get("act_type")) == "prelu"}
 
 
 def _create_op(opname, hint, inputs, attrs, name=None, attr=None):
@@ -346,7 +349,8 @@ def _create_op(opname, hint, inputs, attrs, name=None, attr=None):
     name = _name.current().get(name, hint)
     handles = []
     for k, s in inputs:
-        if s is None and (op.name, k) in _INPUT_INIT:
+        if s is None and (op.name, k) in _INPUT_INIT and \
+                _INPUT_USED.get((op.name, k), lambda a: True)(all_attrs):
             var_attrs = dict(all_attrs)
             var_attrs["__init__"] = _INPUT_INIT[(op.name, k)]
             handles.append((k, _core.sym_var("%s_%s" % (name, k), list(var_attrs.items()))))

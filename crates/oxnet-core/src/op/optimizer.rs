@@ -303,9 +303,10 @@ fn nag_mom<T: Fl>(c: &OpCall) {
     each(c.outputs[0].size(), |i| {
         let wv = w.get(i).ld();
         let gr = k.g(g.get(i).ld()) + k.wd * wv;
-        let mv = m * mom.get(i).ld() + gr;
+        // MXNet 1.9.1: mom = momentum * mom - lr * g; weight += momentum * mom - lr * g
+        let mv = m * mom.get(i).ld() - k.lr * gr;
         mom.set(i, T::st(mv));
-        o.set(i, T::st(wv - k.lr * (m * mv + gr)));
+        o.set(i, T::st(wv + m * mv - k.lr * gr));
     });
 }
 
@@ -316,9 +317,9 @@ fn mp_nag_mom<T: Fl>(c: &OpCall) {
     each(c.outputs[0].size(), |i| {
         let wv = w32.get(i);
         let gr = k.g(T::ld(g.get(i)).to_f64() as f32) + k.wd * wv;
-        let mv = m * mom.get(i) + gr;
+        let mv = m * mom.get(i) - k.lr * gr;
         mom.set(i, mv);
-        let nw = wv - k.lr * (m * mv + gr);
+        let nw = wv + m * mv - k.lr * gr;
         w32.set(i, nw);
         o.set(i, T::st(T::R::c(nw as f64)));
     });
@@ -736,7 +737,7 @@ pub(super) fn register(r: &mut Registry) {
         mp_sgd_mom_c,
         &[2, 3],
     );
-    add(r, "nag_mom_update", "Update function for Nesterov Accelerated Gradient (NAG) optimizer.\n\n    g = clip(rescale_grad * grad) + wd * weight\n    mom = momentum * mom + g\n    weight = weight - lr * (g + momentum * mom)", &["weight", "grad", "mom"], NAG_P, infer_plain, nag_mom_c, &[2]);
+    add(r, "nag_mom_update", "Update function for Nesterov Accelerated Gradient (NAG) optimizer.\n\n    g = clip(rescale_grad * grad) + wd * weight\n    mom = momentum * mom - lr * g\n    weight = weight + momentum * mom - lr * g", &["weight", "grad", "mom"], NAG_P, infer_plain, nag_mom_c, &[2]);
     add(
         r,
         "mp_nag_mom_update",
