@@ -444,7 +444,8 @@ def test_function_outside_record_is_plain():
 
 
 def test_numeric_grad_core():
-    g = numeric_grad(lambda loc: [loc[0] ** 3], [np.array([1.0, 2.0])], eps=1e-6)
+    g = numeric_grad(lambda loc: [loc[0] ** 3], [np.array([1.0, 2.0])], eps=1e-6,
+                     dtype=np.float64)
     assert_almost_equal(g[0], [3.0, 12.0], rtol=1e-6)
 
 
@@ -629,7 +630,7 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_numeric_gradient(name):
     fn, location = CASES[name]
-    check_numeric_gradient(fn, location, rtol=1e-5, atol=1e-7)
+    check_numeric_gradient(fn, location, rtol=1e-5, atol=1e-7, dtype=np.float64)
 
 
 def test_gemm2_gradient_axis_not_last_is_error():

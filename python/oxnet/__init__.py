@@ -9,6 +9,11 @@ __version__ = "0.1.0"
 
 from . import base
 from .base import MXNetError
+from . import util
+from .util import is_np_shape, set_np_shape, np_shape, use_np_shape
+from .util import is_np_array, np_array, use_np_array, use_np
+from . import runtime
+from . import engine
 from . import context
 from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
 from . import ndarray
@@ -43,4 +48,6 @@ __all__ = ["nd", "ndarray", "random", "autograd", "context", "Context", "cpu", "
            "cpu_pinned", "current_context", "num_gpus", "MXNetError", "base", "test_utils",
            "kv", "kvstore", "optimizer", "lr_scheduler", "name", "initializer", "init", "io",
            "metric", "gluon", "sym", "symbol", "executor", "attribute", "AttrScope", "viz",
-           "visualization", "model", "callback", "module", "mod"]
+           "visualization", "model", "callback", "module", "mod", "util", "runtime",
+           "engine", "is_np_shape", "set_np_shape", "np_shape", "use_np_shape",
+           "is_np_array", "np_array", "use_np_array", "use_np"]

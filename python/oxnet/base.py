@@ -36,8 +36,148 @@ string_types = (str,)
 numeric_types = (float, int, np.generic)
 integer_types = (int, np.integer)
 
+long = int
+basestring = str
+
 __all__ = ["MXNetError", "MXNetIndexError", "_Null", "mx_real_t", "string_types",
-           "numeric_types", "integer_types", "numbers"]
+           "numeric_types", "integer_types", "numbers", "py_str", "NotImplementedForSymbol",
+           "NotSupportedForSparseNDArray", "data_dir", "data_dir_default", "classproperty",
+           "register_error", "error_types", "with_metaclass", "build_param_doc",
+           "add_fileline_to_docstring", "long", "basestring"]
+
+
+def py_str(x):
+    """Text from the bytes the core (or a file) hands back; a str is returned as it is."""
+    return x.decode("utf-8") if isinstance(x, (bytes, bytearray)) else x
+
+
+def _as_list(obj):
+    """``obj`` itself when it is a list or tuple, else ``[obj]``."""
+    return obj if isinstance(obj, (list, tuple)) else [obj]
+
+
+#: Error classes by name, as MXNet registers them for its C error handler.
+error_types = {}
+
+
+def register_error(func_name=None, cls=None):
+    """Registers an error class in ``error_types`` under ``func_name`` (default: its
+    class name). Usable as ``@register_error`` or ``@register_error("Name")``."""
+    if callable(func_name):
+        cls, func_name = func_name, func_name.__name__
+
+    def register(mycls):
+        error_types[func_name if isinstance(func_name, str) else mycls.__name__] = mycls
+        return mycls
+    return register if cls is None else register(cls)
+
+
+class _UnavailableFor(MXNetError):
+    """A function called with arguments of a kind it does not support."""
+
+    _where = ""
+
+    def __init__(self, function, alias, *args):
+        super().__init__()
+        self.function = function.__name__
+        self.alias = alias
+        self.args = [str(type(a)) for a in args]
+
+    def __str__(self):
+        text = "Function {}".format(self.function)
+        if self.alias:
+            text += ' (namely operator "{}")'.format(self.alias)
+        if self.args:
+            text += " with arguments ({})".format(", ".join(self.args))
+        return text + self._where
+
+
+@register_error
+class NotImplementedForSymbol(_UnavailableFor):
+    """A function that exists for NDArray but not for Symbol."""
+
+    _where = " is not implemented for Symbol and only available in NDArray."
+
+
+class NotSupportedForSparseNDArray(_UnavailableFor):
+    """A function that exists for dense NDArrays but not for sparse ones."""
+
+    _where = " is not supported for SparseNDArray and only available in NDArray."
+
+
+for _name, _cls in (("ValueError", ValueError), ("TypeError", TypeError),
+                    ("AttributeError", AttributeError), ("IndexError", IndexError),
+                    ("NotImplementedError", NotImplementedError)):
+    register_error(_name, _cls)
+
+
+class _ClassPropertyDescriptor:
+    def __init__(self, fget):
+        self.fget = fget
+
+    def __get__(self, obj, klass=None):
+        if klass is None:
+            klass = type(obj)
+        return self.fget.__get__(obj, klass)()
+
+
+def classproperty(func):
+    """Decorator: a read-only property of the class (``Cls.name`` calls ``func(Cls)``)."""
+    if not isinstance(func, (classmethod, staticmethod)):
+        func = classmethod(func)
+    return _ClassPropertyDescriptor(func)
+
+
+def with_metaclass(meta, *bases):
+    """A base class to inherit from so that a class gets metaclass ``meta`` and bases
+    ``bases``."""
+    return meta("_WithMetaclassBase", bases or (object,), {})
+
+
+def build_param_doc(arg_names, arg_types, arg_descs, remove_dup=True):
+    """The "Parameters" section of a NumPy-style docstring from names, type strings and
+    descriptions (``num_args`` left out; repeated names once when ``remove_dup``)."""
+    seen, entries = set(), []
+    for key, type_info, desc in zip(arg_names, arg_types, arg_descs):
+        if key == "num_args" or (remove_dup and key in seen):
+            continue
+        seen.add(key)
+        entries.append("%s : %s" % (key, type_info) + ("\n    " + desc if desc else ""))
+    return "Parameters\n----------\n%s\n" % "\n".join(entries)
+
+
+def add_fileline_to_docstring(module, incursive=True):
+    """Appends "From:file:line" to the docstring of each function and class (and, when
+    ``incursive``, their methods) defined in ``module`` (a module or its name)."""
+    import inspect
+    import sys
+
+    def add(obj):
+        if obj.__doc__ is None or "From:" in obj.__doc__:
+            return
+        try:
+            fname = inspect.getsourcefile(obj)
+            line = inspect.getsourcelines(obj)[-1]
+        except (TypeError, OSError):
+            return
+        if fname is None:
+            return
+        try:
+            obj.__doc__ += "\n\nFrom:%s:%d" % (fname, line)
+        except (AttributeError, TypeError):
+            pass
+
+    if isinstance(module, str):
+        module = sys.modules[module]
+    for _, obj in inspect.getmembers(module):
+        if inspect.isbuiltin(obj):
+            continue
+        if inspect.isfunction(obj):
+            add(obj)
+        if inspect.ismethod(obj):
+            add(obj.__func__)
+        if inspect.isclass(obj) and incursive:
+            add_fileline_to_docstring(obj, False)
 
 
 def data_dir_default():

@@ -1,342 +1,444 @@
-"""Helpers for tests, after MXNet's ``mx.test_utils``."""
+"""Helpers for tests, after MXNet 1.9.1's ``mx.test_utils``: the same public names,
+signatures and behaviour (``from mxnet.test_utils import *`` gives what MXNet's gives,
+``mx`` and ``np`` included).
+
+Comparisons live in ``_test_compare``, checks that run symbols in ``_test_checks``,
+data helpers in ``_test_data``; all are re-exported here."""
+
+# The modules MXNet's test_utils exposes by name (tests reach them through `import *`).
+import bz2  # noqa: F401
+import errno  # noqa: F401
+import gzip  # noqa: F401
+import json  # noqa: F401
+import logging  # noqa: F401
+import numbers  # noqa: F401
+import os
+import platform
+import struct  # noqa: F401
+import sys  # noqa: F401
+import time  # noqa: F401
+import traceback  # noqa: F401
+import zipfile  # noqa: F401
+from collections import OrderedDict  # noqa: F401
+from contextlib import contextmanager
 
 import numpy as np
+import numpy.random as rnd
+import numpy.testing as npt  # noqa: F401
 
-from .context import Context, current_context
+try:
+    import scipy.stats as ss
+except ImportError:  # pragma: no cover - scipy is optional
+    ss = None
+try:
+    import requests  # noqa: F401
+except ImportError:  # pragma: no cover - requests is optional
+    pass
 
+import oxnet as mx
 
-def default_context():
-    """The context tests run on."""
-    return current_context()
-
-
-def set_default_context(ctx):
-    Context._default_ctx.value = ctx
-
-
-def _as_np(x):
-    from .ndarray import NDArray
-    return x.asnumpy() if isinstance(x, NDArray) else np.asarray(x)
-
-
-def almost_equal(a, b, rtol=1e-5, atol=1e-20, equal_nan=False):
-    """True when every element of a and b is close."""
-    return np.allclose(_as_np(a), _as_np(b), rtol=rtol, atol=atol, equal_nan=equal_nan)
-
-
-def assert_almost_equal(a, b, rtol=1e-5, atol=1e-20, names=("a", "b"), equal_nan=False):
-    """Raises AssertionError unless a and b (NDArrays or array-likes) are close."""
-    a, b = _as_np(a), _as_np(b)
-    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan,
-                               err_msg="%s and %s differ" % names)
+from .context import Context, current_context  # noqa: F401
+from .ndarray import array  # noqa: F401
+from .symbol import Symbol  # noqa: F401
+from .util import use_np, getenv, setenv, get_cuda_compute_capability  # noqa: F401
+from .runtime import Features  # noqa: F401
+from ._test_compare import *  # noqa: F401,F403
+from ._test_compare import _as_np, _find_max_violation  # noqa: F401
+from ._test_checks import *  # noqa: F401,F403
+from ._test_checks import _parse_location, _parse_aux_states  # noqa: F401
+from ._test_data import *  # noqa: F401,F403
 
 
-def same(a, b):
-    """True when a and b are exactly equal."""
-    return np.array_equal(_as_np(a), _as_np(b))
+# ---- environment and process ------------------------------------------------------
+
+@contextmanager
+def environment(*args):
+    """Sets environment variables for the body of a ``with`` block (or of a function it
+    decorates) and restores them afterwards, also when the body raises.
+
+    ``environment(name, value)`` or ``environment({name: value, ...})``; a value of None
+    unsets the variable. The values are set in the process environment, which both
+    Python and oxnet's core read (checked through ``mx.util.getenv``)."""
+    if len(args) == 1 and isinstance(args[0], dict):
+        wanted = dict(args[0])
+    elif len(args) == 2:
+        wanted = {args[0]: args[1]}
+    else:
+        raise ValueError("environment() expects one dict, or a name and a value; got %d "
+                         "arguments" % len(args))
+    before = {k: os.environ.get(k) for k in wanted}
+
+    def apply(values):
+        for k, v in values.items():
+            setenv(k, v)
+            if getenv(k) != v:
+                raise RuntimeError("Could not set env var {}={} for the core".format(k, v))
+
+    apply(wanted)
+    try:
+        yield
+    finally:
+        mx.nd.waitall()   # work queued under the changed settings finishes under them
+        apply(before)
 
 
-def rand_ndarray(shape, dtype="float32", ctx=None):
-    from . import ndarray as nd
-    return nd.array(np.random.uniform(-1, 1, size=shape), ctx=ctx, dtype=dtype)
+@contextmanager
+def discard_stderr():
+    """Sends whatever is written to file descriptor 2 (Python's or the core's) to
+    /dev/null inside the block."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def retry(n):
+    """Decorator: reruns a test up to ``n`` times while it fails with AssertionError (for
+    checks of random behaviour); the last failure propagates."""
+    if n <= 0:
+        raise ValueError("retry(n) needs n > 0, got %r" % (n,))
+
+    def decorate(f):
+        import functools
+
+        @functools.wraps(f)
+        def wrapper(*args, **kwargs):
+            for attempt in range(n):
+                try:
+                    return f(*args, **kwargs)
+                except AssertionError:
+                    if attempt == n - 1:
+                        raise
+        return wrapper
+    return decorate
+
+
+def assert_exception(f, exception_type, *args, **kwargs):
+    """Asserts that ``f(*args, **kwargs)`` raises ``exception_type``."""
+    try:
+        f(*args, **kwargs)
+    except exception_type:
+        return
+    raise AssertionError("%s did not raise %s" % (getattr(f, "__name__", f),
+                                                  exception_type.__name__))
+
+
+def list_gpus():
+    """The ids of the CUDA devices this process can use, as a range."""
+    return range(mx.context.num_gpus())
+
+
+def is_cd_run():
+    """Whether this runs inside MXNet's continuous-delivery pipeline (``CD_JOB=1``)."""
+    return os.environ.get("CD_JOB", 0) == "1"
+
+
+def is_aarch64_run():
+    """Whether this runs on a 64-bit ARM machine."""
+    return platform.machine() == "aarch64"
+
+
+def is_op_runnable():
+    """Whether TVM-generated operators can run here: oxnet has none, so only when the
+    build reports TVM_OP (never in this build)."""
+    return Features().is_enabled("TVM_OP")
+
+
+def has_tvm_ops():
+    """Whether the build has TVM-generated operators."""
+    return Features().is_enabled("TVM_OP")
+
+
+# ---- random data --------------------------------------------------------------------
+
+def random_arrays(*shapes):
+    """Standard-normal float32 NumPy arrays of the given shapes (one array for one shape)."""
+    arrays = [np.array(np.random.randn(), dtype=default_dtype()) if len(s) == 0
+              else np.random.randn(*s).astype(default_dtype()) for s in shapes]
+    return arrays[0] if len(arrays) == 1 else arrays
+
+
+def random_uniform_arrays(*shapes, **kwargs):
+    """Uniform NumPy arrays (``low`` 0, ``high`` 1, ``dtype`` float32 by default), one
+    per shape, as a list."""
+    low = kwargs.pop("low", 0.0)
+    high = kwargs.pop("high", 1.0)
+    dtype = kwargs.pop("dtype", default_dtype())
+    if kwargs:
+        raise TypeError("Got unexpected argument/s : " + str(kwargs.keys()))
+    return [np.random.uniform(low, high, size=s).astype(dtype) for s in shapes]
+
+
+def random_sample(population, k):
+    """``k`` elements of ``population`` in random order (without replacement)."""
+    assert 0 <= k <= len(population), "random_sample: k=%d for %d elements" % (k, len(population))
+    pool = population[:]
+    np.random.shuffle(pool)
+    return pool[0:k]
 
 
 def rand_shape_2d(dim0=10, dim1=10, allow_zero_size=False):
-    """A random 2-D shape with dims in [1, dim0] x [1, dim1] (0 allowed if asked)."""
+    """A random 2-D shape with dims in [1, dim0] x [1, dim1] (from 0 if allowed)."""
     low = 0 if allow_zero_size else 1
-    return np.random.randint(low, dim0 + 1), np.random.randint(low, dim1 + 1)
+    return rnd.randint(low, dim0 + 1), rnd.randint(low, dim1 + 1)
 
 
 def rand_shape_3d(dim0=10, dim1=10, dim2=10, allow_zero_size=False):
     """A random 3-D shape with dims up to dim0, dim1, dim2."""
     low = 0 if allow_zero_size else 1
-    return (np.random.randint(low, dim0 + 1), np.random.randint(low, dim1 + 1),
-            np.random.randint(low, dim2 + 1))
+    return rnd.randint(low, dim0 + 1), rnd.randint(low, dim1 + 1), rnd.randint(low, dim2 + 1)
 
 
 def rand_shape_nd(num_dim, dim=10, allow_zero_size=False):
     """A random shape of ``num_dim`` dims, each in [1, dim] (or [0, dim])."""
     low = 0 if allow_zero_size else 1
-    return tuple(np.random.randint(low, dim + 1, size=num_dim))
+    return tuple(rnd.randint(low, dim + 1, size=num_dim))
 
 
-def random_arrays(*shapes):
-    """Standard-normal float32 NumPy arrays of the given shapes (one array for one shape)."""
-    arrays = [np.array(np.random.randn(), dtype=np.float32) if len(s) == 0
-              else np.random.randn(*s).astype(np.float32) for s in shapes]
-    return arrays[0] if len(arrays) == 1 else arrays
+def rand_coord_2d(x_low, x_high, y_low, y_high):
+    """A random point with integer coordinates in [x_low, x_high) x [y_low, y_high)."""
+    return rnd.randint(x_low, x_high), rnd.randint(y_low, y_high)
 
 
-def numeric_grad(f, location, eps=1e-4, head_grads=None, dtype=np.float64):
-    """Gradients by central differences.
-
-    ``f`` maps a list of NumPy arrays (``location``) to a list of NumPy outputs; the
-    result is, for each array of ``location``, the gradient of
-    ``sum_k sum(outputs[k] * head_grads[k])`` (head_grads default to ones) with
-    respect to it, in ``dtype``. This is the core that the NDArray and Symbol forms
-    of ``check_numeric_gradient`` share."""
-    location = [np.array(x, dtype=dtype) for x in location]
-    outs = [np.asarray(o, dtype=dtype) for o in f([x.copy() for x in location])]
-    if head_grads is None:
-        head_grads = [np.ones_like(o) for o in outs]
-    head_grads = [np.asarray(h, dtype=dtype) for h in head_grads]
-
-    def loss(loc):
-        return sum(float(np.sum(np.asarray(o, dtype=dtype) * h))
-                   for o, h in zip(f(loc), head_grads))
-
-    grads = []
-    for i, x in enumerate(location):
-        g = np.zeros_like(x)
-        flat = g.reshape(-1)
-        for j in range(x.size):
-            loc = [y.copy() for y in location]
-            loc[i].reshape(-1)[j] += eps
-            fp = loss(loc)
-            loc[i].reshape(-1)[j] -= 2 * eps
-            fm = loss(loc)
-            flat[j] = (fp - fm) / (2 * eps)
-        grads.append(g)
-    return grads
+_SPARSE_MSG = ("storage type %r is not supported yet: oxnet has dense NDArrays only "
+               "(row_sparse and csr belong to the sparse-storage issue)")
 
 
-def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rtol=None,
-                           atol=None, grad_nodes=None, use_forward_train=True, ctx=None,
-                           grad_stype_dict=None, dtype=np.float64, head_grads=None):
-    """Checks the gradients autograd computes for ``sym`` against central differences.
-
-    ``sym`` is a function of NDArrays returning an NDArray or a list of NDArrays;
-    ``location`` a list (or dict, passed as keyword arguments) of array-likes.
-    ``grad_nodes`` (indices or names) restricts which inputs are checked. Random
-    head gradients are used unless ``head_grads`` is given."""
-    from . import autograd
-    from . import ndarray as nd
-    from .symbol import Symbol
-    if isinstance(sym, Symbol):
-        return _check_numeric_gradient_symbol(sym, location, aux_states, numeric_eps, rtol, atol,
-                                              grad_nodes, use_forward_train, ctx, dtype)
-    if not callable(sym):
-        raise TypeError("check_numeric_gradient: expected a function of NDArrays, got %s"
-                        % type(sym).__name__)
-    if aux_states is not None:
-        raise ValueError("check_numeric_gradient: aux_states apply to symbols only")
-    names = list(location.keys()) if isinstance(location, dict) else None
-    values = list(location.values()) if isinstance(location, dict) else list(location)
-    values = [np.array(_as_np(v), dtype=dtype) for v in values]
-    ctx = ctx or default_context()
-    numeric_eps = numeric_eps or (1e-6 if np.dtype(dtype) == np.float64 else 1e-3)
-    rtol = rtol or (1e-4 if np.dtype(dtype) == np.float64 else 1e-2)
-    atol = atol if atol is not None else rtol
-
-    def call(arrays):
-        if names is None:
-            out = sym(*arrays)
-        else:
-            out = sym(**dict(zip(names, arrays)))
-        return [out] if isinstance(out, nd.NDArray) else list(out)
-
-    def forward_np(loc):
-        with autograd.pause(train_mode=use_forward_train):
-            return [o.asnumpy() for o in call([nd.array(x, ctx=ctx, dtype=dtype) for x in loc])]
-
-    outs = forward_np(values)
-    if head_grads is None:
-        head_grads = [np.random.normal(size=o.shape).astype(dtype) for o in outs]
-    checked = range(len(values))
-    if grad_nodes is not None:
-        checked = [names.index(n) if isinstance(n, str) else n for n in grad_nodes]
-    arrays = [nd.array(x, ctx=ctx, dtype=dtype) for x in values]
-    for i in checked:
-        arrays[i].attach_grad()
-    with autograd.record(train_mode=use_forward_train):
-        ys = call(arrays)
-    autograd.backward(ys, [nd.array(h, ctx=ctx, dtype=dtype) for h in head_grads],
-                      train_mode=use_forward_train)
-    numeric = numeric_grad(forward_np, values, eps=numeric_eps, head_grads=head_grads, dtype=dtype)
-    for i in checked:
-        label = names[i] if names else "input %d" % i
-        assert_almost_equal(arrays[i].grad.asnumpy(), numeric[i], rtol=rtol, atol=atol,
-                            names=("autograd gradient of %s" % label, "numeric gradient"))
+def rand_ndarray(shape, stype="default", density=None, dtype=None, modifier_func=None,
+                 shuffle_csr_indices=False, distribution=None, ctx=None):
+    """A random NDArray of ``shape``: standard-normal values for dense storage, cast to
+    ``dtype`` (float32 by default), on ``ctx``. Sparse storage types raise
+    NotImplementedError until sparse storage exists."""
+    if stype != "default":
+        raise NotImplementedError(_SPARSE_MSG % (stype,))
+    dtype = default_dtype() if dtype is None else dtype
+    return mx.nd.array(random_arrays(shape), dtype=dtype, ctx=ctx)
 
 
-__all__ = ["check_symbolic_forward", "check_symbolic_backward", "default_context", "set_default_context", "almost_equal", "assert_almost_equal",
-           "same", "rand_ndarray", "rand_shape_2d", "rand_shape_3d", "rand_shape_nd",
-           "random_arrays", "numeric_grad", "check_numeric_gradient", "get_mnist"]
+def rand_sparse_ndarray(shape, stype, density=None, dtype=None, distribution=None,
+                        data_init=None, rsp_indices=None, modifier_func=None,
+                        shuffle_csr_indices=False, ctx=None):
+    """A random sparse NDArray and its parts (MXNet's signature); sparse storage is not
+    built yet, so every storage type raises NotImplementedError."""
+    raise NotImplementedError(_SPARSE_MSG % (stype,))
 
 
-def get_mnist(path=None):
-    """Loads MNIST from the four standard IDX files (``train-images-idx3-ubyte.gz``,
-    ``train-labels-idx1-ubyte.gz``, ``t10k-images-idx3-ubyte.gz``,
-    ``t10k-labels-idx1-ubyte.gz``).
-
-    They are looked for in ``path`` when given, else in the folder named by the
-    environment variable ``OXNET_MNIST_DIR``, else in the working directory (where
-    MXNet's ``get_mnist`` finds them). Nothing is downloaded: missing files raise an
-    ``MXNetError`` (also a ``FileNotFoundError``) naming them.
-
-    Returns
-    -------
-    dict
-        ``train_data`` (N, 1, 28, 28) float32 in [0, 1], ``train_label`` (N,) int8,
-        ``test_data``, ``test_label``.
-    """
-    import os
-    from ._idx import MNIST_FILES, find_files, read_idx
-    dirs = [path] if path is not None else [os.environ.get("OXNET_MNIST_DIR"), "."]
-    d = find_files(MNIST_FILES, dirs, "get_mnist", "OXNET_MNIST_DIR")
-
-    def images(name):
-        img = read_idx(os.path.join(d, name))
-        return img.reshape(img.shape[0], 1, 28, 28).astype(np.float32) / 255
-
-    def labels(name):
-        return read_idx(os.path.join(d, name)).view(np.int8)
-
-    return {"train_data": images(MNIST_FILES[0]), "train_label": labels(MNIST_FILES[1]),
-            "test_data": images(MNIST_FILES[2]), "test_label": labels(MNIST_FILES[3])}
+def create_sparse_array(shape, stype, data_init=None, rsp_indices=None, dtype=None,
+                        modifier_func=None, density=.5, shuffle_csr_indices=False):
+    """A sparse array (MXNet's signature); raises NotImplementedError until sparse
+    storage exists."""
+    raise NotImplementedError(_SPARSE_MSG % (stype,))
 
 
+def create_sparse_array_zd(shape, stype, density, data_init=None, rsp_indices=None,
+                           dtype=None, modifier_func=None, shuffle_csr_indices=False):
+    """A sparse array possibly with zero density (MXNet's signature); raises
+    NotImplementedError until sparse storage exists."""
+    raise NotImplementedError(_SPARSE_MSG % (stype,))
 
-# ---- symbols ---------------------------------------------------------------------
 
-def _sym_location(sym, location, dtype=None):
-    """``location`` (list in list_arguments order, or dict) as a name → NumPy dict."""
-    names = sym.list_arguments()
-    if isinstance(location, dict):
-        missing = [n for n in names if n not in location]
-        if missing:
-            raise ValueError("location is missing arguments %s" % missing)
-        loc = {k: _as_np(location[k]) for k in names}
+def shuffle_csr_column_indices(csr):
+    """Shuffles the column indices inside each row of ``csr`` (anything with ``indptr``
+    and ``indices``, such as a SciPy CSR matrix) in place: valid CSR does not need
+    sorted indices, and this exercises code paths that must not assume it."""
+    indptr = np.asarray(_as_np(csr.indptr))
+    for row in range(len(indptr) - 1):
+        start, end = int(indptr[row]), int(indptr[row + 1])
+        part = np.array(_as_np(csr.indices[start:end]))
+        np.random.shuffle(part)
+        csr.indices[start:end] = part
+
+
+def create_vector(size, dtype=np.int64):
+    """``arange(size)`` as an NDArray of ``dtype`` (for large-tensor tests)."""
+    return mx.nd.arange(0, size, dtype=dtype)
+
+
+def create_2d_tensor(rows, columns, dtype=np.int64):
+    """A (rows, columns) NDArray whose row i holds the value i."""
+    a = mx.nd.arange(0, rows, dtype=dtype).reshape(rows, 1)
+    return mx.nd.broadcast_to(a, shape=(a.shape[0], columns))
+
+
+def assign_each(the_input, function):
+    """``function`` applied to each element of the NumPy array ``the_input`` (None: a
+    copy)."""
+    if function is None:
+        return np.array(the_input)
+    return np.vectorize(function)(the_input)
+
+
+def assign_each2(input1, input2, function):
+    """``function`` applied element-wise to two same-shape NumPy arrays (None: a copy of
+    the first)."""
+    if function is None:
+        return np.array(input1)
+    return np.vectorize(function)(input1, input2)
+
+
+def same_array(array1, array2):
+    """Whether two NDArrays share their memory (a change to one shows in the other).
+    Both are left as they were."""
+    array1[:] += 1
+    if not same(array1.asnumpy(), array2.asnumpy()):
+        array1[:] -= 1
+        return False
+    array1[:] -= 1
+    return same(array1.asnumpy(), array2.asnumpy())
+
+
+def np_reduce(dat, axis, keepdims, numpy_reduce_func):
+    """Reduces the NumPy array ``dat`` with ``numpy_reduce_func`` over ``axis`` (an int,
+    a tuple/list, or None for all), one axis at a time from the last, keeping reduced
+    axes as size 1 when ``keepdims``."""
+    if isinstance(axis, int):
+        axis = [axis]
     else:
-        if len(location) != len(names):
-            raise ValueError("location has %d arrays, the symbol has %d arguments %s"
-                             % (len(location), len(names), names))
-        loc = {k: _as_np(v) for k, v in zip(names, location)}
-    if dtype is not None:
-        loc = {k: np.asarray(v, dtype=dtype) for k, v in loc.items()}
-    return loc
+        axis = list(axis) if axis is not None else range(len(dat.shape))
+    ret = dat
+    for i in reversed(sorted(axis)):
+        ret = numpy_reduce_func(ret, axis=i)
+    if keepdims:
+        shape = list(dat.shape)
+        for i in axis:
+            shape[i] = 1
+        ret = ret.reshape(tuple(shape))
+    return ret
 
 
-def _sym_aux(sym, aux_states, dtype=None):
-    names = sym.list_auxiliary_states()
-    if aux_states is None:
-        return None
-    if isinstance(aux_states, dict):
-        return {k: np.asarray(_as_np(aux_states[k]), dtype=dtype) for k in names}
-    return {k: np.asarray(_as_np(v), dtype=dtype) for k, v in zip(names, aux_states)}
+def collapse_sum_like(a, shape):
+    """Sums the NumPy array ``a`` down to ``shape`` (the reverse of broadcasting ``shape``
+    to ``a.shape``): what a broadcast input's gradient is."""
+    assert len(a.shape) >= len(shape), "collapse_sum_like: %s is not broadcastable to %s" \
+        % (shape, a.shape)
+    if np.prod(shape) == 0 or a.size == 0:
+        return np.zeros(shape, dtype=a.dtype)
+    lead = len(a.shape) - len(shape)
+    axes = list(range(lead))
+    for i, (da, ds) in enumerate(zip(a.shape[lead:], shape)):
+        if da != ds:
+            assert ds == 1, "collapse_sum_like: dim %d of %s is not 1" % (i, shape)
+            axes.append(lead + i)
+    return np.sum(a, axis=tuple(axes)).reshape(shape)
 
 
-def _bind_sym(sym, loc, aux, ctx, grad_req="null"):
-    from . import ndarray as nd
-    args = {k: nd.array(v, ctx=ctx, dtype=v.dtype) for k, v in loc.items()}
-    grads = None
-    if grad_req != "null" and not (isinstance(grad_req, dict) and
-                                   all(r == "null" for r in grad_req.values())):
-        grads = {k: nd.zeros(v.shape, ctx=ctx, dtype=v.dtype) for k, v in loc.items()}
-    auxs = None
-    if sym.list_auxiliary_states():
-        if aux is None:
-            _, _, aux_shapes = sym.infer_shape(**{k: v.shape for k, v in loc.items()})
-            aux = {k: np.zeros(s, np.float32)
-                   for k, s in zip(sym.list_auxiliary_states(), aux_shapes)}
-        auxs = {k: nd.array(v, ctx=ctx, dtype=v.dtype) for k, v in aux.items()}
-    return sym.bind(ctx, args, args_grad=grads, grad_req=grad_req, aux_states=auxs)
+def get_identity_mat(size):
+    """The ``size`` x ``size`` identity as a float NumPy array."""
+    return np.eye(size)
 
 
-def check_symbolic_forward(sym, location, expected, rtol=1E-4, atol=None, aux_states=None,
-                           ctx=None, equal_nan=False, dtype=np.float32):
-    """Binds ``sym`` to ``location``, runs forward, compares the outputs with
-    ``expected`` (a list, or a dict by output name). Returns the outputs as NumPy."""
-    ctx = ctx or default_context()
-    loc = _sym_location(sym, location, dtype)
-    ex = _bind_sym(sym, loc, _sym_aux(sym, aux_states, dtype), ctx)
-    outputs = [o.asnumpy() for o in ex.forward(is_train=False)]
-    if isinstance(expected, dict):
-        expected = [expected[k] for k in sym.list_outputs()]
-    for name, out, exp in zip(sym.list_outputs(), outputs, expected):
-        assert_almost_equal(out, exp, rtol=rtol, atol=atol if atol is not None else 1e-20,
-                            names=("output %s" % name, "expected"), equal_nan=equal_nan)
-    return outputs
+def get_identity_mat_batch(size):
+    """A batch of two ``size`` x ``size`` identities."""
+    return np.array([np.eye(size), np.eye(size)])
 
 
-def check_symbolic_backward(sym, location, out_grads, expected, rtol=1e-5, atol=None,
-                            aux_states=None, grad_req="write", ctx=None, grad_stypes=None,
-                            equal_nan=False, dtype=np.float32):
-    """Binds ``sym``, runs forward (training) and backward with ``out_grads``,
-    compares the arguments' gradients with ``expected`` (list or dict by name).
-    With grad_req='add' the gradient arrays start from random values, as in MXNet.
-    Returns the gradients as a dict of NumPy arrays."""
-    from . import ndarray as nd
-    ctx = ctx or default_context()
-    loc = _sym_location(sym, location, dtype)
-    names = sym.list_arguments()
-    if isinstance(expected, (list, tuple)):
-        expected = dict(zip(names, expected))
-    reqs = grad_req if isinstance(grad_req, dict) else {k: grad_req for k in names}
-    ex = _bind_sym(sym, loc, _sym_aux(sym, aux_states, dtype), ctx, reqs)
-    initial = {}
-    for k, g in ex.grad_dict.items():
-        if reqs.get(k) == "add":
-            initial[k] = np.random.normal(size=g.shape).astype(g.dtype)
-            g[:] = initial[k]
-    ex.forward(is_train=True)
-    if out_grads is not None:
-        if isinstance(out_grads, dict):
-            out_grads = [out_grads[k] for k in sym.list_outputs()]
-        out_grads = [nd.array(_as_np(g), ctx=ctx, dtype=dtype) for g in out_grads]
-    ex.backward(out_grads)
-    grads = {k: g.asnumpy() for k, g in ex.grad_dict.items()}
-    for k, exp in expected.items():
-        if reqs.get(k, "null") == "null":
-            continue
-        want = np.asarray(exp) + initial.get(k, 0)
-        assert_almost_equal(grads[k], want, rtol=rtol, atol=atol if atol is not None else 1e-20,
-                            names=("gradient of %s" % k, "expected"), equal_nan=equal_nan)
-    return grads
+# ---- random matrices with known eigenvalues ---------------------------------------
+
+def new_orthonormal_matrix_2d(n):
+    """A random ``n`` x ``n`` orthonormal matrix (from a QR decomposition)."""
+    q, _ = np.linalg.qr(np.random.uniform(-10, 10, (n, n)))
+    return q
 
 
-def _check_numeric_gradient_symbol(sym, location, aux_states, numeric_eps, rtol, atol, grad_nodes,
-                                   use_forward_train, ctx, dtype):
-    """Executor gradients of sum(outputs * random head grads) against central differences."""
-    from . import ndarray as nd
-    ctx = ctx or default_context()
-    dtype = np.float64 if dtype is None else dtype
-    numeric_eps = numeric_eps or (1e-6 if np.dtype(dtype) == np.float64 else 1e-3)
-    rtol = rtol or (1e-4 if np.dtype(dtype) == np.float64 else 1e-2)
-    atol = atol if atol is not None else rtol
-    loc = _sym_location(sym, location, dtype)
-    aux = _sym_aux(sym, aux_states, dtype)
-    names = sym.list_arguments()
-    if grad_nodes is None:
-        grad_nodes = names
-    elif isinstance(grad_nodes, dict):
-        grad_nodes = list(grad_nodes)
-    reqs = {k: ("write" if k in grad_nodes else "null") for k in names}
-    ex = _bind_sym(sym, loc, aux, ctx, reqs)
-    outs = ex.forward(is_train=use_forward_train)
-    heads = [np.random.normal(size=o.shape).astype(dtype) for o in outs]
-    ex.backward([nd.array(h, ctx=ctx, dtype=dtype) for h in heads])
-    analytic = {k: ex.grad_dict[k].asnumpy() for k in grad_nodes}
-    probe = _bind_sym(sym, loc, aux, ctx)
+def new_matrix_with_real_eigvals_2d(n):
+    """A random ``n`` x ``n`` matrix with real eigenvalues: ``P D P^-1`` with a random
+    orthonormal P and real diagonal D."""
+    shape = (n, n)
+    q = new_orthonormal_matrix_2d(n)
+    d = np.diag(np.random.uniform(-1.0, 1.0, n)) if n else np.zeros(shape)
+    return q @ d @ q.T
 
-    def value():
-        return sum(float(np.sum(o.asnumpy().astype(np.float64) * h))
-                   for o, h in zip(probe.forward(is_train=use_forward_train), heads))
 
-    for k in grad_nodes:
-        x = loc[k].copy()
-        num = np.zeros(x.shape, np.float64)
-        flat = x.reshape(-1)
-        for i in range(flat.size):
-            old = flat[i]
-            flat[i] = old + numeric_eps
-            probe.arg_dict[k][:] = x
-            up = value()
-            flat[i] = old - numeric_eps
-            probe.arg_dict[k][:] = x
-            down = value()
-            flat[i] = old
-            num.reshape(-1)[i] = (up - down) / (2 * numeric_eps)
-        probe.arg_dict[k][:] = x
-        assert_almost_equal(analytic[k], num, rtol=rtol, atol=atol,
-                            names=("executor gradient of %s" % k, "numeric gradient"))
+def new_matrix_with_real_eigvals_nd(shape):
+    """A batch (``shape[:-2]``) of square matrices with real eigenvalues."""
+    n = int(np.prod(shape[:-2]))
+    mats = [new_matrix_with_real_eigvals_2d(shape[-1]) for _ in range(n)]
+    return np.array(mats).reshape(shape)
+
+
+def new_sym_matrix_with_real_eigvals_2d(n):
+    """A random symmetric ``n`` x ``n`` matrix (real eigenvalues)."""
+    a = new_matrix_with_real_eigvals_2d(n)
+    return (a + a.T) / 2
+
+
+def new_sym_matrix_with_real_eigvals_nd(shape):
+    """A batch (``shape[:-2]``) of random symmetric matrices."""
+    n = int(np.prod(shape[:-2]))
+    mats = [new_sym_matrix_with_real_eigvals_2d(shape[-1]) for _ in range(n)]
+    return np.array(mats).reshape(shape)
+
+
+# ---- statistical checks of random generators --------------------------------------
+
+def gen_buckets_probs_with_ppf(ppf, nbuckets):
+    """``nbuckets`` equal-probability buckets ``[(ppf(i/n), ppf((i+1)/n)), ...]`` of a
+    distribution given by its percent-point function, and their probabilities."""
+    edges = [ppf(i / float(nbuckets)) for i in range(nbuckets + 1)]
+    buckets = [(edges[i], edges[i + 1]) for i in range(nbuckets)]
+    probs = [1.0 / nbuckets for _ in range(nbuckets)]
+    return buckets, probs
+
+
+def mean_check(generator, mu, sigma, nsamples=1000000):
+    """Whether the mean of ``generator(nsamples)`` lies within 3 standard errors of ``mu``."""
+    samples = np.array(generator(nsamples))
+    bound = 3 * sigma / np.sqrt(nsamples)
+    return bool(mu - bound < samples.mean() < mu + bound)
+
+
+def var_check(generator, sigma, nsamples=1000000):
+    """Whether the sample variance of ``generator(nsamples)`` lies within 3 standard
+    errors of ``sigma**2`` (normal approximation)."""
+    samples = np.array(generator(nsamples))
+    var = samples.var(ddof=1)
+    bound = 3 * np.sqrt(2 * sigma ** 4 / (nsamples - 1))
+    return bool(sigma ** 2 - bound < var < sigma ** 2 + bound)
+
+
+def chi_square_check(generator, buckets, probs, nsamples=1000000):
+    """Pearson's chi-square test of ``generator(nsamples)`` against bucket
+    probabilities. ``buckets`` are (low, high) pairs for a continuous distribution
+    (ordered, disjoint) or the values of a discrete one. Returns
+    ``(p_value, observed_counts, expected_counts)``."""
+    if ss is None:
+        raise ImportError("chi_square_check needs scipy")
+    samples = np.asarray(generator(nsamples))
+    assert len(probs) == len(buckets), "one probability per bucket"
+    expected = (nsamples * np.array(probs, dtype=np.float32)).astype(np.int32)
+    observed = np.zeros(len(buckets), dtype=np.int64)
+    if isinstance(buckets[0], (list, tuple)):
+        edges = np.zeros(2 * len(buckets), dtype=np.float32)
+        for i, (lo, hi) in enumerate(buckets):
+            assert lo <= hi, "bucket %d: low %r > high %r" % (i, lo, hi)
+            if i + 1 < len(buckets):
+                assert hi <= buckets[i + 1][0], "buckets %d and %d overlap" % (i, i + 1)
+            edges[2 * i], edges[2 * i + 1] = lo, hi
+        ids = np.searchsorted(edges, samples, side="right") // 2
+        for i in range(len(buckets)):
+            observed[i] = (ids == i).sum()
+    else:
+        for i, value in enumerate(buckets):
+            observed[i] = (samples == value).sum()
+    _, p = ss.chisquare(f_obs=observed, f_exp=expected)
+    return p, observed, expected
+
+
+def verify_generator(generator, buckets, probs, nsamples=1000000, nrepeat=5,
+                     success_rate=0.2, alpha=0.05):
+    """Runs :func:`chi_square_check` ``nrepeat`` times; raises AssertionError unless at
+    least ``nrepeat * success_rate`` runs have p > ``alpha``. Returns the p-values."""
+    results = [chi_square_check(generator, buckets, probs, nsamples) for _ in range(nrepeat)]
+    pvals = [r[0] for r in results]
+    if (np.array(pvals) > alpha).sum() < nrepeat * success_rate:
+        raise AssertionError("Generator test fails, Chi-square p=%s, obs_freq=%s, "
+                             "expected_freq=%s.\nbuckets=%s, probs=%s"
+                             % (str(pvals), str([r[1] for r in results]),
+                                str([r[2] for r in results]), str(buckets), str(probs)))
+    return pvals
