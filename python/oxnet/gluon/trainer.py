@@ -224,6 +224,17 @@ class Trainer:
                         % (param.name, str(data.context)))
 
     def _update(self, ignore_stale_grad=False):
+        scaler = getattr(self, "_amp_loss_scaler", None)
+        if scaler is not None:
+            # contrib.amp: a step whose gradients overflowed is skipped
+            overflow = scaler.has_overflow(self._params)
+            scaler.update_scale(overflow)
+            if overflow:
+                for param in self._params:
+                    if param._data is not None:
+                        for arr in param.list_data():
+                            arr._fresh_grad = False
+                return
         for i, param in enumerate(self._params):
             if param.grad_req == "null" or param._data is None:
                 continue
