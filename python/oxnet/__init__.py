@@ -27,6 +27,7 @@ from . import symbol
 from . import symbol as sym
 from . import executor
 from . import monitor
+from . import monitor as mon
 from . import visualization
 from . import visualization as viz
 from . import test_utils

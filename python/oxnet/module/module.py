@@ -522,7 +522,7 @@ class Module(BaseModule):
                               for d, s in zip(self._data_shapes, new_shapes)]
             if getattr(data_batch, "provide_label", None):
                 new_lshape = data_batch.provide_label
-            elif data_batch.label and self._label_shapes:
+            elif getattr(data_batch, "label", None) and self._label_shapes:
                 new_lshape = [DataDesc(d.name, a.shape, d.dtype, d.layout)
                               for d, a in zip(self._label_shapes, data_batch.label)]
             else:
@@ -530,7 +530,7 @@ class Module(BaseModule):
             self.reshape(new_dshape, new_lshape)
         arg_dicts = [e.arg_dict for e in self._execs]
         self._load(data_batch.data, self._data_shapes, arg_dicts)
-        if data_batch.label and self._label_shapes:
+        if getattr(data_batch, "label", None) and self._label_shapes:
             self._load(data_batch.label, self._label_shapes, arg_dicts)
         for exe in self._execs:
             exe.forward(is_train=is_train)
