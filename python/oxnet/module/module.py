@@ -104,6 +104,9 @@ class Module(BaseModule):
         self._param_names = [a for a in symbol.list_arguments() if a not in inputs]
         self._aux_names = symbol.list_auxiliary_states()
         self._output_names = symbol.list_outputs()
+        # the batch axis of each output, from its '__layout__' attribute (N: axis 0)
+        self._output_axes = [max(DataDesc.get_batch_axis(symbol[i].attr("__layout__")), 0)
+                             for i in range(len(self._output_names))]
 
         self._arg_params = None
         self._aux_params = None
@@ -545,8 +548,9 @@ class Module(BaseModule):
         for exe, sl in zip(self._execs, self._slices):
             grads = None
             if out_grads is not None:
-                grads = [_take(g, sl, 0, whole) for g in
-                         (out_grads if isinstance(out_grads, (list, tuple)) else [out_grads])]
+                grads = [_take(g, sl, axis, whole) for g, axis in
+                         zip(out_grads if isinstance(out_grads, (list, tuple)) else [out_grads],
+                             self._output_axes)]
             exe.backward(out_grads=grads)
 
     def update(self):
@@ -569,21 +573,23 @@ class Module(BaseModule):
             for exe in self._execs[1:]:
                 weight.copyto(exe.arg_dict[name])
 
-    def _merge(self, per_exec, merge_multi_context):
+    def _merge(self, per_exec, merge_multi_context, axes=None):
         """Per output, the device arrays (``[[dev0, dev1], ...]``) or, merged, one
-        array concatenated along the batch axis."""
+        array concatenated along the batch axis (``axes``: per output, default 0)."""
         by_output = [list(x) for x in zip(*per_exec)]
         if not merge_multi_context:
             return by_output
+        axes = axes or [0] * len(by_output)
         return [arrs[0] if len(arrs) == 1 else
-                nd.concat(*[a.as_in_context(arrs[0].context) for a in arrs], dim=0)
-                for arrs in by_output]
+                nd.concat(*[a.as_in_context(arrs[0].context) for a in arrs], dim=axis)
+                for arrs, axis in zip(by_output, axes)]
 
     def get_outputs(self, merge_multi_context=True):
         """The outputs of the last ``forward``."""
         _require(self.binded and self.params_initialized,
                  "get_outputs: bind the module and initialize its parameters first")
-        return self._merge([e.outputs for e in self._execs], merge_multi_context)
+        return self._merge([e.outputs for e in self._execs], merge_multi_context,
+                           self._output_axes)
 
     def get_input_grads(self, merge_multi_context=True):
         """Gradients of the data inputs (bound with ``inputs_need_grad=True``)."""
