@@ -357,6 +357,12 @@ class Parameter:
                 raise ParameterError("Parameter '%s' has not been initialized" % self.name)
             self._deferred_init = self._deferred_init[:3] + (data,)
             return
+        # a store that runs the optimizer holds its own copy: drop it (re-initialized
+        # from the new value at the next step)
+        trainer = self._trainer() if self._trainer else None
+        if trainer is not None and trainer._kv_initialized and trainer._update_on_kvstore \
+                and self not in trainer._params_to_init:
+            trainer._reset_kvstore()
         for arr in self._check_and_get(self._data, list):
             arr[:] = data
 

@@ -7,6 +7,7 @@ KVStore (``kvstore='device'``/``'local'`` or a ``KVStore``); with
 ``update_on_kvstore=True`` the store runs the optimizer and devices pull the weights.
 """
 
+import os
 from ..base import MXNetError
 from .parameter import Parameter, ParameterDict
 
@@ -102,6 +103,9 @@ class Trainer:
             if self._compression_params:
                 kv.set_gradient_compression(self._compression_params)
             self._kvstore = kv
+            if update_on_kv is None:
+                # MXNet's default: update on the store unless MXNET_UPDATE_ON_KVSTORE=0
+                update_on_kv = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
             self._update_on_kvstore = bool(update_on_kv)
             if self._update_on_kvstore:
                 kv.set_optimizer(self._optimizer)
@@ -130,8 +134,11 @@ class Trainer:
         self._params_to_init = left
 
     def _reset_kvstore(self):
+        if self._kvstore is not None and "dist" in self._kvstore.type:
+            raise RuntimeError("Cannot reset distributed KVStore.")
         self._kv_initialized = False
         self._kvstore = None
+        self._update_on_kvstore = None
         self._params_to_init = list(self._params)
 
     @property
@@ -168,9 +175,10 @@ class Trainer:
         gradient clipping)."""
         self._prepare()
         if self._kvstore is not None and self._update_on_kvstore:
-            raise MXNetError("allreduce_grads() when parameters are updated on kvstore is not "
-                             "supported. Try setting `update_on_kvstore` to False when creating "
-                             "trainer.")
+            # an AssertionError, as MXNet raises
+            raise AssertionError("allreduce_grads() when parameters are updated on kvstore is not "
+                                 "supported. Try setting `update_on_kvstore` to False when "
+                                 "creating trainer.")
         self._allreduce_grads()
 
     def _allreduce_grads(self):
@@ -191,9 +199,10 @@ class Trainer:
         """Applies the optimizer to the (already combined) gradients."""
         self._prepare()
         if self._kvstore is not None and self._update_on_kvstore:
-            raise MXNetError("update() when parameters are updated on kvstore is not "
-                             "supported. Try setting `update_on_kvstore` to False when creating "
-                             "trainer.")
+            # an AssertionError, as MXNet raises
+            raise AssertionError("update() when parameters are updated on kvstore is not "
+                                 "supported. Try setting `update_on_kvstore` to False when "
+                                 "creating trainer.")
         self._optimizer.rescale_grad = self._scale / batch_size
         self._check_fresh(ignore_stale_grad)
         self._update(ignore_stale_grad)
@@ -238,8 +247,11 @@ class Trainer:
         for i, param in enumerate(self._params):
             if param.grad_req == "null" or param._data is None:
                 continue
-            for upd, arr, grad in zip(self._updaters, param.list_data(), param.list_grad()):
+            for dev, (upd, arr, grad) in enumerate(zip(self._updaters, param.list_data(),
+                                                        param.list_grad())):
                 if not self._update_on_kvstore and (not ignore_stale_grad or arr._fresh_grad):
+                    # update counts (lr schedules) are kept per device, as in MXNet
+                    upd.optimizer._set_current_context(dev)
                     upd(i, grad, arr)
                 arr._fresh_grad = False
 
