@@ -75,6 +75,26 @@ def _regroup(args, fmt):
     return ret, args
 
 
+def _gather_type_ctx_info(args):
+    """(has Symbol, has NDArray, set of contexts, first context) over nested args."""
+    if isinstance(args, NDArray):
+        return False, True, {args.context}, args.context
+    if isinstance(args, Symbol):
+        return True, False, set(), None
+    if isinstance(args, (list, tuple)):
+        has_symbol = has_ndarray = False
+        ctx_set, first_ctx = set(), None
+        for ele in args:
+            s, n, cs, fc = _gather_type_ctx_info(ele)
+            has_symbol |= s
+            has_ndarray |= n
+            ctx_set |= cs
+            if first_ctx is None:
+                first_ctx = fc
+        return has_symbol, has_ndarray, ctx_set, first_ctx
+    return False, False, set(), None
+
+
 class _BlockScope:
     """The naming scope of a Block (``with block.name_scope():``)."""
 
@@ -533,16 +553,26 @@ class HybridBlock(Block):
         """Runs ``hybrid_forward`` with ``F = mx.nd`` on the device of ``x`` (as a
         cached graph once hybridized), or with ``F = mx.sym`` when ``x`` is a Symbol;
         finishes deferred initialization on the first call."""
-        if isinstance(x, Symbol):
+        has_symbol, has_ndarray, ctx_set, first_ctx = _gather_type_ctx_info([x] + list(args))
+        if has_symbol and has_ndarray:
+            raise ValueError("In HybridBlock, we do not support mixed NDArrays and Symbols "
+                             "types for the input. Please check the type of the args.\n")
+        if not has_symbol and not has_ndarray:
+            raise ValueError("In HybridBlock, there must be one NDArray or one Symbol in the "
+                             "input. Please check the type of the args.\n")
+        if has_symbol:
             params = {k: v.var() for k, v in self._reg_params.items()}
             with self.name_scope():
                 return self.hybrid_forward(symbol, x, *args, **params)
-        if not isinstance(x, NDArray):
-            raise MXNetError("%s.forward expects an NDArray input, got %s"
-                             % (type(self).__name__, type(x).__name__))
+        ctx = first_ctx
         if self._active:
-            return self._call_cached_op(x, *args)
-        ctx = x.context
+            if len(ctx_set) > 1:
+                raise ValueError("Find multiple contexts in the input, After hybridized, the "
+                                 "HybridBlock only supports one input context. You can print "
+                                 "the ele.ctx in the input arguments to inspect their contexts. "
+                                 "Find all contexts = {}".format(ctx_set))
+            with ctx:
+                return self._call_cached_op(x, *args)
         with ctx:
             try:
                 params = {k: v.data(ctx) for k, v in self._reg_params.items()}
@@ -632,7 +662,15 @@ class HybridBlock(Block):
             self._build_cache(*args)
         flat, fmt = _flatten(args, "input")
         if fmt != self._in_format:
-            raise ValueError("Invalid input format")
+            # trailing None arguments may stand for defaults left out (or given)
+            stored = self._in_format
+            n = min(len(fmt), len(stored))
+            valid = len(fmt) != len(stored) and fmt[:n] == stored[:n] and \
+                all(f == -1 for f in (fmt[n:] or stored[n:]))
+            if not valid:
+                raise ValueError("The argument structure of HybridBlock does not match the "
+                                 "cached version. Stored format = {}, input format = {}"
+                                 .format(fmt, self._in_format))
         flat = [a for a in flat if a is not None]
         for a in flat:
             if not isinstance(a, NDArray):
