@@ -69,3 +69,10 @@ def test_blocks_in_containers_warn():
 
 def test_nn_symbolblock():
     assert nn.SymbolBlock is gluon.SymbolBlock
+
+
+def test_parameter_unknown_stype_is_assertion():
+    with pytest.raises(AssertionError, match="stype"):
+        gluon.Parameter("w", shape=(2,), stype="invalid")
+    with pytest.raises(AssertionError, match="grad_stype"):
+        gluon.Parameter("w", shape=(2,), grad_stype="invalid")

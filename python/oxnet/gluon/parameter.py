@@ -120,6 +120,12 @@ class Parameter:
         self.wd_mult = wd_mult
         self.grad_req = grad_req
         self.init = init
+        valid_stypes = ("default", "row_sparse", "csr")
+        # AssertionErrors for unknown storage types, as MXNet raises
+        assert grad_stype in valid_stypes, "grad_stype for Parameter '%s' must be one of " \
+            "'default', 'row_sparse', or 'csr', but got '%s'" % (name, grad_stype)
+        assert stype in valid_stypes, "stype for Parameter '%s' must be one of 'default', " \
+            "'row_sparse', or 'csr', but got '%s'" % (name, stype)
         if stype != "default" or grad_stype != "default":
             raise MXNetError("Parameter '%s': only stype='default' storage is supported "
                              "(got stype=%r, grad_stype=%r)" % (name, stype, grad_stype))
