@@ -37,9 +37,11 @@ def ref_sgd_mom(w, g, mom, lr, momentum=0, wd=0, rescale_grad=1, clip_gradient=-
 
 
 def ref_nag(w, g, mom, lr, momentum=0, wd=0, rescale_grad=1, clip_gradient=-1):
+    # MXNet 1.9.1's rule (checked against MXNet: w=1, g=0.5, mom=0.2, lr=0.1,
+    # momentum=0.9 gives mom=0.13, w=1.067)
     gr = clipg(rescale_grad * g, clip_gradient) + wd * w
-    mom[:] = momentum * mom + gr
-    return w - lr * (gr + momentum * mom)
+    mom[:] = momentum * mom - lr * gr
+    return w + momentum * mom - lr * gr
 
 
 def ref_adam(w, g, mean, var, lr, beta1=0.9, beta2=0.999, epsilon=1e-8, wd=0, rescale_grad=1,
@@ -182,6 +184,13 @@ def test_lamb_phase2_matches_numpy():
 
 
 @pytest.mark.parametrize("mom", [0.0, 0.9])
+def test_nag_matches_mxnet_values():
+    w, g, m = mx.nd.array([1.0]), mx.nd.array([0.5]), mx.nd.array([0.2])
+    mx.nd.nag_mom_update(w, g, m, out=w, lr=0.1, momentum=0.9, wd=0.0)
+    np.testing.assert_allclose(m.asnumpy(), [0.13], rtol=1e-6)
+    np.testing.assert_allclose(w.asnumpy(), [1.067], rtol=1e-6)
+
+
 @pytest.mark.parametrize("name", ["sgd", "nag"])
 def test_multi_precision_ops(mom, name):
     w16 = rnd(dtype=np.float16)

@@ -14,11 +14,15 @@ from .util import is_np_shape, set_np_shape, np_shape, use_np_shape
 from .util import is_np_array, np_array, use_np_array, use_np
 from . import runtime
 from . import engine
+from . import error
+from . import log
+from . import registry
 from . import context
 from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
 from . import ndarray
 from . import ndarray as nd
 from . import random
+from . import random as rnd
 from . import autograd
 from . import name
 from . import attribute

@@ -2,10 +2,10 @@
 
 import threading
 
-from .base import string_types
+from .base import string_types, classproperty, _ClassPropertyMeta
 
 
-class AttrScope:
+class AttrScope(metaclass=_ClassPropertyMeta):
     """``with mx.AttrScope(ctx_group='dev1'):`` attaches the attributes to every
     symbol created within (values must be strings)."""
 
@@ -39,6 +39,17 @@ class AttrScope:
 
     def __exit__(self, ptype, value, trace):
         AttrScope._current.value = self._old_scope
+
+    @classproperty
+    def current(cls):  # pylint: disable=no-self-argument
+        """The scope in force in this thread (settable: ``AttrScope.current = s``)."""
+        if not hasattr(cls._current, "value"):
+            cls._current.value = AttrScope()
+        return cls._current.value
+
+    @current.setter
+    def current(cls, val):  # pylint: disable=no-self-argument
+        cls._current.value = val
 
 
 def current():

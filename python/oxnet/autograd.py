@@ -6,8 +6,11 @@ the recorded ops in reverse order. This module holds the Python API: the recordi
 and training scopes, ``backward``/``grad``, ``mark_variables`` and ``Function``.
 """
 
+import traceback  # noqa: F401
+from threading import Lock  # noqa: F401
+
 from . import _core
-from .base import MXNetError
+from .base import MXNetError, string_types  # noqa: F401
 
 __all__ = ["set_recording", "set_training", "is_recording", "is_training", "record",
            "pause", "train_mode", "predict_mode", "mark_variables", "backward", "grad",
@@ -363,3 +366,10 @@ class Function(object):
         and returns as many NDArrays as forward's inputs.
         """
         raise NotImplementedError
+
+
+# Names MXNet's autograd module also exposes (``from mxnet.autograd import *`` gives them).
+from .ndarray import NDArray, array  # noqa: E402
+from .symbol import Symbol  # noqa: E402
+
+__all__ += ["NDArray", "array", "Symbol"]

@@ -1,7 +1,13 @@
 """Basic definitions shared by the package: the error type, the `_Null` sentinel
 that marks an argument the caller did not give, and the numeric type aliases."""
 
+import atexit  # noqa: F401
+import inspect  # noqa: F401
 import numbers
+import os  # noqa: F401
+import platform  # noqa: F401
+import re  # noqa: F401
+import sys  # noqa: F401
 
 import numpy as np
 
@@ -112,17 +118,46 @@ for _name, _cls in (("ValueError", ValueError), ("TypeError", TypeError),
 
 
 class _ClassPropertyDescriptor:
-    def __init__(self, fget):
+    """A property of a class: ``Cls.name`` calls the getter with the class; with a
+    setter (and ``_ClassPropertyMeta`` as metaclass) ``Cls.name = v`` calls it."""
+
+    def __init__(self, fget, fset=None):
         self.fget = fget
+        self.fset = fset
 
     def __get__(self, obj, klass=None):
         if klass is None:
             klass = type(obj)
         return self.fget.__get__(obj, klass)()
 
+    def __set__(self, obj, value):
+        if self.fset is None:
+            raise AttributeError("can't set attribute")
+        klass = obj if isinstance(obj, type) else type(obj)
+        return self.fset.__get__(obj, klass)(value)
+
+    def setter(self, func):
+        """Adds a setter (a function of the class and the value)."""
+        if not isinstance(func, (classmethod, staticmethod)):
+            func = classmethod(func)
+        self.fset = func
+        return self
+
+
+class _ClassPropertyMeta(type):
+    """Metaclass routing ``Cls.name = value`` to a class property's setter."""
+
+    def __setattr__(cls, key, value):
+        for klass in cls.__mro__:
+            prop = klass.__dict__.get(key)
+            if isinstance(prop, _ClassPropertyDescriptor):
+                return prop.__set__(cls, value)
+        return super().__setattr__(key, value)
+
 
 def classproperty(func):
-    """Decorator: a read-only property of the class (``Cls.name`` calls ``func(Cls)``)."""
+    """Decorator: a property of the class (``Cls.name`` calls ``func(Cls)``); add a
+    setter with ``@name.setter`` (the class needs ``_ClassPropertyMeta``)."""
     if not isinstance(func, (classmethod, staticmethod)):
         func = classmethod(func)
     return _ClassPropertyDescriptor(func)

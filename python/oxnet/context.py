@@ -6,7 +6,7 @@ import os
 import threading
 
 from . import _core
-
+from .base import classproperty, _ClassPropertyMeta
 
 def _find_nvrtc():
     """Points the core at NVRTC from the pip package ``nvidia-cuda-nvrtc`` (its
@@ -24,11 +24,9 @@ def _find_nvrtc():
                 os.environ["OXNET_NVRTC_LIBRARY"] = path
                 return
 
-
 _find_nvrtc()
 
-
-class Context:
+class Context(metaclass=_ClassPropertyMeta):
     """A device: ``Context('cpu', 0)``, ``Context('gpu', 1)``; usable as ``with ctx:``."""
 
     _default_ctx = threading.local()
@@ -77,6 +75,28 @@ class Context:
     def __exit__(self, ptype, value, trace):
         Context._default_ctx.value = self._old_ctx
 
+    @classproperty
+    def default_ctx(cls):  # pylint: disable=no-self-argument
+        """[Deprecated: use ``current_context()``] this thread's default context;
+        settable (``Context.default_ctx = ctx``)."""
+        import warnings
+        warnings.warn("Context.default_ctx has been deprecated. Please use "
+                      "Context.current_context() instead. Please use "
+                      "test_utils.set_default_context to set a default context",
+                      DeprecationWarning)
+        if not hasattr(Context._default_ctx, "value"):
+            Context._default_ctx.value = Context("cpu", 0)
+        return Context._default_ctx.value
+
+    @default_ctx.setter
+    def default_ctx(cls, val):  # pylint: disable=no-self-argument
+        import warnings
+        warnings.warn("Context.default_ctx has been deprecated. Please use "
+                      "Context.current_context() instead. Please use "
+                      "test_utils.set_default_context to set a default context",
+                      DeprecationWarning)
+        Context._default_ctx.value = val
+
     def empty_cache(self):
         """Releases the memory the device's pool holds for reuse."""
         if self.device_typeid != 2:
@@ -91,42 +111,34 @@ class Context:
             cls._default_ctx.value = Context("cpu", 0)
         return cls._default_ctx.value
 
-
 def cpu(device_id=0):
     """Returns a CPU context. ``cpu(i)`` for different ``i`` are distinct devices
     sharing host memory."""
     return Context("cpu", device_id)
 
-
 def cpu_pinned(device_id=0):
     """Returns a CPU pinned memory context (host memory)."""
     return Context("cpu_pinned", device_id)
-
 
 def gpu(device_id=0):
     """Returns a GPU context. Using it on a machine without an NVIDIA driver raises
     ``MXNetError``."""
     return Context("gpu", device_id)
 
-
 def num_gpus():
     """Query CUDA for the number of GPUs present (0 without a driver)."""
     return _core.num_gpus()
-
 
 def gpu_memory_info(device_id=0):
     """Returns ``(free, total)`` bytes of GPU memory of device ``device_id``; raises
     ``MXNetError`` where there is no such GPU."""
     return _core.gpu_memory_info(int(device_id))
 
-
 def current_context():
     """Returns the current context (``cpu(0)`` unless changed with ``with ctx:``)."""
     return Context._current()
 
-
 _CTX_CACHE = {}
-
 
 def _ctx_from_tuple(t):
     c = _CTX_CACHE.get(t)
@@ -134,6 +146,5 @@ def _ctx_from_tuple(t):
         c = Context(Context.devtype2str[t[0]], t[1])
         _CTX_CACHE[t] = c
     return c
-
 
 __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "num_gpus", "gpu_memory_info", "current_context"]

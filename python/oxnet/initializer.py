@@ -9,13 +9,21 @@ names) zeros/ones. Random fills use the registry's sampling ops (``mx.nd.random`
 """
 
 import json
+import logging  # noqa: F401
 import re
+import warnings  # noqa: F401
+from math import sqrt  # noqa: F401
 
 import numpy as np
 
 from .base import string_types
 from .ndarray import NDArray
 from .ndarray import random as _random
+from . import ndarray  # noqa: F401
+from . import random  # noqa: F401
+from . import registry  # noqa: F401
+from .ndarray import load  # noqa: F401
+from .util import is_np_array  # noqa: F401
 
 __all__ = ["InitDesc", "Initializer", "register", "create", "Load", "Mixed", "Zero", "One",
            "Constant", "Uniform", "Normal", "Orthogonal", "Xavier", "MSRAPrelu", "Bilinear",
@@ -60,6 +68,9 @@ def _alias(*names):
             _REGISTRY[n.lower()] = klass
         return klass
     return deco
+
+
+alias = _alias
 
 
 def create(init, **kwargs):
@@ -314,10 +325,14 @@ class Constant(Initializer):
         arr[:] = v
 
     def dumps(self):
+        # An array value is stored in the kwargs as a nested list (as MXNet does), so
+        # that ``_kwargs`` and the JSON agree.
         val = self._kwargs["value"]
         if not np.isscalar(val):
-            val = val.tolist() if hasattr(val, "tolist") else list(val)
-        return json.dumps([self.__class__.__name__.lower(), {"value": val}])
+            if hasattr(val, "asnumpy"):
+                val = val.asnumpy()
+            self._kwargs["value"] = val.tolist() if hasattr(val, "tolist") else list(val)
+        return json.dumps([self.__class__.__name__.lower(), self._kwargs])
 
 
 @register
@@ -450,3 +465,94 @@ class LSTMBias(Initializer):
         b = np.zeros(arr.shape, dtype=np.float32)
         b[n:2 * n] = self.forget_bias
         arr[:] = b
+
+
+_RNN_GATES = {"rnn_relu": [""], "rnn_tanh": [""], "lstm": ["_i", "_f", "_c", "_o"],
+              "gru": ["_r", "_z", "_o"]}
+
+
+@register
+class FusedRNN(Initializer):
+    """Initializes the single parameter vector of a fused RNN layer (MXNet's ``RNN`` op
+    layout: for each layer and direction the input-to-hidden then hidden-to-hidden
+    weights, then all biases likewise). Each gate's piece is initialized on its own by
+    ``init`` (or the global initializer) under its unpacked name (``l0_i2h_f_weight``,
+    ``r1_h2h_o_bias``, ...); LSTM forget-gate biases get ``forget_bias``.
+
+    Parameters
+    ----------
+    init : Initializer or JSON string, or None
+        Initializer for the pieces; None uses the global initializer.
+    num_hidden : int
+    num_layers : int
+    mode : {'rnn_relu', 'rnn_tanh', 'lstm', 'gru'}
+    bidirectional : bool
+    forget_bias : float
+    """
+
+    def __init__(self, init, num_hidden, num_layers, mode, bidirectional=False,
+                 forget_bias=1.0):
+        if isinstance(init, string_types):
+            klass, kwargs = json.loads(init)
+            init = _REGISTRY[klass.lower()](**kwargs)
+        if mode not in _RNN_GATES:
+            raise ValueError("FusedRNN: mode must be one of %s, got %r"
+                             % (sorted(_RNN_GATES), mode))
+        super().__init__(init=init.dumps() if init is not None else None,
+                         num_hidden=num_hidden, num_layers=num_layers, mode=mode,
+                         bidirectional=bidirectional, forget_bias=forget_bias)
+        self._init = init
+        self._num_hidden = num_hidden
+        self._num_layers = num_layers
+        self._mode = mode
+        self._bidirectional = bidirectional
+        self._forget_bias = forget_bias
+
+    def _pieces(self, total):
+        """``[(name, offset, shape)]`` of every gate piece in the packed vector."""
+        gates = _RNN_GATES[self._mode]
+        g, h, layers = len(gates), self._num_hidden, self._num_layers
+        dirs = ["l", "r"] if self._bidirectional else ["l"]
+        nd_ = len(dirs)
+        rest = total - layers * nd_ * 2 * g * h \
+            - (layers - 1) * nd_ * g * h * (h * nd_ + h)
+        if rest % (nd_ * g * h):
+            raise ValueError("FusedRNN: %d parameters do not fit %d layer(s) of %s with %d "
+                             "hidden units" % (total, layers, self._mode, h))
+        inputs = rest // (nd_ * g * h) - h
+        if inputs <= 0:
+            raise ValueError("FusedRNN: %d parameters are too few for %d layer(s) of %s with "
+                             "%d hidden units" % (total, layers, self._mode, h))
+        pieces, off = [], 0
+        for layer in range(layers):
+            width = inputs if layer == 0 else h * nd_
+            for d in dirs:
+                for kind, cols in (("i2h", width), ("h2h", h)):
+                    for gate in gates:
+                        pieces.append(("%s%d_%s%s_weight" % (d, layer, kind, gate), off,
+                                       (h, cols)))
+                        off += h * cols
+        for layer in range(layers):
+            for d in dirs:
+                for kind in ("i2h", "h2h"):
+                    for gate in gates:
+                        pieces.append(("%s%d_%s%s_bias" % (d, layer, kind, gate), off, (h,)))
+                        off += h
+        return pieces
+
+    def _init_weight(self, desc, arr):
+        from . import ndarray as nd
+        flat = np.zeros(int(np.prod(arr.shape)), dtype=np.float32)
+        global_init = getattr(desc, "global_init", None)
+        for name, off, shape in self._pieces(flat.size):
+            piece = nd.zeros(shape, ctx=arr.context, dtype=arr.dtype)
+            if self._mode == "lstm" and name.endswith("_f_bias"):
+                piece[:] = self._forget_bias
+            else:
+                init = self._init if self._init is not None else global_init
+                if init is None:
+                    raise ValueError("FusedRNN for %s: no initializer given and no global "
+                                     "initializer in the description" % str(desc))
+                init(InitDesc(name, global_init=global_init), piece)
+            flat[off:off + piece.size] = piece.asnumpy().reshape(-1)
+        arr[:] = flat.reshape(arr.shape)

@@ -4,8 +4,10 @@ context managers; the current manager is per thread."""
 
 import threading
 
+from .base import classproperty, _ClassPropertyMeta
 
-class NameManager:
+
+class NameManager(metaclass=_ClassPropertyMeta):
     """Gives each unnamed symbol ``hint + counter``."""
 
     _current = threading.local()
@@ -31,6 +33,17 @@ class NameManager:
 
     def __exit__(self, ptype, value, trace):
         NameManager._current.value = self._old_manager
+
+    @classproperty
+    def current(cls):  # pylint: disable=no-self-argument
+        """The manager in force in this thread (settable: ``NameManager.current = m``)."""
+        if not hasattr(NameManager._current, "value"):
+            NameManager._current.value = NameManager()
+        return NameManager._current.value
+
+    @current.setter
+    def current(cls, val):  # pylint: disable=no-self-argument
+        NameManager._current.value = val
 
 
 class Prefix(NameManager):

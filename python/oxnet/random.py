@@ -19,3 +19,7 @@ def seed(seed_state, ctx="all"):
 
 
 __all__ = ["seed", "uniform", "normal", "randn", "randint"]
+
+
+# MXNet's mx.random also exposes base.integer_types.
+from .base import integer_types  # noqa: E402,F401

@@ -19,6 +19,8 @@ import logging
 import os
 import threading
 
+from .base import py_str  # noqa: F401
+
 __all__ = ["makedirs", "get_gpu_count", "get_gpu_memory", "set_np_shape", "is_np_shape",
            "np_shape", "use_np_shape", "set_module", "np_array", "is_np_array",
            "use_np_array", "use_np", "np_ufunc_legal_option", "wrap_np_unary_func",

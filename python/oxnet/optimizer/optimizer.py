@@ -19,7 +19,7 @@ from ..base import MXNetError
 from ..ndarray import NDArray
 
 __all__ = ["Optimizer", "SGD", "NAG", "Adam", "AdaGrad", "RMSProp", "AdaDelta", "Signum", "Ftrl",
-           "FTRL", "LAMB", "Updater", "create", "register", "get_updater"]
+           "FTRL", "LAMB", "Updater", "create", "register", "get_updater", "NDabs"]
 
 
 def _zeros_like(weight, dtype=None):
@@ -60,11 +60,16 @@ class Optimizer:
                  multi_precision=False, param_dict=None):
         self.rescale_grad = rescale_grad
         self.lr_scheduler = lr_scheduler
-        if learning_rate is None:
+        # Without a scheduler the rate defaults to 0.01; with one, the scheduler's
+        # base_lr is the rate unless learning_rate is given, which then overrides it.
+        if lr_scheduler is None and learning_rate is None:
             learning_rate = 0.01
         self.lr = learning_rate
-        if self.lr_scheduler is not None:
-            self.lr_scheduler.base_lr = learning_rate
+        if lr_scheduler is not None and learning_rate is not None and \
+                lr_scheduler.base_lr != learning_rate:
+            print(UserWarning("learning rate from ``lr_scheduler`` has been overwritten by "
+                              "``learning_rate`` in optimizer."))
+            lr_scheduler.base_lr = learning_rate
         self.wd = wd
         self.lr_mult = {}
         self.wd_mult = {}
@@ -231,7 +236,13 @@ class Optimizer:
         getattr(nd, op)(weight, grad, *states, out=weight, **attrs)
 
     def update_multi_precision(self, index, weight, grad, state):
-        """``update`` through the float32 master copy when there is one."""
+        """``update`` through the float32 master copy when there is one. ``index``,
+        ``weight``, ``grad`` and ``state`` may also be lists (an aggregated update of
+        several weights, as MXNet's multi-tensor path): each is updated in turn."""
+        if isinstance(index, (list, tuple)):
+            for i, w, g, st in zip(index, weight, grad, state):
+                self.update_multi_precision(i, w, g, st)
+            return
         if self.multi_precision and weight.dtype == numpy.float16 and not self._native_mp:
             w32, inner = state
             self.update(index, w32, grad.astype(numpy.float32), inner)
@@ -251,6 +262,7 @@ class Optimizer:
 
 register = Optimizer.register
 create = Optimizer.create_optimizer
+NDabs = nd.abs
 
 
 def _states(state):

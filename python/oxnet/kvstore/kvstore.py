@@ -13,12 +13,13 @@ and weight decay (schedule, ``lr_mult``) are computed by the Optimizer object as
 MXNet.
 """
 
-from . import _core
-from .base import MXNetError
-from .ndarray import NDArray
-from . import optimizer as opt
+from .. import _core
+from ..base import MXNetError
+from ..ndarray import NDArray
+from .. import optimizer as opt
+from .base import KVStoreBase
 
-__all__ = ["KVStore", "create"]
+__all__ = ["KVStore"]
 
 
 def _is_key(k):
@@ -63,12 +64,14 @@ def _updater_key(k):
     return k.encode() if isinstance(k, str) else k
 
 
-class KVStore:
+class KVStore(KVStoreBase):
     """A key-value store: ``init``, ``push``, ``pull``, ``pushpull``, ``broadcast``;
-    an updater (``_set_updater``) or an optimizer (``set_optimizer``) merges pushes."""
+    an updater (``_set_updater``) or an optimizer (``set_optimizer``) merges pushes.
+    ``type`` is the name it was created with (``'local_allreduce_cpu'``, ...)."""
 
-    def __init__(self, handle):
+    def __init__(self, handle, name=None):
         self.handle = handle
+        self._type_name = name
         self._updater = None
         self._updater_func = None
         self._optimizer = None
@@ -78,8 +81,17 @@ class KVStore:
 
     @property
     def type(self):
-        """The type of this store: 'local' or 'device'."""
-        return self.handle.type
+        """The type of this store, as named when it was created ('local', 'device',
+        'local_allreduce_cpu', ...)."""
+        return self._type_name or self.handle.type
+
+    @staticmethod
+    def is_capable(capability):
+        """Whether this store type supports ``capability``: the native stores run
+        optimizers (``KVStoreBase.OPTIMIZER``); ValueError for an unknown capability."""
+        if capability.lower() == KVStoreBase.OPTIMIZER:
+            return True
+        raise ValueError("Unknown capability: {}".format(capability))
 
     @property
     def rank(self):
@@ -193,7 +205,7 @@ class KVStore:
     def set_gradient_compression(self, compression_params):
         """Turns on gradient compression: ``{'type': '2bit', 'threshold': 0.5}``
         (``device`` stores; a ``local`` store refuses, as MXNet's does)."""
-        if self.type == "local":
+        if self.handle.type == "local":
             raise MXNetError("Gradient compression is not supported for this type of kvstore")
         if not isinstance(compression_params, dict) or "type" not in compression_params:
             raise MXNetError("compression_params must be a dict with a 'type' entry")
@@ -218,12 +230,4 @@ class KVStore:
             self._updater.set_states(f.read())
         if self._optimizer is not None:
             self._optimizer = self._updater.optimizer
-
-
-def create(name="local"):
-    """Creates a new KVStore: 'local' or 'device'. ('nccl' and the 'dist_*' kinds
-    are not built yet and raise MXNetError.)"""
-    if not isinstance(name, str):
-        raise TypeError("name must be a string")
-    return KVStore(_core.KVStoreHandle(name))
 
