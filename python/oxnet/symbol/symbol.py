@@ -335,7 +335,8 @@ def _from_json_state(text):
 # Initializers MXNet attaches to the variables an op creates for its inputs
 # (read by mx.init / Module to initialise auxiliary states).
 _INPUT_INIT = {("BatchNorm", "moving_mean"): '["zero", {}]',
-               ("BatchNorm", "moving_var"): '["one", {}]'}
+               ("BatchNorm", "moving_var"): '["one", {}]',
+               ("LeakyReLU", "gamma"): '["Constant", {"value": 0.25}]'}
 
 
 def _create_op(opname, hint, inputs, attrs, name=None, attr=None):
