@@ -51,6 +51,26 @@ def _take(arr, sl, axis, whole):
     return nd.slice_axis(arr, axis=axis, begin=sl.start, end=sl.stop)
 
 
+class _ExecGroupView:
+    """Read-only view of a Module's executors under MXNet's executor-group names."""
+
+    def __init__(self, module):
+        self.execs = module._execs
+        self.param_names = list(module._param_names)
+        self.aux_names = list(module._aux_names)
+        self.data_names = list(module._data_names)
+        self.label_names = list(module._label_names)
+        self.grad_req = dict(module._grad_req)
+        self.slices = module._slices
+        self.contexts = module._context
+        self.for_training = module.for_training
+        self.inputs_need_grad = module.inputs_need_grad
+        self.param_arrays = [[e.arg_dict[n] for e in self.execs] for n in self.param_names]
+        self.grad_arrays = [[e.grad_dict[n] for e in self.execs] for n in self.param_names
+                            if n in self.execs[0].grad_dict]
+        self.aux_arrays = [[e.aux_dict[n] for e in self.execs] for n in self.aux_names]
+
+
 class Module(BaseModule):
     """A Symbol turned into a trainable model.
 
@@ -333,6 +353,15 @@ class Module(BaseModule):
                                 for n in self._param_names}
             self._aux_params = {n: nd.zeros(exe.aux_dict[n].shape, dtype=exe.aux_dict[n].dtype)
                                 for n in self._aux_names}
+
+    @property
+    def _exec_group(self):
+        """The bound executors as MXNet's ``DataParallelExecutorGroup`` exposes them
+        (``execs``, ``param_names``, ``data_names``, ``label_names``, ``grad_req``,
+        ``slices``), for code that inspects a module's executors."""
+        if not self.binded:
+            return None
+        return _ExecGroupView(self)
 
     def _reset_bind(self):
         self.binded = False
