@@ -102,3 +102,17 @@ def test_amp_unscale():
     np.testing.assert_allclose(net.weight.grad().asnumpy(), [[3.0, 4.0]], rtol=1e-6)
     trainer.step(1)
     np.testing.assert_allclose(net.weight.data().asnumpy(), [[-2.0, -3.0]], rtol=1e-6)
+
+
+def test_custom_store_without_optimizer_sums_gradients():
+    x = gluon.Parameter("x", shape=(5,))
+    x.initialize(ctx=[mx.cpu(0), mx.cpu(1)], init="zeros")
+    kv = mx.kv.create("teststore")
+    trainer = gluon.Trainer([x], "sgd", {"learning_rate": 1.0}, kvstore=kv)
+    _step(trainer, x)
+    assert trainer._update_on_kvstore is False
+    for w in x.list_data():
+        np.testing.assert_allclose(w.asnumpy(), np.full(5, -2.0))
+    bad = gluon.Trainer([x], "sgd", kvstore=mx.kv.create("teststore"), update_on_kvstore=True)
+    with pytest.raises(ValueError):
+        bad._init_kvstore()

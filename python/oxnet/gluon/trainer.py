@@ -102,6 +102,13 @@ class Trainer:
                 kv = kvs.create(kv)
             if self._compression_params:
                 kv.set_gradient_compression(self._compression_params)
+            if not kv.is_capable(kvs.KVStoreBase.OPTIMIZER):
+                # a custom store that cannot run the optimizer only sums gradients
+                if update_on_kv:
+                    raise ValueError("Please set update_on_kvstore=False when training with "
+                                     "%s, which does not support running the optimizer"
+                                     % type(kv).__name__)
+                update_on_kv = False
             self._kvstore = kv
             if update_on_kv is None:
                 # MXNet's default: update on the store unless MXNET_UPDATE_ON_KVSTORE=0
@@ -128,9 +135,8 @@ class Trainer:
                 left.append(param)
                 continue
             idx = self._params.index(param)
-            self._kvstore.init(idx, param.list_data()[0])
-            if self._update_on_kvstore and param.grad_req != "null":
-                self._kvstore.pull(idx, out=param.list_data())
+            # as MXNet: broadcast the first device's value into the store and every device
+            self._kvstore.broadcast(idx, param.list_data()[0], param.list_data())
         self._params_to_init = left
 
     def _reset_kvstore(self):
@@ -189,11 +195,9 @@ class Trainer:
                 continue
             grads = param.list_grad()
             if self._update_on_kvstore:
-                self._kvstore.push(i, grads, priority=-i)
-                self._kvstore.pull(i, out=param.list_data(), priority=-i)
+                self._kvstore.pushpull(i, grads, out=param.list_data(), priority=-i)
             else:
-                self._kvstore.push(i, grads, priority=-i)
-                self._kvstore.pull(i, out=grads, priority=-i)
+                self._kvstore.pushpull(i, grads, priority=-i)
 
     def update(self, batch_size, ignore_stale_grad=False):
         """Applies the optimizer to the (already combined) gradients."""
