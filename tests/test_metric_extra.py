@@ -65,3 +65,33 @@ def test_create_from_config_and_json():
         assert mx.metric.create(dict(cfg)).get_config() == cfg
     with pytest.raises(ValueError):
         mx.metric.create('{"metric": "nosuchmetric"}')
+
+
+def _np_f1(label, pred):
+    p = pred.argmax(1)
+    tp = ((p == 1) & (label == 1)).sum()
+    fp = ((p == 1) & (label == 0)).sum()
+    fn = ((p == 0) & (label == 1)).sum()
+    prec = tp / (tp + fp) if tp + fp else 0.0
+    rec = tp / (tp + fn) if tp + fn else 0.0
+    return 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+
+
+@pytest.mark.parametrize("average", ["macro", "micro"])
+def test_f1_global_survives_reset_local(average):
+    rng = np.random.RandomState(2)
+    batches = [(rng.randint(0, 2, 10), rng.uniform(size=(10, 2))) for _ in range(4)]
+    m = mx.metric.F1(average=average)
+    for label, pred in batches:
+        m.update([nd.array(label)], [nd.array(pred)])
+        m.reset_local()
+    if average == "macro":
+        want = np.mean([_np_f1(l, p) for l, p in batches])
+    else:
+        want = _np_f1(np.concatenate([l for l, _ in batches]),
+                      np.concatenate([p for _, p in batches]))
+    np.testing.assert_allclose(m.get_global()[1], want, rtol=1e-6)
+    assert np.isnan(m.get()[1])
+    label, pred = batches[0]
+    m.update([nd.array(label)], [nd.array(pred)])
+    np.testing.assert_allclose(m.get()[1], _np_f1(label, pred), rtol=1e-6)

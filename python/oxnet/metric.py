@@ -319,27 +319,8 @@ class TopKAccuracy(EvalMetric):
             self._add(correct, n)
 
 
-class _BinaryStats:
-    """Confusion counts of a binary classifier, accumulated over updates."""
-
-    def __init__(self):
-        self.reset_stats()
-
-    def reset_stats(self):
-        self.tp = self.fp = self.fn = self.tn = 0
-
-    def update_binary_stats(self, label, pred, owner):
-        pred = _np(pred)
-        label = _np(label).astype("int32")
-        pred_label = numpy.argmax(pred, axis=1)
-        check_label_shapes(label, pred)
-        if len(numpy.unique(label)) > 2:
-            raise ValueError("%s currently only supports binary classification." % owner)
-        pt, lt = pred_label == 1, label == 1
-        self.tp += int((pt & lt).sum())
-        self.fp += int((pt & ~lt).sum())
-        self.fn += int((~pt & lt).sum())
-        self.tn += int((~pt & ~lt).sum())
+class _BinaryScores:
+    """Precision, recall, F1, MCC of confusion counts tp/fp/fn/tn."""
 
     @property
     def precision(self):
@@ -370,6 +351,43 @@ class _BinaryStats:
         return self.tp + self.fp + self.fn + self.tn
 
 
+class _BinaryCounts(_BinaryScores):
+    def __init__(self):
+        self.tp = self.fp = self.fn = self.tn = 0
+
+
+class _BinaryStats(_BinaryScores):
+    """Confusion counts of a binary classifier, accumulated over updates: local
+    (``tp``...) and global (``global_stats``) ones."""
+
+    def __init__(self):
+        self.reset_stats()
+
+    def reset_stats(self):
+        self.tp = self.fp = self.fn = self.tn = 0
+        self.global_stats = _BinaryCounts()
+
+    def local_reset_stats(self):
+        """Clears the local counts only (the global ones keep accumulating)."""
+        self.tp = self.fp = self.fn = self.tn = 0
+
+    def update_binary_stats(self, label, pred, owner):
+        pred = _np(pred)
+        label = _np(label).astype("int32")
+        pred_label = numpy.argmax(pred, axis=1)
+        check_label_shapes(label, pred)
+        if len(numpy.unique(label)) > 2:
+            raise ValueError("%s currently only supports binary classification." % owner)
+        pt, lt = pred_label == 1, label == 1
+        counts = (int((pt & lt).sum()), int((pt & ~lt).sum()), int((~pt & lt).sum()),
+                  int((~pt & ~lt).sum()))
+        for stats in (self, self.global_stats):
+            stats.tp += counts[0]
+            stats.fp += counts[1]
+            stats.fn += counts[2]
+            stats.tn += counts[3]
+
+
 @register
 class F1(EvalMetric):
     """F1 score of a binary classifier (predictions: scores of shape (N, 2)).
@@ -381,22 +399,23 @@ class F1(EvalMetric):
         super().__init__(name=name, output_names=output_names, label_names=label_names,
                          has_global_stats=True)
 
-    def _score(self):
-        return self.metrics.fscore
+    @staticmethod
+    def _score_of(stats):
+        return stats.fscore
 
     def update(self, labels, preds):
         labels, preds = _wrap(labels, preds)
         for label, pred in zip(labels, preds):
             self.metrics.update_binary_stats(label, pred, type(self).__name__)
         if self.average == "macro":
-            self._add(self._score(), 1)
+            self._add(self._score_of(self.metrics), 1)
             self.metrics.reset_stats()
         else:
-            total = self.metrics.total_examples
-            self.sum_metric = self._score() * total
-            self.global_sum_metric = self.sum_metric
-            self.num_inst = total
-            self.global_num_inst = total
+            glob = self.metrics.global_stats
+            self.sum_metric = self._score_of(self.metrics) * self.metrics.total_examples
+            self.global_sum_metric = self._score_of(glob) * glob.total_examples
+            self.num_inst = self.metrics.total_examples
+            self.global_num_inst = glob.total_examples
 
     def reset(self):
         super().reset()
@@ -404,7 +423,7 @@ class F1(EvalMetric):
 
     def reset_local(self):
         super().reset_local()
-        self.metrics.reset_stats()
+        self.metrics.local_reset_stats()
 
 
 @register
@@ -415,8 +434,9 @@ class MCC(F1):
         super().__init__(name=name, output_names=output_names, label_names=label_names,
                          average=average)
 
-    def _score(self):
-        return self.metrics.matthewscc
+    @staticmethod
+    def _score_of(stats):
+        return stats.matthewscc
 
 
 @register
