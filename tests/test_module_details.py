@@ -80,3 +80,42 @@ def test_executor_group_split_forward_and_sharing():
     with pytest.raises(mx.MXNetError):
         DataParallelExecutorGroup(sym1, ctxs, [1, 0], [("data", (8, 5))], None, params1,
                                   for_training=True, inputs_need_grad=False)
+
+
+@pytest.mark.parametrize("update_on_kvstore", ["1", "0"])
+def test_multi_device_module_updates_through_kvstore(update_on_kvstore, monkeypatch, tmp_path):
+    monkeypatch.setenv("MXNET_UPDATE_ON_KVSTORE", update_on_kvstore)
+    rng = np.random.RandomState(0)
+    w0 = rng.uniform(-1, 1, (3, 4)).astype(np.float32)
+    x = rng.uniform(-1, 1, (6, 4)).astype(np.float32)
+    sym = mx.sym.make_loss(mx.sym.sum(mx.sym.FullyConnected(
+        mx.sym.Variable("data"), num_hidden=3, no_bias=True, name="fc")))
+    mod = mx.mod.Module(sym, ("data",), None, context=[mx.cpu(0), mx.cpu(1)])
+    mod.bind(data_shapes=[("data", (6, 4))])
+    mod.init_params(arg_params={"fc_weight": nd.array(w0)})
+    mod.init_optimizer(optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+    assert (mod._kvstore is not None) and mod._update_on_kvstore == (update_on_kvstore == "1")
+    w, mom = w0.copy(), np.zeros_like(w0)
+    for _ in range(2):
+        mod.forward_backward(mx.io.DataBatch([nd.array(x)]))
+        mod.update()
+        grad = np.ones((6, 3)).T @ x / 6          # rescale_grad = 1 / batch size
+        mom = 0.9 * mom - 0.1 * grad
+        w = w + mom
+    np.testing.assert_allclose(mod.get_params()[0]["fc_weight"].asnumpy(), w, rtol=1e-5)
+    fname = str(tmp_path / "m.states")
+    mod.save_optimizer_states(fname)
+    mod.load_optimizer_states(fname)
+    mod.forward_backward(mx.io.DataBatch([nd.array(x)]))
+    mod.update()
+    mom = 0.9 * mom - 0.1 * grad
+    np.testing.assert_allclose(mod.get_params()[0]["fc_weight"].asnumpy(), w + mom, rtol=1e-5)
+
+
+def test_module_keeps_grad_req_as_given():
+    sym = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, name="fc")
+    mod = mx.mod.Module(sym, ("data",), None)
+    mod.bind(data_shapes=[("data", (2, 3))], grad_req="add")
+    assert mod._grad_req == "add"
+    assert mod._exec_group.grad_req["fc_weight"] == "add"
+    assert mod._exec_group.grad_req["data"] == "null"

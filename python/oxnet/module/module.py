@@ -10,6 +10,7 @@ others (what MXNet's local kvstore does with ``update_on_kvstore``).
 """
 
 import logging
+import os
 import warnings
 from collections import OrderedDict
 
@@ -60,7 +61,7 @@ class _ExecGroupView:
         self.aux_names = list(module._aux_names)
         self.data_names = list(module._data_names)
         self.label_names = list(module._label_names)
-        self.grad_req = dict(module._grad_req)
+        self.grad_req = dict(module._grad_req_by_name)
         self.slices = module._slices
         self.contexts = module._context
         self.for_training = module.for_training
@@ -137,6 +138,7 @@ class Module(BaseModule):
         self._updater = None
         self._preload_opt_states = None
         self._grad_req = None
+        self._grad_req_by_name = None
         self._execs = []
         self._slices = []
         self._data_shapes = None
@@ -173,12 +175,18 @@ class Module(BaseModule):
     def save_optimizer_states(self, fname):
         """Writes the optimizer's states (pickled) to ``fname``."""
         _require(self.optimizer_initialized, "save_optimizer_states: call init_optimizer first")
+        if self._update_on_kvstore:
+            self._kvstore.save_optimizer_states(fname)
+            return
         with open(fname, "wb") as f:
             f.write(self._updater.get_states())
 
     def load_optimizer_states(self, fname):
         """Reads optimizer states written by ``save_optimizer_states``."""
         _require(self.optimizer_initialized, "load_optimizer_states: call init_optimizer first")
+        if self._update_on_kvstore:
+            self._kvstore.load_optimizer_states(fname)
+            return
         with open(fname, "rb") as f:
             self._updater.set_states(f.read())
 
@@ -328,7 +336,9 @@ class Module(BaseModule):
             self._label_shapes = _parse_descs(self._label_names, label_shapes, "label", False)
         else:
             self._label_shapes = None
-        self._grad_req = self._grad_reqs(grad_req)
+        # the request as given (MXNet keeps it), and resolved per argument
+        self._grad_req = grad_req
+        self._grad_req_by_name = self._grad_reqs(grad_req)
         shared_execs = None
         if shared_module is not None:
             if not (isinstance(shared_module, Module) and shared_module.binded
@@ -405,7 +415,8 @@ class Module(BaseModule):
                 shape[self._batch_axis(d)] = sl.stop - sl.start
                 shapes[d.name] = tuple(shape)
             if shared_execs is None:
-                exe = self._symbol.simple_bind(ctx, grad_req=self._grad_req, type_dict=types,
+                exe = self._symbol.simple_bind(ctx, grad_req=self._grad_req_by_name,
+                                               type_dict=types,
                                                **shapes)
             else:
                 exe = self._bind_shared(ctx, shapes, types, shared_execs[i])
@@ -421,7 +432,7 @@ class Module(BaseModule):
         arg_types = [t or np.float32 for t in sym.infer_type_partial(**types)[0]]
         args, grads = {}, {}
         for name, shape, dtype in zip(sym.list_arguments(), arg_shapes, arg_types):
-            req = self._grad_req[name]
+            req = self._grad_req_by_name[name]
             if name in self._param_names:
                 if name not in shared.arg_dict:
                     raise MXNetError("bind: parameter '%s' is not in the shared module" % name)
@@ -446,7 +457,8 @@ class Module(BaseModule):
                 raise MXNetError("bind: auxiliary state '%s' %s does not match the shared "
                                  "module" % (name, tuple(shape)))
             aux[name] = shared.aux_dict[name]
-        return sym.bind(ctx, args, args_grad=grads, grad_req=self._grad_req, aux_states=aux)
+        return sym.bind(ctx, args, args_grad=grads, grad_req=self._grad_req_by_name,
+                        aux_states=aux)
 
     def reshape(self, data_shapes, label_shapes=None):
         """Rebinds for new input shapes (e.g. another batch size), keeping the
@@ -506,13 +518,34 @@ class Module(BaseModule):
             if not optimizer.idx2name:
                 optimizer.idx2name = idx2name.copy()
         self._optimizer = optimizer
-        self._kvstore = None
-        self._update_on_kvstore = False
-        self._updater = opt.get_updater(optimizer)
+        self._kvstore, self._update_on_kvstore = self._create_kvstore(kvstore)
+        if self._kvstore is not None:
+            if self._update_on_kvstore:
+                self._kvstore.set_optimizer(optimizer)
+            # the store starts from the (identical) device copies of each parameter
+            for index, name in enumerate(self._param_names):
+                weights = [exe.arg_dict[name] for exe in self._execs]
+                self._kvstore.init(index, weights[0])
+                if self._update_on_kvstore:
+                    self._kvstore.pull(index, weights, priority=-index)
+        self._updater = None if self._update_on_kvstore else opt.get_updater(optimizer)
         self.optimizer_initialized = True
         if self._preload_opt_states is not None:
             self.load_optimizer_states(self._preload_opt_states)
             self._preload_opt_states = None
+
+    def _create_kvstore(self, kvstore):
+        """(store, update_on_kvstore) as MXNet's model._create_kvstore: no store for one
+        device; with several, the named (or given) store, running the optimizer unless
+        MXNET_UPDATE_ON_KVSTORE=0."""
+        from .. import kvstore as kvs
+        if kvstore is None or (isinstance(kvstore, str) and len(self._execs) == 1):
+            return None, False
+        kv = kvs.create(kvstore) if isinstance(kvstore, str) else kvstore
+        update_on_kvstore = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
+        if not kv.is_capable(kvs.KVStoreBase.OPTIMIZER):
+            update_on_kvstore = False
+        return kv, update_on_kvstore
 
     def borrow_optimizer(self, shared_module):
         """Uses ``shared_module``'s optimizer (and its states)."""
@@ -590,7 +623,21 @@ class Module(BaseModule):
         self._params_dirty = True
         first = self._execs[0]
         for index, name in enumerate(self._param_names):
-            if self._grad_req.get(name, "null") == "null":
+            if self._grad_req_by_name.get(name, "null") == "null":
+                continue
+            if self._kvstore is not None:
+                grads = [exe.grad_dict[name] for exe in self._execs]
+                if self._update_on_kvstore:
+                    # the store sums the gradients, runs the optimizer, hands back weights
+                    self._kvstore.push(index, grads, priority=-index)
+                    self._kvstore.pull(index, [exe.arg_dict[name] for exe in self._execs],
+                                       priority=-index)
+                    continue
+                self._kvstore.pushpull(index, grads, priority=-index)
+                # one state per (parameter, device), as MXNet's _update_params keys them
+                n = len(self._execs)
+                for k, exe in enumerate(self._execs):
+                    self._updater(index * n + k, exe.grad_dict[name], exe.arg_dict[name])
                 continue
             weight = first.arg_dict[name]
             grad = first.grad_dict[name]
