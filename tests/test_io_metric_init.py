@@ -226,8 +226,12 @@ def test_ndarrayiter_bad_inputs():
         mx.io.NDArrayIter("abc", np.arange(5), 2)
     with pytest.raises(ValueError, match="last_batch_handle"):
         mx.io.NDArrayIter(np.arange(5), np.arange(5), 2, last_batch_handle="foo")
-    with pytest.raises(ValueError, match="same number of examples"):
+    with pytest.raises(ValueError, match="at least as many examples"):
         mx.io.NDArrayIter(np.arange(5), np.arange(4), 2)
+    # as MXNet: sources with more examples than the first data source are fine (the
+    # first data source sets the count)
+    it = mx.io.NDArrayIter(np.arange(4), np.arange(8) * 10, 2)
+    assert [b.label[0].asnumpy().tolist() for b in it] == [[0, 10], [20, 30]]
     with pytest.raises(ValueError, match="batch_size"):
         mx.io.NDArrayIter(np.arange(5), np.arange(5), 0)
 

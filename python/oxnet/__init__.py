@@ -48,6 +48,7 @@ from . import callback
 from . import module
 from . import module as mod
 from . import gluon
+from . import contrib  # noqa: E402
 
 __all__ = ["nd", "ndarray", "random", "autograd", "context", "Context", "cpu", "gpu",
            "cpu_pinned", "current_context", "num_gpus", "MXNetError", "base", "test_utils",

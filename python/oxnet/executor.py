@@ -239,6 +239,9 @@ class Executor:
             grads = [out_grads.get(n) for n in self._symbol.list_outputs()]
         else:
             grads = list(out_grads)
+        if not self.grad_dict:
+            # nothing to compute (MXNet: a no-op), e.g. a module without parameters
+            return
         self._handle.backward(grads)
 
     def reshape(self, partial_shaping=False, allow_up_sizing=False, **kwargs):

@@ -7,6 +7,7 @@ lists of NDArrays (or a single NDArray; NumPy arrays work too). The per-batch
 arithmetic is done with NumPy on the arrays' values.
 """
 
+import json
 import math
 
 import numpy
@@ -16,7 +17,7 @@ from .ndarray import NDArray
 
 __all__ = ["EvalMetric", "CompositeEvalMetric", "Accuracy", "TopKAccuracy", "F1", "MCC",
            "Perplexity", "MAE", "MSE", "RMSE", "CrossEntropy", "NegativeLogLikelihood",
-           "PearsonCorrelation", "Loss", "Torch", "Caffe", "CustomMetric", "np", "create",
+           "PearsonCorrelation", "PCC", "Loss", "Torch", "Caffe", "CustomMetric", "np", "create",
            "register", "check_label_shapes"]
 
 _REGISTRY = {}
@@ -52,6 +53,12 @@ def create(metric, *args, **kwargs):
         return composite
     if isinstance(metric, type) and issubclass(metric, EvalMetric):
         return metric(*args, **kwargs)
+    if isinstance(metric, dict):
+        config = dict(metric)
+        return create(config.pop("metric"), *args, **config, **kwargs)
+    if isinstance(metric, string_types) and metric.lstrip().startswith(("{", "[")):
+        # a metric's JSON-encoded get_config()
+        return create(json.loads(metric), *args, **kwargs)
     if not isinstance(metric, string_types):
         raise TypeError("metric must be a name, a callable, an EvalMetric or a list, got %s"
                         % type(metric).__name__)
@@ -312,27 +319,8 @@ class TopKAccuracy(EvalMetric):
             self._add(correct, n)
 
 
-class _BinaryStats:
-    """Confusion counts of a binary classifier, accumulated over updates."""
-
-    def __init__(self):
-        self.reset_stats()
-
-    def reset_stats(self):
-        self.tp = self.fp = self.fn = self.tn = 0
-
-    def update_binary_stats(self, label, pred, owner):
-        pred = _np(pred)
-        label = _np(label).astype("int32")
-        pred_label = numpy.argmax(pred, axis=1)
-        check_label_shapes(label, pred)
-        if len(numpy.unique(label)) > 2:
-            raise ValueError("%s currently only supports binary classification." % owner)
-        pt, lt = pred_label == 1, label == 1
-        self.tp += int((pt & lt).sum())
-        self.fp += int((pt & ~lt).sum())
-        self.fn += int((~pt & lt).sum())
-        self.tn += int((~pt & ~lt).sum())
+class _BinaryScores:
+    """Precision, recall, F1, MCC of confusion counts tp/fp/fn/tn."""
 
     @property
     def precision(self):
@@ -363,6 +351,43 @@ class _BinaryStats:
         return self.tp + self.fp + self.fn + self.tn
 
 
+class _BinaryCounts(_BinaryScores):
+    def __init__(self):
+        self.tp = self.fp = self.fn = self.tn = 0
+
+
+class _BinaryStats(_BinaryScores):
+    """Confusion counts of a binary classifier, accumulated over updates: local
+    (``tp``...) and global (``global_stats``) ones."""
+
+    def __init__(self):
+        self.reset_stats()
+
+    def reset_stats(self):
+        self.tp = self.fp = self.fn = self.tn = 0
+        self.global_stats = _BinaryCounts()
+
+    def local_reset_stats(self):
+        """Clears the local counts only (the global ones keep accumulating)."""
+        self.tp = self.fp = self.fn = self.tn = 0
+
+    def update_binary_stats(self, label, pred, owner):
+        pred = _np(pred)
+        label = _np(label).astype("int32")
+        pred_label = numpy.argmax(pred, axis=1)
+        check_label_shapes(label, pred)
+        if len(numpy.unique(label)) > 2:
+            raise ValueError("%s currently only supports binary classification." % owner)
+        pt, lt = pred_label == 1, label == 1
+        counts = (int((pt & lt).sum()), int((pt & ~lt).sum()), int((~pt & lt).sum()),
+                  int((~pt & ~lt).sum()))
+        for stats in (self, self.global_stats):
+            stats.tp += counts[0]
+            stats.fp += counts[1]
+            stats.fn += counts[2]
+            stats.tn += counts[3]
+
+
 @register
 class F1(EvalMetric):
     """F1 score of a binary classifier (predictions: scores of shape (N, 2)).
@@ -374,22 +399,23 @@ class F1(EvalMetric):
         super().__init__(name=name, output_names=output_names, label_names=label_names,
                          has_global_stats=True)
 
-    def _score(self):
-        return self.metrics.fscore
+    @staticmethod
+    def _score_of(stats):
+        return stats.fscore
 
     def update(self, labels, preds):
         labels, preds = _wrap(labels, preds)
         for label, pred in zip(labels, preds):
             self.metrics.update_binary_stats(label, pred, type(self).__name__)
         if self.average == "macro":
-            self._add(self._score(), 1)
+            self._add(self._score_of(self.metrics), 1)
             self.metrics.reset_stats()
         else:
-            total = self.metrics.total_examples
-            self.sum_metric = self._score() * total
-            self.global_sum_metric = self.sum_metric
-            self.num_inst = total
-            self.global_num_inst = total
+            glob = self.metrics.global_stats
+            self.sum_metric = self._score_of(self.metrics) * self.metrics.total_examples
+            self.global_sum_metric = self._score_of(glob) * glob.total_examples
+            self.num_inst = self.metrics.total_examples
+            self.global_num_inst = glob.total_examples
 
     def reset(self):
         super().reset()
@@ -397,7 +423,7 @@ class F1(EvalMetric):
 
     def reset_local(self):
         super().reset_local()
-        self.metrics.reset_stats()
+        self.metrics.local_reset_stats()
 
 
 @register
@@ -408,8 +434,9 @@ class MCC(F1):
         super().__init__(name=name, output_names=output_names, label_names=label_names,
                          average=average)
 
-    def _score(self):
-        return self.metrics.matthewscc
+    @staticmethod
+    def _score_of(stats):
+        return stats.matthewscc
 
 
 @register
@@ -541,18 +568,131 @@ class NegativeLogLikelihood(CrossEntropy):
 @register
 @_alias("pearsonr")
 class PearsonCorrelation(EvalMetric):
-    """Pearson correlation of predictions and labels (per batch, averaged)."""
+    """Pearson correlation of predictions and labels: ``average='macro'`` averages the
+    correlation of each update, ``'micro'`` correlates everything seen (running
+    sums)."""
 
-    def __init__(self, name="pearsonr", output_names=None, label_names=None):
+    def __init__(self, name="pearsonr", output_names=None, label_names=None,
+                 average="macro"):
+        self.average = average
         super().__init__(name, output_names=output_names, label_names=label_names,
                          has_global_stats=True)
+        if average == "micro":
+            self._kwargs["average"] = average
+
+    def reset(self):
+        super().reset()
+        self._sums = numpy.zeros(6)          # n, sum x, sum y, sum xx, sum yy, sum xy
+        self._gsums = numpy.zeros(6)
+
+    def reset_local(self):
+        super().reset_local()
+        self._sums = numpy.zeros(6)
+
+    @staticmethod
+    def _corr(s):
+        n, sx, sy, sxx, syy, sxy = s
+        if n == 0:
+            return float("nan")
+        cov = sxy - sx * sy / n
+        vx = sxx - sx * sx / n
+        vy = syy - sy * sy / n
+        return float(cov / numpy.sqrt(vx * vy))
 
     def update(self, labels, preds):
         labels, preds = _wrap(labels, preds)
         for label, pred in zip(labels, preds):
             label, pred = _np(label), _np(pred)
             check_label_shapes(label, pred, False, True)
-            self._add(numpy.corrcoef(pred.ravel(), label.ravel())[0, 1], 1)
+            x = pred.ravel().astype(numpy.float64)
+            y = label.ravel().astype(numpy.float64)
+            if self.average == "macro":
+                self._add(numpy.corrcoef(x, y)[0, 1], 1)
+            else:
+                batch = numpy.array([x.size, x.sum(), y.sum(), (x * x).sum(), (y * y).sum(),
+                                     (x * y).sum()])
+                self._sums += batch
+                self._gsums += batch
+                self.num_inst += 1
+                self.global_num_inst += 1
+
+    def get(self):
+        if self.average == "macro":
+            return super().get()
+        return (self.name, self._corr(self._sums))
+
+    def get_global(self):
+        if self.average == "macro":
+            return super().get_global()
+        return (self.name, self._corr(self._gsums))
+
+
+@register
+@_alias("pcc")
+class PCC(EvalMetric):
+    """Pearson correlation coefficient of the confusion matrix of a (multi-class)
+    classifier (MCC generalised to K classes; equal to MCC for two). Predictions are
+    class scores (argmax taken) or class indices."""
+
+    def __init__(self, name="pcc", output_names=None, label_names=None):
+        self.k = 2
+        super().__init__(name, output_names=output_names, label_names=label_names,
+                         has_global_stats=True)
+
+    def reset(self):
+        super().reset()
+        self.gcm = numpy.zeros((self.k, self.k))
+        self.lcm = numpy.zeros((self.k, self.k))
+
+    def reset_local(self):
+        super().reset_local()
+        self.lcm = numpy.zeros((self.k, self.k))
+
+    def _grow(self, inc):
+        self.lcm = numpy.pad(self.lcm, ((0, inc), (0, inc)), "constant")
+        self.gcm = numpy.pad(self.gcm, ((0, inc), (0, inc)), "constant")
+        self.k += inc
+
+    @staticmethod
+    def _calc_mcc(cmat):
+        n = cmat.sum()
+        x = cmat.sum(axis=1)
+        y = cmat.sum(axis=0)
+        cov_xx = numpy.sum(x * (n - x))
+        cov_yy = numpy.sum(y * (n - y))
+        if cov_xx == 0 or cov_yy == 0:
+            return float("nan")
+        cov_xy = numpy.sum(cmat.diagonal() * n - x * y)
+        return float(cov_xy / (cov_xx * cov_yy) ** 0.5)
+
+    def update(self, labels, preds):
+        labels, preds = _wrap(labels, preds)
+        for label, pred in zip(labels, preds):
+            label = _np(label).astype("int32")
+            pred = _np(pred)
+            if pred.shape != label.shape:
+                pred = pred.argmax(axis=1)
+            pred = pred.astype("int32").ravel()
+            label = label.ravel()
+            n = int(max(pred.max(), label.max()))
+            if n >= self.k:
+                self._grow(n + 1 - self.k)
+            bcm = numpy.zeros((self.k, self.k))
+            numpy.add.at(bcm, (pred, label), 1)
+            self.lcm += bcm
+            self.gcm += bcm
+        self.num_inst += 1
+        self.global_num_inst += 1
+
+    def get(self):
+        if self.num_inst == 0:
+            return (self.name, float("nan"))
+        return (self.name, self._calc_mcc(self.lcm))
+
+    def get_global(self):
+        if self.global_num_inst == 0:
+            return (self.name, float("nan"))
+        return (self.name, self._calc_mcc(self.gcm))
 
 
 @register

@@ -75,6 +75,26 @@ def _regroup(args, fmt):
     return ret, args
 
 
+def _gather_type_ctx_info(args):
+    """(has Symbol, has NDArray, set of contexts, first context) over nested args."""
+    if isinstance(args, NDArray):
+        return False, True, {args.context}, args.context
+    if isinstance(args, Symbol):
+        return True, False, set(), None
+    if isinstance(args, (list, tuple)):
+        has_symbol = has_ndarray = False
+        ctx_set, first_ctx = set(), None
+        for ele in args:
+            s, n, cs, fc = _gather_type_ctx_info(ele)
+            has_symbol |= s
+            has_ndarray |= n
+            ctx_set |= cs
+            if first_ctx is None:
+                first_ctx = fc
+        return has_symbol, has_ndarray, ctx_set, first_ctx
+    return False, False, set(), None
+
+
 class _BlockScope:
     """The naming scope of a Block (``with block.name_scope():``)."""
 
@@ -250,6 +270,7 @@ class Block:
     def collect_params(self, select=None):
         """A ParameterDict of this block's and its children's parameters; ``select`` is
         a regular expression the names must match (``'.*weight|.*bias'``)."""
+        self._check_container_with_block()
         ret = ParameterDict(self._params.prefix)
         if not select:
             ret.update(self.params)
@@ -259,6 +280,30 @@ class Block:
         for cld in self._children.values():
             ret.update(cld.collect_params(select=select))
         return ret
+
+    def _check_container_with_block(self):
+        """Warns about list/tuple/dict attributes holding Blocks that are not children
+        (their parameters would be missed)."""
+        children = set(id(c) for c in self._children.values())
+
+        def unregistered(data):
+            if isinstance(data, (list, tuple)):
+                return any(unregistered(e) for e in data)
+            if isinstance(data, dict):
+                return any(unregistered(v) for v in data.values())
+            return isinstance(data, Block) and id(data) not in children
+
+        for k, v in self.__dict__.items():
+            if isinstance(v, (list, tuple, dict)) and not (k.startswith("__") or
+                                                           k == "_children"):
+                if unregistered(v):
+                    warnings.warn('"{name}" is an unregistered container with Blocks. Note '
+                                  'that Blocks inside the list, tuple or dict will not be '
+                                  'registered automatically. Make sure to register them using '
+                                  'register_child() or switching to '
+                                  'nn.Sequential/nn.HybridSequential instead. '
+                                  .format(name=self.__class__.__name__ + "." + k),
+                                  stacklevel=3)
 
     def _collect_params_with_prefix(self, prefix=""):
         if prefix:
@@ -412,8 +457,10 @@ class Block:
             return str(shapes)
 
         def _register_summary_hook(block):
+            # an AssertionError, as MXNet raises
             if isinstance(block, HybridBlock) and block._active:
-                raise MXNetError('"{}" must not be hybridized to print summary.'.format(block.name))
+                raise AssertionError('"{}" must not be hybridized to print summary.'
+                                     .format(block.name))
 
             def _summary_hook(block, _, outputs):
                 class_name = block.__class__.__name__
@@ -533,16 +580,26 @@ class HybridBlock(Block):
         """Runs ``hybrid_forward`` with ``F = mx.nd`` on the device of ``x`` (as a
         cached graph once hybridized), or with ``F = mx.sym`` when ``x`` is a Symbol;
         finishes deferred initialization on the first call."""
-        if isinstance(x, Symbol):
+        has_symbol, has_ndarray, ctx_set, first_ctx = _gather_type_ctx_info([x] + list(args))
+        if has_symbol and has_ndarray:
+            raise ValueError("In HybridBlock, we do not support mixed NDArrays and Symbols "
+                             "types for the input. Please check the type of the args.\n")
+        if not has_symbol and not has_ndarray:
+            raise ValueError("In HybridBlock, there must be one NDArray or one Symbol in the "
+                             "input. Please check the type of the args.\n")
+        if has_symbol:
             params = {k: v.var() for k, v in self._reg_params.items()}
             with self.name_scope():
                 return self.hybrid_forward(symbol, x, *args, **params)
-        if not isinstance(x, NDArray):
-            raise MXNetError("%s.forward expects an NDArray input, got %s"
-                             % (type(self).__name__, type(x).__name__))
+        ctx = first_ctx
         if self._active:
-            return self._call_cached_op(x, *args)
-        ctx = x.context
+            if len(ctx_set) > 1:
+                raise ValueError("Find multiple contexts in the input, After hybridized, the "
+                                 "HybridBlock only supports one input context. You can print "
+                                 "the ele.ctx in the input arguments to inspect their contexts. "
+                                 "Find all contexts = {}".format(ctx_set))
+            with ctx:
+                return self._call_cached_op(x, *args)
         with ctx:
             try:
                 params = {k: v.data(ctx) for k, v in self._reg_params.items()}
@@ -632,7 +689,15 @@ class HybridBlock(Block):
             self._build_cache(*args)
         flat, fmt = _flatten(args, "input")
         if fmt != self._in_format:
-            raise ValueError("Invalid input format")
+            # trailing None arguments may stand for defaults left out (or given)
+            stored = self._in_format
+            n = min(len(fmt), len(stored))
+            valid = len(fmt) != len(stored) and fmt[:n] == stored[:n] and \
+                all(f == -1 for f in (fmt[n:] or stored[n:]))
+            if not valid:
+                raise ValueError("The argument structure of HybridBlock does not match the "
+                                 "cached version. Stored format = {}, input format = {}"
+                                 .format(fmt, self._in_format))
         flat = [a for a in flat if a is not None]
         for a in flat:
             if not isinstance(a, NDArray):
@@ -644,7 +709,38 @@ class HybridBlock(Block):
             outs = self._cached_op.forward(arrays)
         except MXNetError as e:
             raise MXNetError("%s (in hybridized block %s)" % (e, self.name)) from None
+        if getattr(self, "_callback", None) is not None:
+            self._run_op_hook(arrays, ctx)
         return _regroup(outs, self._out_format)[0]
+
+    def register_op_hook(self, callback, monitor_all=False):
+        """Calls ``callback(node_name, op_name, array)`` with the output of every
+        operator of the hybridized graph as it runs (and, with ``monitor_all``, its
+        inputs), e.g. ``('dense0_fwd_output', 'FullyConnected', arr)``. Set on this
+        block and its direct children, as MXNet does."""
+        self._callback = callback
+        self._monitor_all = monitor_all
+        for child in self._children.values():
+            child._callback = callback
+            child._monitor_all = monitor_all
+
+    def _run_op_hook(self, arrays, ctx):
+        """Runs the traced graph once more through an executor that reports each
+        node's arrays to the op hook."""
+        import json
+        out = self._cached_graph[1]
+        op_of = {n["name"]: n["op"] for n in json.loads(out.tojson())["nodes"]
+                 if n["op"] != "null"}
+        names = list(self._cached_op.input_names())
+        exe = out.bind(ctx, dict(zip(names, arrays)), grad_req="null")
+        callback = self._callback
+
+        def monitor(name, arr):
+            node = max((n for n in op_of if name.startswith(n + "_")), key=len, default=name)
+            callback(name, op_of.get(node, ""), arr)
+
+        exe.set_monitor_callback(monitor, self._monitor_all)
+        exe.forward(is_train=False)
 
     def export(self, path, epoch=0, remove_amp_cast=True):
         """Writes the traced graph to ``path-symbol.json`` and the parameters to

@@ -2,13 +2,16 @@
 (the mean over all axes but ``batch_axis``), multiplied by ``weight`` and by
 ``sample_weight`` (broadcast) when given."""
 
+import math
+
 from .. import ndarray
 from ..base import MXNetError, numeric_types
 from .block import HybridBlock
 
 __all__ = ["Loss", "L2Loss", "L1Loss", "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss",
            "SoftmaxCrossEntropyLoss", "SoftmaxCELoss", "KLDivLoss", "HuberLoss", "HingeLoss",
-           "SquaredHingeLoss", "LogisticLoss", "TripletLoss", "CosineEmbeddingLoss"]
+           "SquaredHingeLoss", "LogisticLoss", "TripletLoss", "CosineEmbeddingLoss",
+           "PoissonNLLLoss", "SDMLLoss", "CTCLoss"]
 
 
 def _apply_weighting(F, loss, weight=None, sample_weight=None):
@@ -252,3 +255,96 @@ class CosineEmbeddingLoss(Loss):
         y_norm = F.reshape(F.norm(y, axis=axis), shape=(-1, 1))
         x_dot_y = F.reshape(F.sum(x * y, axis=axis), shape=(-1, 1))
         return x_dot_y / F.maximum(x_norm * y_norm, 1e-12)
+
+
+class PoissonNLLLoss(Loss):
+    """Negative log-likelihood of ``target`` under a Poisson distribution of mean
+    ``exp(pred)`` (``from_logits=True``: ``exp(pred) - target * pred``) or ``pred``
+    (``pred - target * log(pred + epsilon)``); ``compute_full`` adds Stirling's
+    approximation of ``log(target!)`` for targets above 1. Returns the mean over
+    every element (one number), as MXNet 1.9.1 does."""
+
+    def __init__(self, weight=None, from_logits=True, batch_axis=0, compute_full=False,
+                 **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_logits = from_logits
+        self._compute_full = compute_full
+
+    def hybrid_forward(self, F, pred, target, sample_weight=None, epsilon=1e-08):
+        target = _reshape_like(F, target, pred)
+        if self._from_logits:
+            loss = F.exp(pred) - target * pred
+        else:
+            loss = pred - target * F.log(pred + epsilon)
+        if self._compute_full:
+            stirling = target * F.log(target) - target + 0.5 * F.log(2 * target * math.pi)
+            loss = loss + stirling * (target > 1)
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return F.mean(loss)
+
+
+class SDMLLoss(Loss):
+    """Smoothed Deep Metric Learning loss for aligned batches ``x1``, ``x2`` of shape
+    (batch_size, dim): row i of ``x2`` is the positive for row i of ``x1``, every
+    other row a negative. The KL divergence between softmax(-squared distances) and
+    the identity smoothed by ``smoothing_parameter``; one value per sample
+    (NDArrays only, as in MXNet)."""
+
+    def __init__(self, smoothing_parameter=0.3, weight=1.0, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self.kl_loss = KLDivLoss(from_logits=True)
+        self.smoothing_parameter = smoothing_parameter
+
+    @staticmethod
+    def _compute_distances(F, x1, x2):
+        diffs = F.broadcast_sub(F.expand_dims(x1, 1), F.expand_dims(x2, 0))
+        return F.sum(F.square(diffs), axis=2)
+
+    def _compute_labels(self, F, batch_size, ctx):
+        gold = F.eye(batch_size, ctx=ctx)
+        smooth = self.smoothing_parameter
+        return gold * (1 - smooth) + (1 - gold) * smooth / (batch_size - 1)
+
+    def hybrid_forward(self, F, x1, x2):
+        if F is not ndarray:
+            raise MXNetError("SDMLLoss does not support symbolic inputs")
+        if x1.shape != x2.shape or len(x1.shape) != 2:
+            raise MXNetError("SDMLLoss: x1 and x2 must both have shape (batch_size, dim), got "
+                             "%s and %s" % (x1.shape, x2.shape))
+        distances = self._compute_distances(F, x1, x2)
+        labels = self._compute_labels(F, x1.shape[0], distances.context)
+        log_probabilities = F.log_softmax(-distances, axis=1)
+        return self.kl_loss(log_probabilities, labels)
+
+
+class CTCLoss(Loss):
+    """Connectionist Temporal Classification loss of ``pred`` (layout 'NTC' or 'TNC',
+    the last class is the blank) against ``label`` (layout 'NT' or 'TN', padded with
+    -1 or given ``label_lengths``); one value per sample. Computed by the registry's
+    ``CTCLoss`` operator."""
+
+    def __init__(self, layout="NTC", label_layout="NT", weight=None, **kwargs):
+        if layout not in ("NTC", "TNC"):
+            raise MXNetError("CTCLoss: only 'NTC' and 'TNC' layouts for pred are supported. "
+                             "Got: %s" % layout)
+        if label_layout not in ("NT", "TN"):
+            raise MXNetError("CTCLoss: only 'NT' and 'TN' layouts for label are supported. "
+                             "Got: %s" % label_layout)
+        self._layout = layout
+        self._label_layout = label_layout
+        super().__init__(weight, label_layout.find("N"), **kwargs)
+
+    def hybrid_forward(self, F, pred, label, pred_lengths=None, label_lengths=None,
+                       sample_weight=None):
+        if self._layout == "NTC":
+            pred = F.swapaxes(pred, 0, 1)
+        if self._batch_axis == 1:
+            label = F.swapaxes(label, 0, 1)
+        inputs = [pred, label]
+        if pred_lengths is not None:
+            inputs.append(pred_lengths)
+        if label_lengths is not None:
+            inputs.append(label_lengths)
+        loss = F.CTCLoss(*inputs, use_data_lengths=pred_lengths is not None,
+                         use_label_lengths=label_lengths is not None, blank_label="last")
+        return _apply_weighting(F, loss, self._weight, sample_weight)

@@ -120,6 +120,12 @@ class Parameter:
         self.wd_mult = wd_mult
         self.grad_req = grad_req
         self.init = init
+        valid_stypes = ("default", "row_sparse", "csr")
+        # AssertionErrors for unknown storage types, as MXNet raises
+        assert grad_stype in valid_stypes, "grad_stype for Parameter '%s' must be one of " \
+            "'default', 'row_sparse', or 'csr', but got '%s'" % (name, grad_stype)
+        assert stype in valid_stypes, "stype for Parameter '%s' must be one of 'default', " \
+            "'row_sparse', or 'csr', but got '%s'" % (name, stype)
         if stype != "default" or grad_stype != "default":
             raise MXNetError("Parameter '%s': only stype='default' storage is supported "
                              "(got stype=%r, grad_stype=%r)" % (name, stype, grad_stype))
@@ -357,6 +363,12 @@ class Parameter:
                 raise ParameterError("Parameter '%s' has not been initialized" % self.name)
             self._deferred_init = self._deferred_init[:3] + (data,)
             return
+        # a store that runs the optimizer holds its own copy: drop it (re-initialized
+        # from the new value at the next step)
+        trainer = self._trainer() if self._trainer else None
+        if trainer is not None and trainer._kv_initialized and trainer._update_on_kvstore \
+                and self not in trainer._params_to_init:
+            trainer._reset_kvstore()
         for arr in self._check_and_get(self._data, list):
             arr[:] = data
 

@@ -7,6 +7,7 @@ KVStore (``kvstore='device'``/``'local'`` or a ``KVStore``); with
 ``update_on_kvstore=True`` the store runs the optimizer and devices pull the weights.
 """
 
+import os
 from ..base import MXNetError
 from .parameter import Parameter, ParameterDict
 
@@ -101,7 +102,17 @@ class Trainer:
                 kv = kvs.create(kv)
             if self._compression_params:
                 kv.set_gradient_compression(self._compression_params)
+            if not kv.is_capable(kvs.KVStoreBase.OPTIMIZER):
+                # a custom store that cannot run the optimizer only sums gradients
+                if update_on_kv:
+                    raise ValueError("Please set update_on_kvstore=False when training with "
+                                     "%s, which does not support running the optimizer"
+                                     % type(kv).__name__)
+                update_on_kv = False
             self._kvstore = kv
+            if update_on_kv is None:
+                # MXNet's default: update on the store unless MXNET_UPDATE_ON_KVSTORE=0
+                update_on_kv = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
             self._update_on_kvstore = bool(update_on_kv)
             if self._update_on_kvstore:
                 kv.set_optimizer(self._optimizer)
@@ -124,14 +135,16 @@ class Trainer:
                 left.append(param)
                 continue
             idx = self._params.index(param)
-            self._kvstore.init(idx, param.list_data()[0])
-            if self._update_on_kvstore and param.grad_req != "null":
-                self._kvstore.pull(idx, out=param.list_data())
+            # as MXNet: broadcast the first device's value into the store and every device
+            self._kvstore.broadcast(idx, param.list_data()[0], param.list_data())
         self._params_to_init = left
 
     def _reset_kvstore(self):
+        if self._kvstore is not None and "dist" in self._kvstore.type:
+            raise RuntimeError("Cannot reset distributed KVStore.")
         self._kv_initialized = False
         self._kvstore = None
+        self._update_on_kvstore = None
         self._params_to_init = list(self._params)
 
     @property
@@ -168,9 +181,10 @@ class Trainer:
         gradient clipping)."""
         self._prepare()
         if self._kvstore is not None and self._update_on_kvstore:
-            raise MXNetError("allreduce_grads() when parameters are updated on kvstore is not "
-                             "supported. Try setting `update_on_kvstore` to False when creating "
-                             "trainer.")
+            # an AssertionError, as MXNet raises
+            raise AssertionError("allreduce_grads() when parameters are updated on kvstore is not "
+                                 "supported. Try setting `update_on_kvstore` to False when "
+                                 "creating trainer.")
         self._allreduce_grads()
 
     def _allreduce_grads(self):
@@ -181,19 +195,18 @@ class Trainer:
                 continue
             grads = param.list_grad()
             if self._update_on_kvstore:
-                self._kvstore.push(i, grads, priority=-i)
-                self._kvstore.pull(i, out=param.list_data(), priority=-i)
+                self._kvstore.pushpull(i, grads, out=param.list_data(), priority=-i)
             else:
-                self._kvstore.push(i, grads, priority=-i)
-                self._kvstore.pull(i, out=grads, priority=-i)
+                self._kvstore.pushpull(i, grads, priority=-i)
 
     def update(self, batch_size, ignore_stale_grad=False):
         """Applies the optimizer to the (already combined) gradients."""
         self._prepare()
         if self._kvstore is not None and self._update_on_kvstore:
-            raise MXNetError("update() when parameters are updated on kvstore is not "
-                             "supported. Try setting `update_on_kvstore` to False when creating "
-                             "trainer.")
+            # an AssertionError, as MXNet raises
+            raise AssertionError("update() when parameters are updated on kvstore is not "
+                                 "supported. Try setting `update_on_kvstore` to False when "
+                                 "creating trainer.")
         self._optimizer.rescale_grad = self._scale / batch_size
         self._check_fresh(ignore_stale_grad)
         self._update(ignore_stale_grad)
@@ -224,11 +237,25 @@ class Trainer:
                         % (param.name, str(data.context)))
 
     def _update(self, ignore_stale_grad=False):
+        scaler = getattr(self, "_amp_loss_scaler", None)
+        if scaler is not None:
+            # contrib.amp: a step whose gradients overflowed is skipped
+            overflow = scaler.has_overflow(self._params)
+            scaler.update_scale(overflow)
+            if overflow:
+                for param in self._params:
+                    if param._data is not None:
+                        for arr in param.list_data():
+                            arr._fresh_grad = False
+                return
         for i, param in enumerate(self._params):
             if param.grad_req == "null" or param._data is None:
                 continue
-            for upd, arr, grad in zip(self._updaters, param.list_data(), param.list_grad()):
+            for dev, (upd, arr, grad) in enumerate(zip(self._updaters, param.list_data(),
+                                                        param.list_grad())):
                 if not self._update_on_kvstore and (not ignore_stale_grad or arr._fresh_grad):
+                    # update counts (lr schedules) are kept per device, as in MXNet
+                    upd.optimizer._set_current_context(dev)
                     upd(i, grad, arr)
                 arr._fresh_grad = False
 

@@ -2,6 +2,8 @@
 file hashes."""
 
 import hashlib
+import os
+import uuid
 import warnings
 
 import numpy as np
@@ -10,7 +12,8 @@ from .. import ndarray
 from ..base import MXNetError
 from .parameter import _add_all
 
-__all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1"]
+__all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1", "download",
+           "replace_file"]
 
 
 def split_data(data, num_slice, batch_axis=0, even_split=True):
@@ -77,3 +80,82 @@ def check_sha1(filename, sha1_hash):
                 break
             sha1.update(data)
     return sha1.hexdigest() == sha1_hash
+
+
+def replace_file(src, dst):
+    """Moves ``src`` onto ``dst`` atomically (same file system), replacing it."""
+    os.replace(src, dst)
+
+
+def _http_get(url, verify_ssl):
+    """(status, chunk iterator) of a GET of ``url``: through ``requests`` when it is
+    installed (as MXNet does), else urllib."""
+    try:
+        import requests
+    except ImportError:
+        requests = None
+    if requests is not None:
+        r = requests.get(url, stream=True, verify=verify_ssl)
+        return r.status_code, r.iter_content(chunk_size=1024)
+    import ssl
+    import urllib.request
+    ctx = None if verify_ssl else ssl._create_unverified_context()  # noqa: S323
+    resp = urllib.request.urlopen(url, context=ctx)  # noqa: S310
+    return resp.status, iter(lambda: resp.read(1024), b"")
+
+
+def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_ssl=True):
+    """Downloads ``url`` to ``path`` (a file, or a folder to put the URL's file name
+    in; default: the file name in the current folder) and returns the file name.
+
+    Skips the download when the file exists (and matches ``sha1_hash`` when given)
+    unless ``overwrite``; retries ``retries`` times; writes to a temporary file first,
+    so that concurrent downloads of one file leave exactly one complete file."""
+    if path is None:
+        fname = url.split("/")[-1]
+        assert fname, ("Can't construct file-name from this URL. Please set the `path` "
+                       "option manually.")
+    else:
+        path = os.path.expanduser(path)
+        fname = os.path.join(path, url.split("/")[-1]) if os.path.isdir(path) else path
+    assert retries >= 0, \
+        "Number of retries should be at least 0, currently it's {}".format(retries)
+    if not verify_ssl:
+        warnings.warn("Unverified HTTPS request is being made (verify_ssl=False). "
+                      "Adding certificate verification is strongly advised.")
+    if overwrite or not os.path.exists(fname) or (sha1_hash and not check_sha1(fname, sha1_hash)):
+        dirname = os.path.dirname(os.path.abspath(os.path.expanduser(fname)))
+        os.makedirs(dirname, exist_ok=True)
+        while retries + 1 > 0:
+            try:
+                print("Downloading {} from {}...".format(fname, url))
+                status, chunks = _http_get(url, verify_ssl)
+                if status != 200:
+                    raise RuntimeError("Failed downloading url {}".format(url))
+                tmp = "{}.{}".format(fname, uuid.uuid4())
+                with open(tmp, "wb") as f:
+                    for chunk in chunks:
+                        if chunk:
+                            f.write(chunk)
+                if not os.path.exists(fname) or (sha1_hash and not check_sha1(fname, sha1_hash)):
+                    replace_file(tmp, fname)
+                else:
+                    try:
+                        os.remove(tmp)
+                    except OSError:
+                        pass
+                    warnings.warn("File {} exists in file system so the downloaded file is "
+                                  "deleted".format(fname))
+                if sha1_hash and not check_sha1(fname, sha1_hash):
+                    raise UserWarning("File {} is downloaded but the content hash does not "
+                                      "match. The repo may be outdated or download may be "
+                                      "incomplete. If the `repo_url` is overridden, consider "
+                                      "switching to the default repo.".format(fname))
+                break
+            except Exception as e:  # noqa: BLE001 -- retried, then re-raised
+                retries -= 1
+                if retries <= 0:
+                    raise e
+                print("download failed due to {}, retrying, {} attempt{} left"
+                      .format(repr(e), retries, "s" if retries > 1 else ""))
+    return fname

@@ -181,11 +181,13 @@ class NDArrayIter(DataIter):
             raise ValueError("NDArrayIter: batch_size must be positive, got %r" % (batch_size,))
         self.data = _init_data(data, allow_empty=False, default_name=data_name)
         self.label = _init_data(label, allow_empty=True, default_name=label_name)
+        # as MXNet: the first data source sets the number of examples; other sources
+        # may hold more (the extra rows are not used) but not fewer
         n = self.data[0][1].shape[0]
         for k, v in self.data + self.label:
-            if v.shape[0] != n:
-                raise ValueError("NDArrayIter: every source needs the same number of examples "
-                                 "along axis 0: %s has %d, %s has %d"
+            if v.shape[0] < n:
+                raise ValueError("NDArrayIter: every source needs at least as many examples "
+                                 "along axis 0 as the first data source: %s has %d, %s has %d"
                                  % (self.data[0][0], n, k, v.shape[0]))
         self.idx = np.arange(n)
         self.shuffle = shuffle

@@ -9,5 +9,6 @@ from .base_module import BaseModule  # noqa: F401
 from .module import Module  # noqa: F401
 from .bucketing_module import BucketingModule  # noqa: F401
 from .sequential_module import SequentialModule  # noqa: F401
+from . import executor_group  # noqa: F401
 
 __all__ = ["BaseModule", "Module", "BucketingModule", "SequentialModule"]

@@ -69,7 +69,7 @@ def _parse_descs(names, shapes, what, throw=True):
     for d in descs:
         if not isinstance(d.shape, (tuple, list)) or not all(
                 isinstance(x, (int, np.integer)) and x > 0 for x in d.shape):
-            raise ValueError("%s_shapes: the shape of '%s' must be a tuple of positive ints, "
+            raise TypeError("%s_shapes: the shape of '%s' must be a tuple of positive ints, "
                              "got %r" % (what, d.name, d.shape))
     return descs
 

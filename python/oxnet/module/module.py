@@ -10,6 +10,7 @@ others (what MXNet's local kvstore does with ``update_on_kvstore``).
 """
 
 import logging
+import os
 import warnings
 from collections import OrderedDict
 
@@ -49,6 +50,26 @@ def _take(arr, sl, axis, whole):
     if axis == 0:
         return arr[sl]
     return nd.slice_axis(arr, axis=axis, begin=sl.start, end=sl.stop)
+
+
+class _ExecGroupView:
+    """Read-only view of a Module's executors under MXNet's executor-group names."""
+
+    def __init__(self, module):
+        self.execs = module._execs
+        self.param_names = list(module._param_names)
+        self.aux_names = list(module._aux_names)
+        self.data_names = list(module._data_names)
+        self.label_names = list(module._label_names)
+        self.grad_req = dict(module._grad_req_by_name)
+        self.slices = module._slices
+        self.contexts = module._context
+        self.for_training = module.for_training
+        self.inputs_need_grad = module.inputs_need_grad
+        self.param_arrays = [[e.arg_dict[n] for e in self.execs] for n in self.param_names]
+        self.grad_arrays = [[e.grad_dict[n] for e in self.execs] for n in self.param_names
+                            if n in self.execs[0].grad_dict]
+        self.aux_arrays = [[e.aux_dict[n] for e in self.execs] for n in self.aux_names]
 
 
 class Module(BaseModule):
@@ -104,6 +125,9 @@ class Module(BaseModule):
         self._param_names = [a for a in symbol.list_arguments() if a not in inputs]
         self._aux_names = symbol.list_auxiliary_states()
         self._output_names = symbol.list_outputs()
+        # the batch axis of each output, from its '__layout__' attribute (N: axis 0)
+        self._output_axes = [max(DataDesc.get_batch_axis(symbol[i].attr("__layout__")), 0)
+                             for i in range(len(self._output_names))]
 
         self._arg_params = None
         self._aux_params = None
@@ -114,6 +138,7 @@ class Module(BaseModule):
         self._updater = None
         self._preload_opt_states = None
         self._grad_req = None
+        self._grad_req_by_name = None
         self._execs = []
         self._slices = []
         self._data_shapes = None
@@ -150,12 +175,18 @@ class Module(BaseModule):
     def save_optimizer_states(self, fname):
         """Writes the optimizer's states (pickled) to ``fname``."""
         _require(self.optimizer_initialized, "save_optimizer_states: call init_optimizer first")
+        if self._update_on_kvstore:
+            self._kvstore.save_optimizer_states(fname)
+            return
         with open(fname, "wb") as f:
             f.write(self._updater.get_states())
 
     def load_optimizer_states(self, fname):
         """Reads optimizer states written by ``save_optimizer_states``."""
         _require(self.optimizer_initialized, "load_optimizer_states: call init_optimizer first")
+        if self._update_on_kvstore:
+            self._kvstore.load_optimizer_states(fname)
+            return
         with open(fname, "rb") as f:
             self._updater.set_states(f.read())
 
@@ -305,7 +336,9 @@ class Module(BaseModule):
             self._label_shapes = _parse_descs(self._label_names, label_shapes, "label", False)
         else:
             self._label_shapes = None
-        self._grad_req = self._grad_reqs(grad_req)
+        # the request as given (MXNet keeps it), and resolved per argument
+        self._grad_req = grad_req
+        self._grad_req_by_name = self._grad_reqs(grad_req)
         shared_execs = None
         if shared_module is not None:
             if not (isinstance(shared_module, Module) and shared_module.binded
@@ -330,6 +363,15 @@ class Module(BaseModule):
                                 for n in self._param_names}
             self._aux_params = {n: nd.zeros(exe.aux_dict[n].shape, dtype=exe.aux_dict[n].dtype)
                                 for n in self._aux_names}
+
+    @property
+    def _exec_group(self):
+        """The bound executors as MXNet's ``DataParallelExecutorGroup`` exposes them
+        (``execs``, ``param_names``, ``data_names``, ``label_names``, ``grad_req``,
+        ``slices``), for code that inspects a module's executors."""
+        if not self.binded:
+            return None
+        return _ExecGroupView(self)
 
     def _reset_bind(self):
         self.binded = False
@@ -373,7 +415,8 @@ class Module(BaseModule):
                 shape[self._batch_axis(d)] = sl.stop - sl.start
                 shapes[d.name] = tuple(shape)
             if shared_execs is None:
-                exe = self._symbol.simple_bind(ctx, grad_req=self._grad_req, type_dict=types,
+                exe = self._symbol.simple_bind(ctx, grad_req=self._grad_req_by_name,
+                                               type_dict=types,
                                                **shapes)
             else:
                 exe = self._bind_shared(ctx, shapes, types, shared_execs[i])
@@ -389,7 +432,7 @@ class Module(BaseModule):
         arg_types = [t or np.float32 for t in sym.infer_type_partial(**types)[0]]
         args, grads = {}, {}
         for name, shape, dtype in zip(sym.list_arguments(), arg_shapes, arg_types):
-            req = self._grad_req[name]
+            req = self._grad_req_by_name[name]
             if name in self._param_names:
                 if name not in shared.arg_dict:
                     raise MXNetError("bind: parameter '%s' is not in the shared module" % name)
@@ -414,7 +457,8 @@ class Module(BaseModule):
                 raise MXNetError("bind: auxiliary state '%s' %s does not match the shared "
                                  "module" % (name, tuple(shape)))
             aux[name] = shared.aux_dict[name]
-        return sym.bind(ctx, args, args_grad=grads, grad_req=self._grad_req, aux_states=aux)
+        return sym.bind(ctx, args, args_grad=grads, grad_req=self._grad_req_by_name,
+                        aux_states=aux)
 
     def reshape(self, data_shapes, label_shapes=None):
         """Rebinds for new input shapes (e.g. another batch size), keeping the
@@ -474,13 +518,34 @@ class Module(BaseModule):
             if not optimizer.idx2name:
                 optimizer.idx2name = idx2name.copy()
         self._optimizer = optimizer
-        self._kvstore = None
-        self._update_on_kvstore = False
-        self._updater = opt.get_updater(optimizer)
+        self._kvstore, self._update_on_kvstore = self._create_kvstore(kvstore)
+        if self._kvstore is not None:
+            if self._update_on_kvstore:
+                self._kvstore.set_optimizer(optimizer)
+            # the store starts from the (identical) device copies of each parameter
+            for index, name in enumerate(self._param_names):
+                weights = [exe.arg_dict[name] for exe in self._execs]
+                self._kvstore.init(index, weights[0])
+                if self._update_on_kvstore:
+                    self._kvstore.pull(index, weights, priority=-index)
+        self._updater = None if self._update_on_kvstore else opt.get_updater(optimizer)
         self.optimizer_initialized = True
         if self._preload_opt_states is not None:
             self.load_optimizer_states(self._preload_opt_states)
             self._preload_opt_states = None
+
+    def _create_kvstore(self, kvstore):
+        """(store, update_on_kvstore) as MXNet's model._create_kvstore: no store for one
+        device; with several, the named (or given) store, running the optimizer unless
+        MXNET_UPDATE_ON_KVSTORE=0."""
+        from .. import kvstore as kvs
+        if kvstore is None or (isinstance(kvstore, str) and len(self._execs) == 1):
+            return None, False
+        kv = kvs.create(kvstore) if isinstance(kvstore, str) else kvstore
+        update_on_kvstore = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
+        if not kv.is_capable(kvs.KVStoreBase.OPTIMIZER):
+            update_on_kvstore = False
+        return kv, update_on_kvstore
 
     def borrow_optimizer(self, shared_module):
         """Uses ``shared_module``'s optimizer (and its states)."""
@@ -522,7 +587,7 @@ class Module(BaseModule):
                               for d, s in zip(self._data_shapes, new_shapes)]
             if getattr(data_batch, "provide_label", None):
                 new_lshape = data_batch.provide_label
-            elif data_batch.label and self._label_shapes:
+            elif getattr(data_batch, "label", None) and self._label_shapes:
                 new_lshape = [DataDesc(d.name, a.shape, d.dtype, d.layout)
                               for d, a in zip(self._label_shapes, data_batch.label)]
             else:
@@ -530,7 +595,7 @@ class Module(BaseModule):
             self.reshape(new_dshape, new_lshape)
         arg_dicts = [e.arg_dict for e in self._execs]
         self._load(data_batch.data, self._data_shapes, arg_dicts)
-        if data_batch.label and self._label_shapes:
+        if getattr(data_batch, "label", None) and self._label_shapes:
             self._load(data_batch.label, self._label_shapes, arg_dicts)
         for exe in self._execs:
             exe.forward(is_train=is_train)
@@ -545,8 +610,9 @@ class Module(BaseModule):
         for exe, sl in zip(self._execs, self._slices):
             grads = None
             if out_grads is not None:
-                grads = [_take(g, sl, 0, whole) for g in
-                         (out_grads if isinstance(out_grads, (list, tuple)) else [out_grads])]
+                grads = [_take(g, sl, axis, whole) for g, axis in
+                         zip(out_grads if isinstance(out_grads, (list, tuple)) else [out_grads],
+                             self._output_axes)]
             exe.backward(out_grads=grads)
 
     def update(self):
@@ -557,7 +623,21 @@ class Module(BaseModule):
         self._params_dirty = True
         first = self._execs[0]
         for index, name in enumerate(self._param_names):
-            if self._grad_req.get(name, "null") == "null":
+            if self._grad_req_by_name.get(name, "null") == "null":
+                continue
+            if self._kvstore is not None:
+                grads = [exe.grad_dict[name] for exe in self._execs]
+                if self._update_on_kvstore:
+                    # the store sums the gradients, runs the optimizer, hands back weights
+                    self._kvstore.push(index, grads, priority=-index)
+                    self._kvstore.pull(index, [exe.arg_dict[name] for exe in self._execs],
+                                       priority=-index)
+                    continue
+                self._kvstore.pushpull(index, grads, priority=-index)
+                # one state per (parameter, device), as MXNet's _update_params keys them
+                n = len(self._execs)
+                for k, exe in enumerate(self._execs):
+                    self._updater(index * n + k, exe.grad_dict[name], exe.arg_dict[name])
                 continue
             weight = first.arg_dict[name]
             grad = first.grad_dict[name]
@@ -569,21 +649,23 @@ class Module(BaseModule):
             for exe in self._execs[1:]:
                 weight.copyto(exe.arg_dict[name])
 
-    def _merge(self, per_exec, merge_multi_context):
+    def _merge(self, per_exec, merge_multi_context, axes=None):
         """Per output, the device arrays (``[[dev0, dev1], ...]``) or, merged, one
-        array concatenated along the batch axis."""
+        array concatenated along the batch axis (``axes``: per output, default 0)."""
         by_output = [list(x) for x in zip(*per_exec)]
         if not merge_multi_context:
             return by_output
+        axes = axes or [0] * len(by_output)
         return [arrs[0] if len(arrs) == 1 else
-                nd.concat(*[a.as_in_context(arrs[0].context) for a in arrs], dim=0)
-                for arrs in by_output]
+                nd.concat(*[a.as_in_context(arrs[0].context) for a in arrs], dim=axis)
+                for arrs, axis in zip(by_output, axes)]
 
     def get_outputs(self, merge_multi_context=True):
         """The outputs of the last ``forward``."""
         _require(self.binded and self.params_initialized,
                  "get_outputs: bind the module and initialize its parameters first")
-        return self._merge([e.outputs for e in self._execs], merge_multi_context)
+        return self._merge([e.outputs for e in self._execs], merge_multi_context,
+                           self._output_axes)
 
     def get_input_grads(self, merge_multi_context=True):
         """Gradients of the data inputs (bound with ``inputs_need_grad=True``)."""

@@ -4,3 +4,4 @@
 
 from . import nn  # noqa: F401
 from . import rnn  # noqa: F401
+from . import estimator  # noqa: F401,E402

@@ -4,4 +4,4 @@ from .basic_layers import *  # noqa: F401,F403
 from .conv_layers import *  # noqa: F401,F403
 from .activations import *  # noqa: F401,F403
 from .extra_layers import *  # noqa: F401,F403
-from ..block import Block, HybridBlock  # noqa: F401
+from ..block import Block, HybridBlock, SymbolBlock  # noqa: F401
