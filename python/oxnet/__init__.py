@@ -38,6 +38,9 @@ from . import callback
 from . import module
 from . import module as mod
 from . import gluon
+from . import recordio
+from . import image
+from . import image as img
 
 __all__ = ["nd", "ndarray", "random", "autograd", "context", "Context", "cpu", "gpu",
            "cpu_pinned", "current_context", "num_gpus", "MXNetError", "base", "test_utils",
