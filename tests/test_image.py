@@ -51,7 +51,7 @@ def test_imdecode_bad_input():
         mx.image.imdecode(b"clearly not image content")
     data = open(JPG, "rb").read()
     with pytest.raises(mx.MXNetError):
-        mx.image.imdecode(data[: len(data) // 3])
+        mx.image.imdecode(data[:200])  # cut inside the headers
     with pytest.raises(mx.MXNetError, match="cannot read image file"):
         mx.image.imread("/nonexistent/x.jpg")
     with pytest.raises(ValueError):
@@ -161,7 +161,7 @@ def test_augmenters_and_image_iter():
     assert mx.image.CastAug("float64")(src).dtype == np.float64
 
     lst = [[float(i % 3), os.path.join("folder", *p.split("/")[1:])]
-           for i, p in enumerate(l.split("\t")[2] for l in open(os.path.join(FIX, "train.lst")))]
+           for i, p in enumerate(l.strip().split("\t")[2] for l in open(os.path.join(FIX, "train.lst")))]
     it = mx.image.ImageIter(4, (3, 32, 32), imglist=lst[:10], path_root=FIX, resize=40)
     batches = list(it)
     assert len(batches) == 3 and batches[-1].pad == 2
