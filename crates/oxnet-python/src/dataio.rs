@@ -76,9 +76,7 @@ impl RecordFile {
                     .iter()
                     .map(|&p| {
                         r.seek(p)?;
-                        r.read()?.ok_or_else(|| {
-                            Error::new(format!("RecordIO {}: no record at offset {p} (end of file)", self.path))
-                        })
+                        r.read()?.ok_or_else(|| Error::new(format!("RecordIO {}: no record at offset {p} (end of file)", self.path)))
                     })
                     .collect::<oxnet_core::Result<Vec<_>>>(),
                 _ => Err(Error::new(format!("RecordIO {} is not open for reading", self.path))),
@@ -118,15 +116,7 @@ impl RecordFile {
 
 /// `IRHeader` + payload bytes (`recordio.pack`); `labels` non-empty sets flag.
 #[pyfunction]
-fn recordio_pack<'py>(
-    py: Python<'py>,
-    flag: u32,
-    label: f32,
-    id: u64,
-    id2: u64,
-    labels: Vec<f32>,
-    payload: &[u8],
-) -> Bound<'py, PyBytes> {
+fn recordio_pack<'py>(py: Python<'py>, flag: u32, label: f32, id: u64, id2: u64, labels: Vec<f32>, payload: &[u8]) -> Bound<'py, PyBytes> {
     let h = recordio::Header { flag, label, id, id2, labels };
     PyBytes::new(py, &recordio::pack_header(&h, payload))
 }
@@ -199,9 +189,7 @@ fn image_copy_make_border<'py>(
     if sh.len() != 3 {
         return Err(crate::err(Error::new("copyMakeBorder: expected an HWC array")));
     }
-    let r = py
-        .detach(|| imgproc::copy_make_border(s, sh[0], sh[1], sh[2], top, bot, left, right, btype, &value))
-        .py_err()?;
+    let r = py.detach(|| imgproc::copy_make_border(s, sh[0], sh[1], sh[2], top, bot, left, right, btype, &value)).py_err()?;
     let bytes: Vec<u8> = r.iter().flat_map(|v| v.to_le_bytes()).collect();
     Ok(PyBytes::new(py, &bytes))
 }

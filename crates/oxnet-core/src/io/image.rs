@@ -53,9 +53,8 @@ pub fn decode(buf: &[u8], flag: i32, to_rgb: bool) -> Result<Image> {
     if buf.is_empty() {
         return Err(Error::new("imdecode: the image buffer is empty"));
     }
-    let fmt = sniff(buf).ok_or_else(|| {
-        Error::new(format!("imdecode: cannot decode image: not a JPEG or PNG buffer ({} bytes)", buf.len()))
-    })?;
+    let fmt =
+        sniff(buf).ok_or_else(|| Error::new(format!("imdecode: cannot decode image: not a JPEG or PNG buffer ({} bytes)", buf.len())))?;
     // The decoders are not supposed to panic on bad input; make sure none escapes.
     let res = std::panic::catch_unwind(|| match fmt {
         Format::Jpeg => decode_jpeg(buf, flag),
@@ -124,21 +123,15 @@ fn decode_jpeg(buf: &[u8], flag: i32) -> Result<Image> {
     probe.decode_headers().map_err(|e| bad(&e))?;
     let gray_src = matches!(probe.get_input_colorspace(), Some(ColorSpace::Luma));
     let out_cs = if flag == 0 || (flag < 0 && gray_src) { ColorSpace::Luma } else { ColorSpace::RGB };
-    let opts = DecoderOptions::default()
-        .jpeg_set_out_colorspace(out_cs)
-        .set_max_width(1 << 16)
-        .set_max_height(1 << 16)
-        .set_strict_mode(true);
+    let opts =
+        DecoderOptions::default().jpeg_set_out_colorspace(out_cs).set_max_width(1 << 16).set_max_height(1 << 16).set_strict_mode(true);
     let mut d = zune_jpeg::JpegDecoder::new_with_options(buf, opts);
     let data = d.decode().map_err(|e| bad(&e))?;
     let info = d.info().ok_or_else(|| Error::new("imdecode: cannot decode JPEG image: no header"))?;
     let (h, w) = (info.height as usize, info.width as usize);
     let c = if out_cs == ColorSpace::Luma { 1 } else { 3 };
     if data.len() != h * w * c {
-        return Err(Error::new(format!(
-            "imdecode: cannot decode JPEG image: decoder gave {} bytes for {h}x{w}x{c}",
-            data.len()
-        )));
+        return Err(Error::new(format!("imdecode: cannot decode JPEG image: decoder gave {} bytes for {h}x{w}x{c}", data.len())));
     }
     Ok(Image { h, w, c, data })
 }

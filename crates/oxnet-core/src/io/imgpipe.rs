@@ -104,11 +104,7 @@ pub fn process_record(rec: &[u8], p: &AugParams, seed: u64, out: &mut [f32], lab
         label[0] = hdr.label;
     } else {
         if hdr.labels.len() < p.label_width {
-            return Err(Error::new(format!(
-                "{name}: the record has {} labels but label_width is {}",
-                hdr.labels.len(),
-                p.label_width
-            )));
+            return Err(Error::new(format!("{name}: the record has {} labels but label_width is {}", hdr.labels.len(), p.label_width)));
         }
         label.copy_from_slice(&hdr.labels[..p.label_width]);
     }

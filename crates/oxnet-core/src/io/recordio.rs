@@ -29,10 +29,7 @@ fn encode_lrec(cflag: u32, len: u32) -> u32 {
 /// appends the bytes to `out`.
 pub fn frame_record(payload: &[u8], out: &mut Vec<u8>) -> Result<()> {
     if payload.len() > MAX_PART {
-        return Err(Error::new(format!(
-            "RecordIO accepts records of less than 2^29 bytes, got {}",
-            payload.len()
-        )));
+        return Err(Error::new(format!("RecordIO accepts records of less than 2^29 bytes, got {}", payload.len())));
     }
     let magic = MAGIC.to_le_bytes();
     let len = payload.len();
@@ -163,14 +160,9 @@ impl Reader {
     /// Moves to byte offset `pos` (a record's start, as the `.idx` file gives).
     pub fn seek(&mut self, pos: u64) -> Result<()> {
         if pos > self.len {
-            return Err(Error::new(format!(
-                "RecordIO {}: offset {pos} is past the end of the file ({} bytes)",
-                self.name, self.len
-            )));
+            return Err(Error::new(format!("RecordIO {}: offset {pos} is past the end of the file ({} bytes)", self.name, self.len)));
         }
-        self.file
-            .seek(SeekFrom::Start(pos))
-            .map_err(|e| Error::new(format!("RecordIO {}: cannot seek to {pos}: {e}", self.name)))?;
+        self.file.seek(SeekFrom::Start(pos)).map_err(|e| Error::new(format!("RecordIO {}: cannot seek to {pos}: {e}", self.name)))?;
         self.pos = pos;
         Ok(())
     }
@@ -198,9 +190,7 @@ impl Writer {
     pub fn write(&mut self, payload: &[u8]) -> Result<()> {
         self.buf.clear();
         frame_record(payload, &mut self.buf)?;
-        self.file
-            .write_all(&self.buf)
-            .map_err(|e| Error::new(format!("RecordIO {}: write failed: {e}", self.name)))?;
+        self.file.write_all(&self.buf).map_err(|e| Error::new(format!("RecordIO {}: write failed: {e}", self.name)))?;
         self.pos += self.buf.len() as u64;
         Ok(())
     }
@@ -292,9 +282,10 @@ pub fn parse_index(text: &str, name: &str) -> Result<Vec<(String, u64)>> {
         }
         let mut it = line.split('\t');
         let key = it.next().unwrap_or("");
-        let off = it.next().and_then(|s| s.trim().parse::<u64>().ok()).ok_or_else(|| {
-            Error::new(format!("RecordIO index {name}: line {} is not 'key<TAB>offset': {line:?}", n + 1))
-        })?;
+        let off = it
+            .next()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .ok_or_else(|| Error::new(format!("RecordIO index {name}: line {} is not 'key<TAB>offset': {line:?}", n + 1)))?;
         out.push((key.to_string(), off));
     }
     Ok(out)

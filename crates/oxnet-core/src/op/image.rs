@@ -255,10 +255,41 @@ fn border_compute(c: &mut OpCall) -> Result<()> {
 }
 
 pub(super) fn register(r: &mut Registry) {
-    r.add(OpDef::new("_image_resize", "Resize an image NDArray of shape (H x W x C) or (N x H x W x C) to the given size.", DATA, RESIZE_PARAMS, resize_infer, resize_compute).cost(8));
+    r.add(
+        OpDef::new(
+            "_image_resize",
+            "Resize an image NDArray of shape (H x W x C) or (N x H x W x C) to the given size.",
+            DATA,
+            RESIZE_PARAMS,
+            resize_infer,
+            resize_compute,
+        )
+        .cost(8),
+    );
     r.add(OpDef::new("_cvimresize", "Resize image with OpenCV.", SRC, CVRESIZE_PARAMS, cvresize_infer, resize_compute).cost(8));
-    r.add(OpDef::new("_image_crop", "Crop an image NDArray of shape (H x W x C) or (N x H x W x C) to the given size.", DATA, CROP_PARAMS, crop_infer, crop_compute));
-    r.add(OpDef::new("_image_flip_left_right", "Reverses the order of the width axis of an image (H x W x C) or (N x H x W x C).", DATA, &[], same_infer, flip::<true>));
-    r.add(OpDef::new("_image_flip_top_bottom", "Reverses the order of the height axis of an image (H x W x C) or (N x H x W x C).", DATA, &[], same_infer, flip::<false>));
+    r.add(OpDef::new(
+        "_image_crop",
+        "Crop an image NDArray of shape (H x W x C) or (N x H x W x C) to the given size.",
+        DATA,
+        CROP_PARAMS,
+        crop_infer,
+        crop_compute,
+    ));
+    r.add(OpDef::new(
+        "_image_flip_left_right",
+        "Reverses the order of the width axis of an image (H x W x C) or (N x H x W x C).",
+        DATA,
+        &[],
+        same_infer,
+        flip::<true>,
+    ));
+    r.add(OpDef::new(
+        "_image_flip_top_bottom",
+        "Reverses the order of the height axis of an image (H x W x C) or (N x H x W x C).",
+        DATA,
+        &[],
+        same_infer,
+        flip::<false>,
+    ));
     r.add(OpDef::new("_cvcopyMakeBorder", "Pad image border with OpenCV.", SRC, BORDER_PARAMS, border_infer, border_compute).cost(4));
 }
