@@ -49,6 +49,9 @@ from . import module
 from . import module as mod
 from . import gluon
 from . import contrib  # noqa: E402
+from . import recordio  # noqa: E402
+from . import image  # noqa: E402
+from . import image as img  # noqa: E402
 
 __all__ = ["nd", "ndarray", "random", "autograd", "context", "Context", "cpu", "gpu",
            "cpu_pinned", "current_context", "num_gpus", "MXNetError", "base", "test_utils",

@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 mod array;
 mod autograd;
 mod convert;
+mod dataio;
 mod invoke;
 mod io;
 mod kvstore;
@@ -199,6 +200,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     invoke::add_functions(m)?;
     array::add_functions(m)?;
     io::add_functions(m)?;
+    dataio::add_functions(m)?;
     kvstore::add_functions(m)?;
     autograd::add_functions(m)?;
     symbol::add_functions(m)?;

@@ -11,8 +11,9 @@ _internal = _types.ModuleType("oxnet.ndarray._internal", "Internal (underscore-n
 op = _types.ModuleType("oxnet.ndarray.op", "Every public registered operator.")
 contrib = _types.ModuleType("oxnet.ndarray.contrib", "Contrib operators.")
 linalg = _types.ModuleType("oxnet.ndarray.linalg", "Linear algebra operators.")
+image = _types.ModuleType("oxnet.ndarray.image", "Image operators (_image_*).")
 
-_register.generate(op, _internal, {"contrib": contrib, "linalg": linalg})
+_register.generate(op, _internal, {"contrib": contrib, "linalg": linalg, "image": image})
 _nd_module._internal = _internal
 _nd_module._op = op
 _nd_module._attach_fluent(op)

@@ -12,8 +12,9 @@ _internal = _types.ModuleType("oxnet.symbol._internal", "Internal (underscore-na
 op = _types.ModuleType("oxnet.symbol.op", "Every public registered operator.")
 contrib = _types.ModuleType("oxnet.symbol.contrib", "Contrib operators.")
 linalg = _types.ModuleType("oxnet.symbol.linalg", "Linear algebra operators.")
+image = _types.ModuleType("oxnet.symbol.image", "Image operators (_image_*).")
 
-_register.generate(op, _internal, {"contrib": contrib, "linalg": linalg},
+_register.generate(op, _internal, {"contrib": contrib, "linalg": linalg, "image": image},
                    symbolic_invoke=_symbol_invoke, module="oxnet.symbol")
 
 for _name in dir(op):

@@ -24,6 +24,7 @@ mod optimizer;
 mod grads;
 mod nn;
 mod nn_conv;
+mod image;
 mod cuda;
 
 pub use params::{PType, ParamSpec, Params, Value};
@@ -359,6 +360,7 @@ impl Registry {
         optimizer::register(&mut r);
         nn::register(&mut r);
         nn_conv::register(&mut r);
+        image::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).

@@ -291,13 +291,20 @@ class DataLoader:
     timeout : int
         Seconds to wait for a worker's batch before raising
         ``multiprocessing.TimeoutError``.
+    try_nopython : bool
+        Accepted for MXNet compatibility (no effect).
+    auto_reload : bool
+        Accepted for MXNet compatibility: batches are requested when an epoch starts.
     """
 
     def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None,
                  last_batch=None, batch_sampler=None, batchify_fn=None, num_workers=0,
                  pin_memory=False, pin_device_id=0, prefetch=None, thread_pool=False,
-                 timeout=120, try_nopython=None):
+                 timeout=120, try_nopython=None, auto_reload=True):
         self._dataset = dataset
+        # MXNet's auto_reload prefetches the next epoch's first batches when one ends;
+        # batches are the same either way (oxnet requests them when iteration starts).
+        self._auto_reload = auto_reload
         self._pin_memory = pin_memory
         self._pin_device_id = pin_device_id
         self._thread_pool = thread_pool

@@ -133,3 +133,22 @@ class ArrayDataset(Dataset):
 
     def __len__(self):
         return self._length
+
+
+class RecordFileDataset(Dataset):
+    """A dataset over a RecordIO file: sample ``i`` is the raw bytes of the record
+    at key ``i`` of the index (``filename`` with its extension replaced by
+    ``.idx``). Picklable for worker processes (each reopens the file)."""
+
+    def __init__(self, filename):
+        import os
+        from ... import recordio
+        self.idx_file = os.path.splitext(filename)[0] + ".idx"
+        self.filename = filename
+        self._record = recordio.MXIndexedRecordIO(self.idx_file, self.filename, "r")
+
+    def __getitem__(self, idx):
+        return self._record.read_idx(self._record.keys[idx])
+
+    def __len__(self):
+        return len(self._record.keys)

@@ -81,3 +81,27 @@ class BatchSampler(Sampler):
         if self._last_batch == "discard":
             return n // self._batch_size
         return (len(self._prev) + n) // self._batch_size
+
+
+class IntervalSampler(Sampler):
+    """Samples ``0, interval, 2*interval, ...``, then (with ``rollover``) starts again
+    at 1, 2, ... until every index of ``range(length)`` was visited.
+
+    >>> list(IntervalSampler(13, interval=3))
+    [0, 3, 6, 9, 12, 1, 4, 7, 10, 2, 5, 8, 11]
+    """
+
+    def __init__(self, length, interval, rollover=True):
+        assert interval < length, \
+            "Interval {} must be smaller than length {}".format(interval, length)
+        self._length = length
+        self._interval = interval
+        self._rollover = rollover
+
+    def __iter__(self):
+        for i in range(self._interval if self._rollover else 1):
+            for j in range(i, self._length, self._interval):
+                yield j
+
+    def __len__(self):
+        return self._length if self._rollover else len(range(0, self._length, self._interval))

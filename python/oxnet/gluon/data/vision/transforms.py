@@ -87,3 +87,14 @@ class Normalize(_RankDependent):
         std = self._per_channel(F, self._std, c, ndim, x.context, "std")
         out = F.broadcast_sub(x, mean) if not isinstance(mean, float) else x - mean
         return F.broadcast_div(out, std) if not isinstance(std, float) else out / std
+
+
+from .image_transforms import (Resize, CenterCrop, RandomResizedCrop, CropResize,  # noqa: E402,F401
+                               RandomCrop, RandomFlipLeftRight, RandomFlipTopBottom,
+                               RandomBrightness, RandomContrast, RandomSaturation, RandomHue,
+                               RandomColorJitter, RandomLighting, RandomApply)
+
+__all__ += ["Resize", "CenterCrop", "RandomResizedCrop", "CropResize", "RandomCrop",
+            "RandomFlipLeftRight", "RandomFlipTopBottom", "RandomBrightness", "RandomContrast",
+            "RandomSaturation", "RandomHue", "RandomColorJitter", "RandomLighting",
+            "RandomApply"]

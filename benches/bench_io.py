@@ -1,0 +1,97 @@
+"""Data pipeline benchmark: ``ImageRecordIter`` of oxnet against MXNet 1.9.1's
+(OpenCV) in one run, on the same ``.rec`` with the same settings: 224x224 random
+crop after resizing the shorter edge to 256, random mirror, mean/std
+normalisation, batch 64, 2 decode threads, 3 epochs (images/s, best epoch).
+
+    python benches/bench_io.py [--rec PATH] [--record]
+
+``--rec`` defaults to ../shared/data/photos/train.rec (600 photos written by MXNet
+1.9.1), else the committed 45-image fixture. Each backend runs in its own process
+(this script with --worker NAME); MXNet comes from $MXNET_PYTHON,
+benches/.mxnet-venv or /opt/mxnet-venv.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _driver import mxnet_python  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EPOCHS = 3
+SETTINGS = dict(data_shape=(3, 224, 224), batch_size=64, resize=256, rand_crop=True,
+                rand_mirror=True, mean_r=123.68, mean_g=116.28, mean_b=103.53, std_r=58.395,
+                std_g=57.12, std_b=57.375, preprocess_threads=2, shuffle=False)
+
+
+def default_rec():
+    shared = os.path.join(HERE, "..", "..", "shared", "data", "photos", "train.rec")
+    if os.path.exists(shared):
+        return os.path.abspath(shared)
+    return os.path.join(HERE, "..", "tests", "fixtures", "photos", "train.rec")
+
+
+def worker(name, rec):
+    if name == "oxnet":
+        import oxnet as mx
+    else:
+        import mxnet as mx
+    it = mx.io.ImageRecordIter(path_imgrec=rec, **SETTINGS)
+    best = 0.0
+    for _ in range(EPOCHS):
+        it.reset()
+        n = 0
+        t = time.perf_counter()
+        for b in it:
+            b.data[0].wait_to_read()
+            n += b.data[0].shape[0] - b.pad
+        best = max(best, n / (time.perf_counter() - t))
+    return {"images_per_s": best, "version": getattr(mx, "__version__", "?")}
+
+
+def run(python, name, rec):
+    import subprocess
+    r = subprocess.run([python, os.path.abspath(__file__), "--worker", name, "--rec", rec],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        print("[%s failed]\n%s" % (name, r.stderr[-2000:]), file=sys.stderr)
+        return None
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--worker")
+    ap.add_argument("--rec", default=default_rec())
+    ap.add_argument("--record", action="store_true")
+    args = ap.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.rec)))
+        return
+    ox = run(sys.executable, "oxnet", args.rec)
+    mxpy = mxnet_python()
+    mxr = run(mxpy, "mxnet", args.rec) if mxpy else None
+    lines = ["| case | oxnet | mxnet | oxnet vs mxnet |", "|---|---|---|---|"]
+    cell = lambda r: "%.0f" % r["images_per_s"] if r else "-"  # noqa: E731
+    ratio = "%.2fx" % (ox["images_per_s"] / mxr["images_per_s"]) if ox and mxr else "-"
+    lines.append("| ImageRecordIter %s, 224 crop+mirror+normalise, batch 64, 2 threads "
+                 "(images/s) | %s | %s | %s |" % (os.path.basename(args.rec), cell(ox), cell(mxr),
+                                                  ratio))
+    lines.append("(ratios > 1 mean oxnet is faster)")
+    table = "\n".join(lines)
+    print(table)
+    if args.record:
+        head = "\n## bench_io — %s — %s, %d cores, Python %s\n\n" % (
+            datetime.date.today().isoformat(), platform.machine(), os.cpu_count(),
+            platform.python_version())
+        with open(os.path.join(HERE, "RESULTS.md"), "a") as f:
+            f.write(head + table + "\n")
+
+
+if __name__ == "__main__":
+    main()
