@@ -1,5 +1,6 @@
 """``mx.nd``: NDArray and every registered operator as a function."""
 
+import sys as _sys
 import types as _types
 
 from . import register as _register
@@ -11,6 +12,7 @@ _internal = _types.ModuleType("oxnet.ndarray._internal", "Internal (underscore-n
 op = _types.ModuleType("oxnet.ndarray.op", "Every public registered operator.")
 contrib = _types.ModuleType("oxnet.ndarray.contrib", "Contrib operators.")
 linalg = _types.ModuleType("oxnet.ndarray.linalg", "Linear algebra operators.")
+_sys.modules[linalg.__name__] = linalg  # `import oxnet.ndarray.linalg` works as in MXNet
 
 _register.generate(op, _internal, {"contrib": contrib, "linalg": linalg})
 _nd_module._internal = _internal
