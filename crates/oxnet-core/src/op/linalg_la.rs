@@ -141,11 +141,7 @@ pub(super) fn la_dtype(a: &InferArgs) -> Result<DType> {
     let d = check_same_dtype(a)?;
     match d {
         DType::F32 | DType::F64 => Ok(d),
-        _ => Err(a.err(format!(
-            "{} inputs are not supported: {} only supports float32 and float64",
-            d.name(),
-            a.op.name
-        ))),
+        _ => Err(a.err(format!("{} inputs are not supported: {} only supports float32 and float64", d.name(), a.op.name))),
     }
 }
 
@@ -197,12 +193,7 @@ const LOWER_DOC: &str = "True if the triangular matrix is lower triangular, fals
 pub(super) const CHOL_PARAMS: &[ParamSpec] = &[ParamSpec::new("lower", PType::Bool, Some("True"), LOWER_DOC)];
 pub(super) const TRIANG_PARAMS: &[ParamSpec] = &[
     ParamSpec::new("transpose", PType::Bool, Some("False"), "Use transpose of the triangular matrix"),
-    ParamSpec::new(
-        "rightside",
-        PType::Bool,
-        Some("False"),
-        "Multiply triangular matrix from the right to non-triangular one.",
-    ),
+    ParamSpec::new("rightside", PType::Bool, Some("False"), "Multiply triangular matrix from the right to non-triangular one."),
     ParamSpec::new("lower", PType::Bool, Some("True"), LOWER_DOC),
     ParamSpec::new("alpha", PType::Float, Some("1"), "Scalar factor to be applied to the result."),
 ];
@@ -554,10 +545,7 @@ fn gelqf_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     let s = matrices(a, 0, "A")?;
     let (m, n) = (s[s.len() - 2], s[s.len() - 1]);
     if m > n || m == 0 {
-        return Err(a.err(format!(
-            "A must have at least one row and no more rows than columns, got shape {}",
-            fmt_shape(s)
-        )));
+        return Err(a.err(format!("A must have at least one row and no more rows than columns, got shape {}", fmt_shape(s))));
     }
     let d = la_dtype(a)?;
     Ok(vec![(Shape::from_slice(s), d), (with_last(s, 2, &[m, m]), d)])

@@ -356,9 +356,7 @@ pub(super) fn register(r: &mut Registry) {
     use super::linalg_la::{CHOL_PARAMS, TRIANG_PARAMS};
     let doc = "Backward of the linalg op of the same name (internal).";
     r.add(OpDef::new("_backward_linalg_potrf", doc, Arity::Fixed(&["dL", "L"]), CHOL_PARAMS, potr_back_infer, potrf_back).cost(16));
-    r.add(
-        OpDef::new("_backward_linalg_potri", doc, Arity::Fixed(&["dA", "L", "A"]), CHOL_PARAMS, potr_back_infer, potri_back).cost(16),
-    );
+    r.add(OpDef::new("_backward_linalg_potri", doc, Arity::Fixed(&["dA", "L", "A"]), CHOL_PARAMS, potr_back_infer, potri_back).cost(16));
     r.add(
         OpDef::new("_backward_linalg_trmm", doc, Arity::Fixed(&["dC", "A", "B"]), TRIANG_PARAMS, triang_back_infer, trmm_back)
             .outputs(two)
@@ -369,10 +367,6 @@ pub(super) fn register(r: &mut Registry) {
             .outputs(two)
             .cost(16),
     );
-    r.add(
-        OpDef::new("_backward_linalg_gelqf", doc, Arity::Fixed(&["dQ", "dL", "Q", "L"]), &[], gelqf_back_infer, gelqf_back).cost(16),
-    );
-    r.add(
-        OpDef::new("_backward_linalg_syevd", doc, Arity::Fixed(&["dU", "dL", "U", "L"]), &[], syevd_back_infer, syevd_back).cost(16),
-    );
+    r.add(OpDef::new("_backward_linalg_gelqf", doc, Arity::Fixed(&["dQ", "dL", "Q", "L"]), &[], gelqf_back_infer, gelqf_back).cost(16));
+    r.add(OpDef::new("_backward_linalg_syevd", doc, Arity::Fixed(&["dU", "dL", "U", "L"]), &[], syevd_back_infer, syevd_back).cost(16));
 }
