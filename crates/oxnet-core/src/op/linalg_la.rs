@@ -7,6 +7,11 @@
 //! axis, and the batch runs in parallel on the engine's pool. Inputs are float32 or
 //! float64; the factorizations run in float64 on `faer` (float32 inputs are widened
 //! and the results rounded back). The gradients live in `linalg_la_grad.rs`.
+//!
+//! Why `faer`: a pure-Rust, maintained LAPACK-quality library (Cholesky, triangular
+//! solves, QR, LU with pivoting, symmetric eigensolver) that needs no system BLAS or
+//! LAPACK, so the wheel stays self-contained. `gelqf` is a small Householder LQ of
+//! our own because MXNet's results carry LAPACK's sign convention.
 
 use super::{check_same_dtype, Arity, Blob, InferArgs, OpCall, OpDef, PType, ParamSpec, Registry};
 use crate::dtype::DType;
