@@ -56,6 +56,7 @@ bench-setup: $(MXNET_VENV)/.installed
 bench: build bench-setup
 	$(PY) benches/bench_ndarray.py
 	$(PY) benches/bench_gluon.py
+	$(PY) benches/bench_ops.py
 
 clean:
 	rm -rf target $(VENV) python/oxnet/_core*.so

@@ -1,5 +1,6 @@
 """``mx.nd``: NDArray and every registered operator as a function."""
 
+import sys as _sys
 import types as _types
 
 from . import register as _register
@@ -12,6 +13,7 @@ op = _types.ModuleType("oxnet.ndarray.op", "Every public registered operator.")
 contrib = _types.ModuleType("oxnet.ndarray.contrib", "Contrib operators.")
 linalg = _types.ModuleType("oxnet.ndarray.linalg", "Linear algebra operators.")
 image = _types.ModuleType("oxnet.ndarray.image", "Image operators (_image_*).")
+_sys.modules[linalg.__name__] = linalg  # `import oxnet.ndarray.linalg` works as in MXNet
 
 _register.generate(op, _internal, {"contrib": contrib, "linalg": linalg, "image": image})
 _nd_module._internal = _internal

@@ -2,6 +2,7 @@
 operator as a function building a symbol (generated from the registry by the same
 generator as ``mx.nd``)."""
 
+import sys as _sys
 import types as _types
 
 from ..ndarray import register as _register
@@ -13,6 +14,7 @@ op = _types.ModuleType("oxnet.symbol.op", "Every public registered operator.")
 contrib = _types.ModuleType("oxnet.symbol.contrib", "Contrib operators.")
 linalg = _types.ModuleType("oxnet.symbol.linalg", "Linear algebra operators.")
 image = _types.ModuleType("oxnet.symbol.image", "Image operators (_image_*).")
+_sys.modules[linalg.__name__] = linalg  # `import oxnet.symbol.linalg` works as in MXNet
 
 _register.generate(op, _internal, {"contrib": contrib, "linalg": linalg, "image": image},
                    symbolic_invoke=_symbol_invoke, module="oxnet.symbol")

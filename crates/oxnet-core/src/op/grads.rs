@@ -538,13 +538,24 @@ fn g_batch_dot(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads
     Ok(vec![Some(ga), Some(gb)])
 }
 
-/// `_linalg_gemm2` (`alpha * op(A) op(B)`) and `_linalg_gemm` (`+ beta * C`), with
-/// the matrix axes last (`axis=-2`).
+/// `_linalg_gemm2` (`alpha * op(A) op(B)`) and `_linalg_gemm` (`+ beta * C`). A row
+/// axis other than `-2` is swapped next to the column axis, differentiated there and
+/// swapped back.
 fn gemm_grads(p: &Params, i: &[NDArray], g: &[NDArray], name: &str) -> Result<(NDArray, NDArray)> {
     let nd = i[0].ndim();
-    if nd < 2 || norm_ax(p.int("axis"), nd) != nd as i64 - 2 {
-        return Err(Error::op(name, "gradient is only implemented for axis=-2 (matrix axes last)"));
+    let (ax, last) = (norm_ax(p.int("axis"), nd), nd as i64 - 2);
+    if nd < 2 || ax < 0 || ax > last {
+        return Err(Error::op(name, format!("invalid row axis {} for inputs of dimension {nd}", p.int("axis"))));
     }
+    if ax != last {
+        let sw = |a: &NDArray| c("SwapAxis", std::slice::from_ref(a), &[("dim1", Value::Int(ax)), ("dim2", Value::Int(last))]);
+        let (ga, gb) = gemm_grads_last(p, &[sw(&i[0])?, sw(&i[1])?], &[sw(&g[0])?], name)?;
+        return Ok((sw(&ga)?, sw(&gb)?));
+    }
+    gemm_grads_last(p, i, g, name)
+}
+/// [`gemm_grads`] with the matrix axes last.
+fn gemm_grads_last(p: &Params, i: &[NDArray], g: &[NDArray], name: &str) -> Result<(NDArray, NDArray)> {
     let alpha = p.float("alpha");
     let to3 = |a: &NDArray| {
         let s = a.shape();

@@ -20,6 +20,8 @@ mod reduce;
 mod index;
 mod softmax;
 mod linalg;
+mod linalg_la;
+mod linalg_la_grad;
 mod optimizer;
 mod grads;
 mod nn;
@@ -357,6 +359,7 @@ impl Registry {
         index::register(&mut r);
         softmax::register(&mut r);
         linalg::register(&mut r);
+        linalg_la::register(&mut r);
         optimizer::register(&mut r);
         nn::register(&mut r);
         nn_conv::register(&mut r);
