@@ -244,7 +244,7 @@ def test_unique_zipfian():
 # ---- pdfs: values vs scipy, gradients ----------------------------------------------
 
 PDFS = [
-    ("uniform", [(0.2, 1.7)], lambda x, a, b: ss.uniform.pdf(x, a, b - a), (0.3, 0.5)),
+    ("uniform", [(-1.0, 1.0), (0.3, 1.5)], lambda x, a, b: ss.uniform.pdf(x, a, b - a), "inside"),
     ("normal", [(-1.0, 1.5), (0.5, 2.0)], lambda x, m, s: ss.norm.pdf(x, m, s), None),
     ("gamma", [(0.7, 3.0), (0.5, 2.0)], lambda x, a, b: ss.gamma.pdf(x, a, 0, 1 / b), (0.2, 3.0)),
     ("exponential", [(0.5, 3.0)], lambda x, lam: ss.expon.pdf(x, 0, 1 / lam), (0.1, 3.0)),

@@ -131,6 +131,9 @@ fn infer_multinomial(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     }
     let mut out: Shape = s[..s.len() - 1].into();
     out.extend(extra_shape(a)?);
+    if out.is_empty() {
+        out.push(1); // one draw from one distribution: shape (1,), as MXNet 1.x
+    }
     let mut v = vec![(out.clone(), d)];
     if a.params.bool("get_prob") {
         v.push((out, a.dtypes[0]));
