@@ -340,3 +340,7 @@ def _check_numeric_gradient_symbol(sym, location, aux_states, numeric_eps, rtol,
         probe.arg_dict[k][:] = x
         assert_almost_equal(analytic[k], num, rtol=rtol, atol=atol,
                             names=("executor gradient of %s" % k, "numeric gradient"))
+
+
+from ._random_checks import (gen_buckets_probs_with_ppf, mean_check, var_check,  # noqa: E402,F401
+                             chi_square_check, verify_generator, retry)
