@@ -6,7 +6,7 @@
 //! Parameters are checked as MXNet 1.9.1 checks them, with its messages.
 
 use super::dist::{self, fill_chunks, Stream};
-use super::{Arity, InferArgs, OpCall, OpDef, PType, Params, ParamSpec, Registry};
+use super::{Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Params, Registry};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
@@ -16,7 +16,12 @@ use crate::with_dtype;
 const NONE: Arity = Arity::Fixed(&[]);
 const DATA: Arity = Arity::Fixed(&["data"]);
 const SHAPE: ParamSpec = ParamSpec::new("shape", PType::Tuple, Some("()"), "Shape of the output.");
-const CTX: ParamSpec = ParamSpec::new("ctx", PType::Ctx, Some("cpu(0)"), "Context of output, in format [cpu|gpu|cpu_pinned](n). Only used for imperative calls.");
+const CTX: ParamSpec = ParamSpec::new(
+    "ctx",
+    PType::Ctx,
+    Some("cpu(0)"),
+    "Context of output, in format [cpu|gpu|cpu_pinned](n). Only used for imperative calls.",
+);
 const DTYPE: ParamSpec = ParamSpec::new(
     "dtype",
     PType::OptDType,
@@ -53,7 +58,12 @@ const RANDINT_PARAMS: &[ParamSpec] = &[
     ParamSpec::new("high", PType::Int, None, "Upper bound of the distribution."),
     SHAPE,
     CTX,
-    ParamSpec::new("dtype", PType::OptDType, Some("None"), "DType of the output in case this can't be inferred. Defaults to int32 if not defined (dtype=None)."),
+    ParamSpec::new(
+        "dtype",
+        PType::OptDType,
+        Some("None"),
+        "DType of the output in case this can't be inferred. Defaults to int32 if not defined (dtype=None).",
+    ),
 ];
 const UNIFORM_LIKE: &[ParamSpec] = &[LOW, HIGH];
 const NORMAL_LIKE: &[ParamSpec] = &[LOC, SCALE];
@@ -180,7 +190,12 @@ fn randint_compute(c: &mut OpCall) -> Result<()> {
     let span = hi.wrapping_sub(lo) as u64;
     let o = &c.outputs[0];
     with_dtype!(o.dtype, T, {
-        fill_chunks::<T>(o.ptr_as(), o.size(), k, move |s, _| if span == 0 { lo as f64 } else { lo.wrapping_add(s.below(span) as i64) as f64 })
+        fill_chunks::<T>(
+            o.ptr_as(),
+            o.size(),
+            k,
+            move |s, _| if span == 0 { lo as f64 } else { lo.wrapping_add(s.below(span) as i64) as f64 },
+        )
     });
     Ok(())
 }
@@ -192,12 +207,32 @@ pub(super) fn g_zero(_: &Params, ins: &[NDArray], _: &[NDArray], _: &[NDArray]) 
 
 pub(super) fn register(r: &mut Registry) {
     let scalar: [(&'static str, &'static str, &'static [ParamSpec], &'static [&'static str]); 7] = [
-        ("_random_uniform", "Draw random samples from a uniform distribution on [low, high).", UNIFORM_PARAMS, &["uniform", "random_uniform"]),
+        (
+            "_random_uniform",
+            "Draw random samples from a uniform distribution on [low, high).",
+            UNIFORM_PARAMS,
+            &["uniform", "random_uniform"],
+        ),
         ("_random_normal", "Draw random samples from a normal (Gaussian) distribution.", NORMAL_PARAMS, &["normal", "random_normal"]),
         ("_random_gamma", "Draw random samples from a gamma distribution (alpha: shape, beta: scale).", GAMMA_PARAMS, &["random_gamma"]),
-        ("_random_exponential", "Draw random samples from an exponential distribution of rate lam.", EXPONENTIAL_PARAMS, &["random_exponential"]),
-        ("_random_poisson", "Draw random samples from a Poisson distribution (returned as floating point).", POISSON_PARAMS, &["random_poisson"]),
-        ("_random_negative_binomial", "Draw random samples from a negative binomial distribution (k failures, success probability p).", NB_PARAMS, &["random_negative_binomial"]),
+        (
+            "_random_exponential",
+            "Draw random samples from an exponential distribution of rate lam.",
+            EXPONENTIAL_PARAMS,
+            &["random_exponential"],
+        ),
+        (
+            "_random_poisson",
+            "Draw random samples from a Poisson distribution (returned as floating point).",
+            POISSON_PARAMS,
+            &["random_poisson"],
+        ),
+        (
+            "_random_negative_binomial",
+            "Draw random samples from a negative binomial distribution (k failures, success probability p).",
+            NB_PARAMS,
+            &["random_negative_binomial"],
+        ),
         (
             "_random_generalized_negative_binomial",
             "Draw random samples from a generalized negative binomial distribution (mean mu, dispersion alpha).",
@@ -209,10 +244,17 @@ pub(super) fn register(r: &mut Registry) {
         r.add(OpDef::new(name, doc, NONE, params, infer_random, random_compute).aliases(aliases).random().cost(8).grad(g_zero));
     }
     r.add(
-        OpDef::new("_random_randint", "Draw random samples from a discrete uniform distribution on [low, high).", NONE, RANDINT_PARAMS, infer_random, randint_compute)
-            .aliases(&["random_randint"])
-            .random()
-            .grad(g_zero),
+        OpDef::new(
+            "_random_randint",
+            "Draw random samples from a discrete uniform distribution on [low, high).",
+            NONE,
+            RANDINT_PARAMS,
+            infer_random,
+            randint_compute,
+        )
+        .aliases(&["random_randint"])
+        .random()
+        .grad(g_zero),
     );
     let like: [(&'static str, &'static str, &'static [ParamSpec]); 7] = [
         ("_random_uniform_like", "Draw random samples from a uniform distribution on [low, high), shaped like the input.", UNIFORM_LIKE),

@@ -9,7 +9,7 @@
 //! computed in f64. Gamma's `beta` is a rate, as in MXNet.
 
 use super::dist::{digamma, lgamma};
-use super::{call, Arity, Blob, InferArgs, OpCall, OpDef, PType, Params, ParamSpec, Registry, Value};
+use super::{call, Arity, Blob, InferArgs, OpCall, OpDef, PType, ParamSpec, Params, Registry, Value};
 use crate::dtype::{DType, Element};
 use crate::error::Result;
 use crate::kernels::cpu::{par_for, SendPtr};
@@ -17,7 +17,12 @@ use crate::ndarray::NDArray;
 use crate::shape::{fmt_shape, Shape};
 use crate::with_dtype;
 
-const IS_LOG: &[ParamSpec] = &[ParamSpec::new("is_log", PType::Bool, Some("False"), "If set, compute the density of the log-probability instead of the probability.")];
+const IS_LOG: &[ParamSpec] = &[ParamSpec::new(
+    "is_log",
+    PType::Bool,
+    Some("False"),
+    "If set, compute the density of the log-probability instead of the probability.",
+)];
 
 #[derive(Clone, Copy)]
 enum Dist {
@@ -103,7 +108,11 @@ fn infer_pdf(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     let p = a.shapes[1];
     for (i, s) in a.shapes.iter().enumerate().skip(2) {
         if *s != p {
-            return Err(a.err(format!("Shape inconsistent: parameter {i} has shape {}, parameter 1 has shape {}", fmt_shape(s), fmt_shape(p))));
+            return Err(a.err(format!(
+                "Shape inconsistent: parameter {i} has shape {}, parameter 1 has shape {}",
+                fmt_shape(s),
+                fmt_shape(p)
+            )));
         }
     }
     for (i, d) in a.dtypes.iter().enumerate() {
@@ -272,8 +281,15 @@ pub(super) fn register(r: &mut Registry) {
     for (name, back, alias, inputs, doc, n, g) in ops {
         r.add(OpDef::new(name, doc, Arity::Fixed(inputs), IS_LOG, infer_pdf, pdf_compute).aliases(alias).cost(8).grad(g));
         r.add(
-            OpDef::new(back, "Gradient of a random_pdf op with respect to its sample and parameters.", Arity::Fixed(back_inputs[n - 2]), IS_LOG, infer_backward, backward_compute)
-                .outputs(if n == 3 { |_| 3 } else { |_| 2 }),
+            OpDef::new(
+                back,
+                "Gradient of a random_pdf op with respect to its sample and parameters.",
+                Arity::Fixed(back_inputs[n - 2]),
+                IS_LOG,
+                infer_backward,
+                backward_compute,
+            )
+            .outputs(if n == 3 { |_| 3 } else { |_| 2 }),
         );
     }
 }

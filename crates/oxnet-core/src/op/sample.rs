@@ -8,7 +8,7 @@
 
 use super::dist::{self, fill_chunks, Stream};
 use super::random::g_zero;
-use super::{call, Arity, InferArgs, OpCall, OpDef, PType, Params, ParamSpec, Registry};
+use super::{call, Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Params, Registry};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::cpu::{par_for, SendPtr};
@@ -31,7 +31,12 @@ const MULTINOMIAL_PARAMS: &[ParamSpec] = &[
 ];
 const ZIPFIAN_PARAMS: &[ParamSpec] = &[
     ParamSpec::new("range_max", PType::Int, None, "The number of possible classes."),
-    ParamSpec::new("shape", PType::Tuple, Some("None"), "2-D shape of the output, where shape[0] is the batch size, and shape[1] is the number of candidates to sample for each batch."),
+    ParamSpec::new(
+        "shape",
+        PType::Tuple,
+        Some("None"),
+        "2-D shape of the output, where shape[0] is the batch size, and shape[1] is the number of candidates to sample for each batch.",
+    ),
 ];
 
 fn key(c: &mut OpCall) -> Result<u64> {
@@ -124,10 +129,17 @@ fn infer_multinomial(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
         DType::F32 => 1 << 24,
         DType::I32 => 1 << 31,
         DType::F64 => 1 << 53,
-        other => return Err(a.err(format!("Invalid Input: '{}', valid values are: {{'float16', 'float32', 'float64', 'int32', 'uint8'}}", other.name()))),
+        other => {
+            return Err(a.err(format!(
+                "Invalid Input: '{}', valid values are: {{'float16', 'float32', 'float64', 'int32', 'uint8'}}",
+                other.name()
+            )))
+        }
     };
     if k > limit {
-        return Err(a.err(format!("Check failed: the number of outcomes ({k}) is too large for the output dtype {} (at most {limit})", d.name())));
+        return Err(
+            a.err(format!("Check failed: the number of outcomes ({k}) is too large for the output dtype {} (at most {limit})", d.name()))
+        );
     }
     let mut out: Shape = s[..s.len() - 1].into();
     out.extend(extra_shape(a)?);
@@ -311,7 +323,13 @@ pub(super) fn register(r: &mut Registry) {
         ),
     ];
     for (name, alias, doc, inputs) in ops {
-        r.add(OpDef::new(name, doc, Arity::Fixed(inputs), SAMPLE_PARAMS, infer_sample, sample_compute).aliases(alias).random().cost(8).grad(g_zero));
+        r.add(
+            OpDef::new(name, doc, Arity::Fixed(inputs), SAMPLE_PARAMS, infer_sample, sample_compute)
+                .aliases(alias)
+                .random()
+                .cost(8)
+                .grad(g_zero),
+        );
     }
     r.add(
         OpDef::new(
@@ -337,10 +355,17 @@ pub(super) fn register(r: &mut Registry) {
         multinomial_backward,
     ));
     r.add(
-        OpDef::new("_shuffle", "Randomly shuffle the elements along the first axis.", Arity::Fixed(&["data"]), &[], infer_same, shuffle_compute)
-            .aliases(&["shuffle"])
-            .random()
-            .grad(g_zero),
+        OpDef::new(
+            "_shuffle",
+            "Randomly shuffle the elements along the first axis.",
+            Arity::Fixed(&["data"]),
+            &[],
+            infer_same,
+            shuffle_compute,
+        )
+        .aliases(&["shuffle"])
+        .random()
+        .grad(g_zero),
     );
     r.add(
         OpDef::new(
