@@ -205,8 +205,11 @@ pub(super) fn g_zero(_: &Params, ins: &[NDArray], _: &[NDArray], _: &[NDArray]) 
     Ok(vec![None; ins.len()])
 }
 
+/// (name, doc, params, aliases)
+type ScalarEntry = (&'static str, &'static str, &'static [ParamSpec], &'static [&'static str]);
+
 pub(super) fn register(r: &mut Registry) {
-    let scalar: [(&'static str, &'static str, &'static [ParamSpec], &'static [&'static str]); 7] = [
+    let scalar: [ScalarEntry; 7] = [
         (
             "_random_uniform",
             "Draw random samples from a uniform distribution on [low, high).",

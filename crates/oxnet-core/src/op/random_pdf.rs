@@ -220,7 +220,7 @@ fn backward_compute(c: &mut OpCall) -> Result<()> {
         let m = if np == 0 { 1 } else { n / np };
         let mut gx = vec![0.0; x.len()];
         let mut ga = vec![0.0; al.len()];
-        for i in 0..n {
+        for (i, &ogi) in og.iter().enumerate() {
             let r = i / m;
             let a = &al[r * k..(r + 1) * k];
             let xs = &x[i * k..(i + 1) * k];
@@ -229,11 +229,13 @@ fn backward_compute(c: &mut OpCall) -> Result<()> {
             for (ai, xi) in a.iter().zip(xs) {
                 lp += (ai - 1.0) * xi.ln() - lgamma(*ai);
             }
-            let w = og[i] * if is_log { 1.0 } else { lp.exp() };
+            let w = ogi * if is_log { 1.0 } else { lp.exp() };
             let ds = digamma(s);
-            for j in 0..k {
-                gx[i * k + j] = w * (a[j] - 1.0) / xs[j];
-                ga[r * k + j] += w * (ds - digamma(a[j]) + xs[j].ln());
+            let gxs = &mut gx[i * k..(i + 1) * k];
+            let gas = &mut ga[r * k..(r + 1) * k];
+            for (((g, ga), aj), xj) in gxs.iter_mut().zip(gas.iter_mut()).zip(a).zip(xs) {
+                *g = w * (aj - 1.0) / xj;
+                *ga += w * (ds - digamma(*aj) + xj.ln());
             }
         }
         write(&c.outputs[0], &gx);
@@ -249,11 +251,11 @@ fn backward_compute(c: &mut OpCall) -> Result<()> {
     let mut gx = vec![0.0; n];
     let mut ga = vec![0.0; pa.len()];
     let mut gb = vec![0.0; pa.len()];
-    for i in 0..n {
+    for (i, (g, (&xi, &ogi))) in gx.iter_mut().zip(x.iter().zip(&og)).enumerate() {
         let r = i / m;
-        let (lp, dx, da, db) = logpdf(d, x[i], pa[r], pb[r]);
-        let w = og[i] * if is_log { 1.0 } else { lp.exp() };
-        gx[i] = w * dx;
+        let (lp, dx, da, db) = logpdf(d, xi, pa[r], pb[r]);
+        let w = ogi * if is_log { 1.0 } else { lp.exp() };
+        *g = w * dx;
         ga[r] += w * da;
         gb[r] += w * db;
     }
@@ -265,9 +267,12 @@ fn backward_compute(c: &mut OpCall) -> Result<()> {
     Ok(())
 }
 
+type G = fn(&Params, &[NDArray], &[NDArray], &[NDArray]) -> Result<Vec<Option<NDArray>>>;
+/// (name, backward name, aliases, inputs, doc, number of inputs, gradient)
+type PdfEntry = (&'static str, &'static str, &'static [&'static str], &'static [&'static str], &'static str, usize, G);
+
 pub(super) fn register(r: &mut Registry) {
-    type G = fn(&Params, &[NDArray], &[NDArray], &[NDArray]) -> Result<Vec<Option<NDArray>>>;
-    let ops: [(&'static str, &'static str, &'static [&'static str], &'static [&'static str], &'static str, usize, G); 8] = [
+    let ops: [PdfEntry; 8] = [
         ("_random_pdf_uniform", "_backward_pdf_uniform", &["random_pdf_uniform"], &["sample", "low", "high"], "Computes the value of the PDF of samples of uniform distributions on [low, high).", 3, g_uniform),
         ("_random_pdf_normal", "_backward_pdf_normal", &["random_pdf_normal"], &["sample", "mu", "sigma"], "Computes the value of the PDF of samples of normal distributions with parameters mu (mean) and sigma (standard deviation).", 3, g_normal),
         ("_random_pdf_gamma", "_backward_pdf_gamma", &["random_pdf_gamma"], &["sample", "alpha", "beta"], "Computes the value of the PDF of samples of gamma distributions with parameters alpha (shape) and beta (rate).", 3, g_gamma),

@@ -160,9 +160,11 @@ fn multinomial_compute(c: &mut OpCall) -> Result<()> {
     let rows = if k == 0 { 0 } else { data.len() / k };
     // Cumulative sums per distribution (not renormalized, as MXNet).
     let mut cdf = data.clone();
-    for r in 0..rows {
-        for j in 1..k {
-            cdf[r * k + j] += cdf[r * k + j - 1];
+    for row in cdf.chunks_mut(k.max(1)).take(rows) {
+        let mut acc = 0.0;
+        for v in row.iter_mut() {
+            acc += *v;
+            *v = acc;
         }
     }
     let o = &c.outputs[0];
@@ -300,15 +302,14 @@ fn zipfian_compute(c: &mut OpCall) -> Result<()> {
 }
 
 fn multinomial_outputs(p: &Params) -> usize {
-    if p.bool("get_prob") {
-        2
-    } else {
-        1
-    }
+    1 + usize::from(p.bool("get_prob"))
 }
 
+/// (name, aliases, doc, inputs)
+type SampleEntry = (&'static str, &'static [&'static str], &'static str, &'static [&'static str]);
+
 pub(super) fn register(r: &mut Registry) {
-    let ops: [(&'static str, &'static [&'static str], &'static str, &'static [&'static str]); 7] = [
+    let ops: [SampleEntry; 7] = [
         ("_sample_uniform", &["sample_uniform"], "Concurrent sampling from multiple uniform distributions on [low, high).", &["low", "high"]),
         ("_sample_normal", &["sample_normal"], "Concurrent sampling from multiple normal distributions with parameters mu (mean) and sigma (standard deviation).", &["mu", "sigma"]),
         ("_sample_gamma", &["sample_gamma"], "Concurrent sampling from multiple gamma distributions with parameters alpha (shape) and beta (scale).", &["alpha", "beta"]),
