@@ -148,9 +148,9 @@ fn pdf_compute(c: &mut OpCall) -> Result<()> {
         let x = read(&c.inputs[0]);
         let al = read(&c.inputs[1]);
         let k = *c.inputs[1].shape.last().unwrap_or(&1);
-        let np = if k == 0 { 0 } else { al.len() / k };
+        let np = al.len().checked_div(k).unwrap_or(0);
         let n = o.size();
-        let m = if np == 0 { 1 } else { n / np };
+        let m = n.checked_div(np).unwrap_or(1);
         let mut v = vec![0.0; n];
         for (i, r) in v.iter_mut().enumerate() {
             let a = &al[(i / m) * k..(i / m + 1) * k];
@@ -170,7 +170,7 @@ fn pdf_compute(c: &mut OpCall) -> Result<()> {
     let pa = read(&c.inputs[1]);
     let pb = if c.inputs.len() > 2 { read(&c.inputs[2]) } else { vec![0.0; pa.len()] };
     let n = x.len();
-    let m = if pa.is_empty() { 1 } else { n / pa.len() };
+    let m = n.checked_div(pa.len()).unwrap_or(1);
     with_dtype!(o.dtype, T, {
         let out = SendPtr(o.ptr_as::<T>());
         let (x, pa, pb) = (&x, &pa, &pb);
@@ -215,9 +215,9 @@ fn backward_compute(c: &mut OpCall) -> Result<()> {
     if c.op.name.ends_with("dirichlet") {
         let al = read(&c.inputs[2]);
         let k = *c.inputs[2].shape.last().unwrap_or(&1);
-        let np = if k == 0 { 0 } else { al.len() / k };
+        let np = al.len().checked_div(k).unwrap_or(0);
         let n = og.len();
-        let m = if np == 0 { 1 } else { n / np };
+        let m = n.checked_div(np).unwrap_or(1);
         let mut gx = vec![0.0; x.len()];
         let mut ga = vec![0.0; al.len()];
         for (i, &ogi) in og.iter().enumerate() {
@@ -247,7 +247,7 @@ fn backward_compute(c: &mut OpCall) -> Result<()> {
     let two = c.inputs.len() > 3;
     let pb = if two { read(&c.inputs[3]) } else { vec![0.0; pa.len()] };
     let n = x.len();
-    let m = if pa.is_empty() { 1 } else { n / pa.len() };
+    let m = n.checked_div(pa.len()).unwrap_or(1);
     let mut gx = vec![0.0; n];
     let mut ga = vec![0.0; pa.len()];
     let mut gb = vec![0.0; pa.len()];

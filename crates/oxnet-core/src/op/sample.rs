@@ -90,7 +90,7 @@ fn sample_compute(c: &mut OpCall) -> Result<()> {
     let p2 = if c.inputs.len() > 1 { read_f64(&c.inputs[1]) } else { Vec::new() };
     let o = &c.outputs[0];
     let n = o.size();
-    let m = if p1.is_empty() { 1 } else { n / p1.len() };
+    let m = n.checked_div(p1.len()).unwrap_or(1);
     let name = c.op.name.trim_start_matches("_sample_");
     let f: fn(&mut Stream, f64, f64) -> f64 = match name {
         "uniform" => |s, lo, hi| lo + (hi - lo) * s.uniform(),
@@ -157,7 +157,7 @@ fn multinomial_compute(c: &mut OpCall) -> Result<()> {
     let key = key(c)?;
     let data = read_f64(&c.inputs[0]);
     let k = *c.inputs[0].shape.last().unwrap_or(&1);
-    let rows = if k == 0 { 0 } else { data.len() / k };
+    let rows = data.len().checked_div(k).unwrap_or(0);
     // Cumulative sums per distribution (not renormalized, as MXNet).
     let mut cdf = data.clone();
     for row in cdf.chunks_mut(k.max(1)).take(rows) {
@@ -169,7 +169,7 @@ fn multinomial_compute(c: &mut OpCall) -> Result<()> {
     }
     let o = &c.outputs[0];
     let n = o.size();
-    let m = if rows == 0 { 1 } else { n / rows };
+    let m = n.checked_div(rows).unwrap_or(1);
     let cdf = &cdf;
     let pick = |s: &mut Stream, i: usize| -> usize {
         let r = i / m;
@@ -211,8 +211,8 @@ fn multinomial_backward(c: &mut OpCall) -> Result<()> {
     let data = read_f64(&c.inputs[1]);
     let idx = read_f64(&c.inputs[2]);
     let k = *c.inputs[1].shape.last().unwrap_or(&1);
-    let rows = if k == 0 { 0 } else { data.len() / k };
-    let m = if rows == 0 { 1 } else { idx.len() / rows };
+    let rows = data.len().checked_div(k).unwrap_or(0);
+    let m = idx.len().checked_div(rows).unwrap_or(1);
     let mut g = vec![0.0f64; data.len()];
     for (i, &y) in idx.iter().enumerate() {
         let j = (i / m) * k + y as usize;
@@ -240,7 +240,7 @@ fn shuffle_compute(c: &mut OpCall) -> Result<()> {
     let o = &c.outputs[0];
     let rows = x.shape.first().copied().unwrap_or(1);
     let n = x.size();
-    let row = if rows == 0 { 0 } else { n / rows };
+    let row = n.checked_div(rows).unwrap_or(0);
     let mut perm: Vec<usize> = (0..rows).collect();
     let mut s = Stream::new(key, 0);
     for i in (1..rows).rev() {
