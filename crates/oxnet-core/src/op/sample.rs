@@ -251,9 +251,9 @@ fn shuffle_compute(c: &mut OpCall) -> Result<()> {
     let (src, dst) = (SendPtr(x.ptr), SendPtr(o.ptr));
     let perm = &perm;
     par_for(rows, (1 << 16) / bytes.max(1) + 1, move |a, b| {
-        for r in a..b {
+        for (r, &from) in perm.iter().enumerate().take(b).skip(a) {
             // SAFETY: rows of distinct indices; the output does not alias the input.
-            unsafe { std::ptr::copy_nonoverlapping(src.get().add(perm[r] * bytes), dst.get().add(r * bytes), bytes) };
+            unsafe { std::ptr::copy_nonoverlapping(src.get().add(from * bytes), dst.get().add(r * bytes), bytes) };
         }
     });
     Ok(())
