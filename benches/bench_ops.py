@@ -94,11 +94,42 @@ def linalg_inverse_numpy(np):
     return lambda: np.linalg.inv(a)
 
 
+def sample_gamma_setup(mx, np):
+    """10^7 gamma draws (alpha = 2.5, scale 1.5), float32, the scalar-parameter op."""
+    mx.nd.random.gamma(2.5, 1.5, shape=(1000,)).wait_to_read()
+    return lambda: mx.nd.random.gamma(2.5, 1.5, shape=(10_000_000,)).wait_to_read()
+
+
+def sample_gamma_numpy(np):
+    r = np.random.default_rng(0)
+    return lambda: r.gamma(2.5, 1.5, size=10_000_000).astype(np.float32)
+
+
+def sample_gamma_per_element_setup(mx, np):
+    """10^7 gamma draws from 10^4 parameter pairs (_sample_gamma), float32."""
+    alpha = mx.nd.random.uniform(0.5, 5.0, shape=(10_000,))
+    beta = mx.nd.random.uniform(0.5, 2.0, shape=(10_000,))
+    return lambda: mx.nd.random.gamma(alpha, beta, shape=(1000,)).wait_to_read()
+
+
+def sample_poisson_setup(mx, np):
+    """10^7 Poisson draws, lam = 30 (the large-lambda path), float32."""
+    return lambda: mx.nd.random.poisson(30.0, shape=(10_000_000,)).wait_to_read()
+
+
+def sample_poisson_numpy(np):
+    r = np.random.default_rng(0)
+    return lambda: r.poisson(30.0, size=10_000_000).astype(np.float32)
+
+
 # name, setup(mx, np), numpy(np) or None, repeats
 CASES = [
     ("linalg_potrf+trsm 1024x32x32 f64", linalg_potrf_trsm_setup, linalg_potrf_trsm_numpy, 11),
     ("linalg_syevd 256x32x32 f64", linalg_syevd_setup, linalg_syevd_numpy, 5),
     ("linalg_inverse 1024x32x32 f64", linalg_inverse_setup, linalg_inverse_numpy, 7),
+    ("sample_gamma 1e7", sample_gamma_setup, sample_gamma_numpy, 7),
+    ("sample_gamma_per_element 1e7", sample_gamma_per_element_setup, None, 7),
+    ("sample_poisson lam=30 1e7", sample_poisson_setup, sample_poisson_numpy, 7),
 ]
 
 

@@ -2,7 +2,8 @@
 
 from . import _core
 from .context import Context
-from .ndarray.random import uniform, normal, randn, randint  # noqa: F401
+from .ndarray.random import *  # noqa: F401,F403
+from .ndarray.random import __all__ as _nd_random_all
 
 
 def seed(seed_state, ctx="all"):
@@ -18,7 +19,7 @@ def seed(seed_state, ctx="all"):
         _core.random_seed(seed_state, ctx.device_typeid, ctx.device_id)
 
 
-__all__ = ["seed", "uniform", "normal", "randn", "randint"]
+__all__ = ["seed"] + list(_nd_random_all)
 
 
 # MXNet's mx.random also exposes base.integer_types.

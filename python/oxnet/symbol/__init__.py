@@ -105,3 +105,7 @@ def hypot(left, right):
     """``sqrt(left**2 + right**2)`` element-wise (with broadcasting)."""
     return _ufunc(left, right, "broadcast_hypot", "_hypot_scalar", "_hypot_scalar",
                   lambda a, b: (a * a + b * b) ** 0.5)
+
+
+from . import random  # noqa: E402
+random.__all__ += random._attach_like(vars(random))

@@ -15,6 +15,9 @@ mod elemwise;
 mod init;
 mod copy;
 mod random;
+mod dist;
+mod sample;
+mod random_pdf;
 pub mod shape;
 mod reduce;
 mod index;
@@ -354,6 +357,8 @@ impl Registry {
         init::register(&mut r);
         copy::register(&mut r);
         random::register(&mut r);
+        sample::register(&mut r);
+        random_pdf::register(&mut r);
         shape::register(&mut r);
         reduce::register(&mut r);
         index::register(&mut r);

@@ -1,129 +1,278 @@
-//! Random sampling ops: `_random_uniform`, `_random_normal`, `_random_randint`.
-//! Each draws a fresh key from the device's generator (in engine order) and fills
-//! its output from the counter-based stream, in parallel.
+//! Random sampling ops with scalar parameters: `_random_uniform normal gamma
+//! exponential poisson negative_binomial generalized_negative_binomial randint` and
+//! the `_like` forms (`_random_uniform_like`, ...) whose output takes its shape and
+//! dtype from an input. Each draws a fresh key from the device's generator (in engine
+//! order) and fills its output chunk by chunk in parallel (see [`super::dist`]).
+//! Parameters are checked as MXNet 1.9.1 checks them, with its messages.
 
-use super::{Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Registry};
-use crate::dtype::{DType, Element};
+use super::dist::{self, fill_chunks, Stream};
+use super::{Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Params, Registry};
+use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::cpu::{par_for, SendPtr};
-use crate::random::{bits, uniform01};
+use crate::ndarray::NDArray;
 use crate::shape::Shape;
 use crate::with_dtype;
 
 const NONE: Arity = Arity::Fixed(&[]);
+const DATA: Arity = Arity::Fixed(&["data"]);
 const SHAPE: ParamSpec = ParamSpec::new("shape", PType::Tuple, Some("()"), "Shape of the output.");
-const CTX: ParamSpec = ParamSpec::new("ctx", PType::Ctx, Some("cpu(0)"), "Context of output, in format [cpu|gpu|cpu_pinned](n). Only used for imperative calls.");
+const CTX: ParamSpec = ParamSpec::new(
+    "ctx",
+    PType::Ctx,
+    Some("cpu(0)"),
+    "Context of output, in format [cpu|gpu|cpu_pinned](n). Only used for imperative calls.",
+);
+const DTYPE: ParamSpec = ParamSpec::new(
+    "dtype",
+    PType::OptDType,
+    Some("None"),
+    "DType of the output in case this can't be inferred. Defaults to float32 if not defined (dtype=None).",
+);
 
-const UNIFORM_PARAMS: &[ParamSpec] = &[
-    ParamSpec::new("low", PType::Float, Some("0"), "Lower bound of the distribution."),
-    ParamSpec::new("high", PType::Float, Some("1"), "Upper bound of the distribution."),
-    SHAPE,
-    CTX,
-    ParamSpec::new("dtype", PType::DType, Some("float32"), "DType of the output in case this can't be inferred."),
-];
-const NORMAL_PARAMS: &[ParamSpec] = &[
-    ParamSpec::new("loc", PType::Float, Some("0"), "Mean of the distribution."),
-    ParamSpec::new("scale", PType::Float, Some("1"), "Standard deviation of the distribution."),
-    SHAPE,
-    CTX,
-    ParamSpec::new("dtype", PType::DType, Some("float32"), "DType of the output in case this can't be inferred."),
-];
+macro_rules! p {
+    ($n:expr, $d:expr, $doc:expr) => {
+        ParamSpec::new($n, PType::Float, Some($d), $doc)
+    };
+}
+const LOW: ParamSpec = p!("low", "0", "Lower bound of the distribution.");
+const HIGH: ParamSpec = p!("high", "1", "Upper bound of the distribution.");
+const LOC: ParamSpec = p!("loc", "0", "Mean of the distribution.");
+const SCALE: ParamSpec = p!("scale", "1", "Standard deviation of the distribution.");
+const ALPHA: ParamSpec = p!("alpha", "1", "Alpha parameter (shape) of the gamma distribution.");
+const BETA: ParamSpec = p!("beta", "1", "Beta parameter (scale) of the distribution.");
+const LAM: ParamSpec = p!("lam", "1", "Lambda parameter (rate) of the distribution.");
+const K: ParamSpec = ParamSpec::new("k", PType::Int, Some("1"), "Limit of unsuccessful experiments.");
+const P: ParamSpec = p!("p", "1", "Failure probability in each experiment.");
+const MU: ParamSpec = p!("mu", "1", "Mean of the negative binomial distribution.");
+const GALPHA: ParamSpec = p!("alpha", "1", "Alpha (dispersion) parameter of the negative binomial distribution.");
+
+const UNIFORM_PARAMS: &[ParamSpec] = &[LOW, HIGH, SHAPE, CTX, DTYPE];
+const NORMAL_PARAMS: &[ParamSpec] = &[LOC, SCALE, SHAPE, CTX, DTYPE];
+const GAMMA_PARAMS: &[ParamSpec] = &[ALPHA, BETA, SHAPE, CTX, DTYPE];
+const EXPONENTIAL_PARAMS: &[ParamSpec] = &[LAM, SHAPE, CTX, DTYPE];
+const POISSON_PARAMS: &[ParamSpec] = &[LAM, SHAPE, CTX, DTYPE];
+const NB_PARAMS: &[ParamSpec] = &[K, P, SHAPE, CTX, DTYPE];
+const GNB_PARAMS: &[ParamSpec] = &[MU, GALPHA, SHAPE, CTX, DTYPE];
 const RANDINT_PARAMS: &[ParamSpec] = &[
     ParamSpec::new("low", PType::Int, None, "Lower bound of the distribution."),
     ParamSpec::new("high", PType::Int, None, "Upper bound of the distribution."),
     SHAPE,
     CTX,
-    ParamSpec::new("dtype", PType::DType, Some("int32"), "DType of the output in case this can't be inferred."),
+    ParamSpec::new(
+        "dtype",
+        PType::OptDType,
+        Some("None"),
+        "DType of the output in case this can't be inferred. Defaults to int32 if not defined (dtype=None).",
+    ),
 ];
+const UNIFORM_LIKE: &[ParamSpec] = &[LOW, HIGH];
+const NORMAL_LIKE: &[ParamSpec] = &[LOC, SCALE];
+const GAMMA_LIKE: &[ParamSpec] = &[ALPHA, BETA];
+const LAM_LIKE: &[ParamSpec] = &[LAM];
+const NB_LIKE: &[ParamSpec] = &[K, P];
+const GNB_LIKE: &[ParamSpec] = &[MU, GALPHA];
+
+/// The distribution of an op, from its name (`_random_gamma`, `_random_gamma_like`).
+fn base(name: &str) -> &str {
+    name.trim_start_matches("_random_").trim_end_matches("_like")
+}
+
+/// MXNet's checks of the scalar parameters (`Check failed: ...` messages).
+fn check_params(op: &str, p: &Params) -> Result<()> {
+    let e = |m: String| Err(Error::op(op, m));
+    match base(op) {
+        "uniform" | "randint" if p.float("high") < p.float("low") => {
+            e(format!("Check failed: param.high >= param.low ({} vs. {}) : low must be less or equal to high in uniform distribution", p.float("high"), p.float("low")))
+        }
+        "normal" if p.float("scale") <= 0.0 => {
+            e(format!("Check failed: param.scale > 0 ({} vs. 0) : scale parameter in gaussian has to be positive", p.float("scale")))
+        }
+        "gamma" if p.float("alpha") <= 0.0 => {
+            e(format!("Check failed: param.alpha > 0 ({} vs. 0) : alpha parameter in gamma distribution has to be positive", p.float("alpha")))
+        }
+        "gamma" if p.float("beta") <= 0.0 => {
+            e(format!("Check failed: param.beta > 0 ({} vs. 0) : beta parameter in gamma distribution has to be positive", p.float("beta")))
+        }
+        "exponential" if p.float("lam") <= 0.0 => {
+            e(format!("Check failed: param.lam > 0 ({} vs. 0) : lambda parameter in exponential distribution has to be positive", p.float("lam")))
+        }
+        "poisson" if p.float("lam") < 0.0 => {
+            e(format!("Check failed: param.lam >= 0 ({} vs. 0) : lambda parameter in poisson distribution has to be non-negative", p.float("lam")))
+        }
+        "negative_binomial" if p.int("k") <= 0 => {
+            e(format!("Check failed: param.k > 0 ({} vs. 0) : k parameter in negative binomial distribution has to be positive", p.int("k")))
+        }
+        "negative_binomial" if !(p.float("p") >= 0.0 && p.float("p") <= 1.0) => {
+            e(format!("Check failed: param.p >= 0 && param.p <= 1 ({}) : p parameter in negative binomial distribution has to be in [0, 1]", p.float("p")))
+        }
+        "generalized_negative_binomial" if p.float("mu") <= 0.0 => {
+            e(format!("Check failed: param.mu > 0 ({} vs. 0) : mu parameter in generalized negative binomial distribution has to be positive", p.float("mu")))
+        }
+        "generalized_negative_binomial" if p.float("alpha") < 0.0 => {
+            e(format!("Check failed: param.alpha >= 0 ({} vs. 0) : alpha parameter in generalized negative binomial distribution has to be non-negative", p.float("alpha")))
+        }
+        _ => Ok(()),
+    }
+}
 
 fn infer_random(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     let shape = super::init::shape_param(a)?;
-    let d = a.params.dtype("dtype").unwrap_or(DType::F32);
-    match a.op.name {
-        "_random_randint" => {
-            if !matches!(d, DType::I32 | DType::I64) {
-                return Err(a.err(format!("dtype must be int32 or int64, got {}", d.name())));
-            }
-            if a.params.int("low") >= a.params.int("high") {
-                return Err(a.err(format!("low ({}) must be less than high ({})", a.params.int("low"), a.params.int("high"))));
-            }
+    check_params(a.op.name, a.params)?;
+    let d = a.params.dtype("dtype");
+    if a.op.name == "_random_randint" {
+        let d = d.unwrap_or(DType::I32);
+        if !matches!(d, DType::I32 | DType::I64) {
+            return Err(a.err(format!("Invalid Input: '{}', valid values are: {{'None', 'int32', 'int64'}}", d.name())));
         }
-        "_random_normal" if a.params.float("scale") < 0.0 => return Err(a.err("scale must be non-negative")),
-        "_random_uniform" if a.params.float("low") > a.params.float("high") => {
-            return Err(a.err("low must be less than or equal to high"))
-        }
-        _ => {}
+        return Ok(vec![(shape, d)]);
     }
-    if !d.is_float() && a.op.name != "_random_randint" {
-        return Err(a.err(format!("dtype must be a floating point type, got {}", d.name())));
+    let d = d.unwrap_or(DType::F32);
+    if !d.is_float() {
+        return Err(a.err(format!("Invalid Input: '{}', valid values are: {{'None', 'float16', 'float32', 'float64'}}", d.name())));
     }
     Ok(vec![(shape, d)])
+}
+
+fn infer_like(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
+    check_params(a.op.name, a.params)?;
+    Ok(vec![(a.shapes[0].into(), a.dtypes[0])])
 }
 
 fn key(c: &mut OpCall) -> Result<u64> {
     c.rng.as_mut().map(|g| g.next_key()).ok_or_else(|| Error::op(c.op.name, "no random generator"))
 }
 
-fn fill_with<T: Element>(o: *mut T, n: usize, f: impl Fn(u64) -> f64 + Sync + Send) {
-    let o = SendPtr(o);
-    par_for(n, 1 << 14, move |s, e| {
-        let o = o.get();
-        for i in s..e {
-            // SAFETY: i < n.
-            unsafe { *o.add(i) = T::from_f64(f(i as u64)) };
+/// One draw of the op's distribution with its scalar parameters.
+fn scalar_sampler(op: &str, p: &Params) -> Box<dyn Fn(&mut Stream) -> f64 + Sync + Send> {
+    match base(op) {
+        "uniform" => {
+            let (lo, hi) = (p.float("low"), p.float("high"));
+            Box::new(move |s| lo + (hi - lo) * s.uniform())
         }
-    });
+        "normal" => {
+            let (loc, scale) = (p.float("loc"), p.float("scale"));
+            Box::new(move |s| loc + scale * s.normal())
+        }
+        "gamma" => {
+            let (a, b) = (p.float("alpha"), p.float("beta"));
+            Box::new(move |s| dist::gamma(s, a) * b)
+        }
+        "exponential" => {
+            let lam = p.float("lam");
+            Box::new(move |s| -(1.0 - s.uniform()).ln() / lam)
+        }
+        "poisson" => {
+            let lam = p.float("lam");
+            Box::new(move |s| dist::poisson(s, lam))
+        }
+        "negative_binomial" => {
+            let (k, pp) = (p.int("k") as f64, p.float("p"));
+            Box::new(move |s| dist::negative_binomial(s, k, pp))
+        }
+        _ => {
+            let (mu, alpha) = (p.float("mu"), p.float("alpha"));
+            Box::new(move |s| dist::generalized_negative_binomial(s, mu, alpha))
+        }
+    }
 }
 
-fn uniform_compute(c: &mut OpCall) -> Result<()> {
+fn random_compute(c: &mut OpCall) -> Result<()> {
     let k = key(c)?;
-    let (lo, hi) = (c.params.float("low"), c.params.float("high"));
+    let f = scalar_sampler(c.op.name, c.params);
     let o = &c.outputs[0];
-    with_dtype!(o.dtype, T, { fill_with::<T>(o.ptr_as(), o.size(), move |i| lo + (hi - lo) * uniform01(k, i)) });
-    Ok(())
-}
-
-fn normal_compute(c: &mut OpCall) -> Result<()> {
-    let k = key(c)?;
-    let (loc, scale) = (c.params.float("loc"), c.params.float("scale"));
-    let o = &c.outputs[0];
-    with_dtype!(o.dtype, T, {
-        fill_with::<T>(o.ptr_as(), o.size(), move |i| {
-            // Box-Muller: elements 2j and 2j+1 share one pair of uniforms.
-            let j = i & !1;
-            let u1 = 1.0 - uniform01(k, j);
-            let u2 = uniform01(k, j + 1);
-            let r = (-2.0 * u1.ln()).sqrt();
-            let t = 2.0 * std::f64::consts::PI * u2;
-            loc + scale * r * if i & 1 == 0 { t.cos() } else { t.sin() }
-        })
-    });
+    with_dtype!(o.dtype, T, { fill_chunks::<T>(o.ptr_as(), o.size(), k, |s, _| f(s)) });
     Ok(())
 }
 
 fn randint_compute(c: &mut OpCall) -> Result<()> {
     let k = key(c)?;
     let (lo, hi) = (c.params.int("low"), c.params.int("high"));
-    let span = (hi - lo) as u64;
+    let span = hi.wrapping_sub(lo) as u64;
     let o = &c.outputs[0];
-    with_dtype!(o.dtype, T, { fill_with::<T>(o.ptr_as(), o.size(), move |i| (lo + (bits(k, i) % span) as i64) as f64) });
+    with_dtype!(o.dtype, T, {
+        fill_chunks::<T>(
+            o.ptr_as(),
+            o.size(),
+            k,
+            move |s, _| if span == 0 { lo as f64 } else { lo.wrapping_add(s.below(span) as i64) as f64 },
+        )
+    });
     Ok(())
 }
 
+/// Sampling ops have no gradient (MXNet's zero-gradient nodes).
+pub(super) fn g_zero(_: &Params, ins: &[NDArray], _: &[NDArray], _: &[NDArray]) -> Result<Vec<Option<NDArray>>> {
+    Ok(vec![None; ins.len()])
+}
+
+/// (name, doc, params, aliases)
+type ScalarEntry = (&'static str, &'static str, &'static [ParamSpec], &'static [&'static str]);
+
 pub(super) fn register(r: &mut Registry) {
+    let scalar: [ScalarEntry; 7] = [
+        (
+            "_random_uniform",
+            "Draw random samples from a uniform distribution on [low, high).",
+            UNIFORM_PARAMS,
+            &["uniform", "random_uniform"],
+        ),
+        ("_random_normal", "Draw random samples from a normal (Gaussian) distribution.", NORMAL_PARAMS, &["normal", "random_normal"]),
+        ("_random_gamma", "Draw random samples from a gamma distribution (alpha: shape, beta: scale).", GAMMA_PARAMS, &["random_gamma"]),
+        (
+            "_random_exponential",
+            "Draw random samples from an exponential distribution of rate lam.",
+            EXPONENTIAL_PARAMS,
+            &["random_exponential"],
+        ),
+        (
+            "_random_poisson",
+            "Draw random samples from a Poisson distribution (returned as floating point).",
+            POISSON_PARAMS,
+            &["random_poisson"],
+        ),
+        (
+            "_random_negative_binomial",
+            "Draw random samples from a negative binomial distribution (k failures, success probability p).",
+            NB_PARAMS,
+            &["random_negative_binomial"],
+        ),
+        (
+            "_random_generalized_negative_binomial",
+            "Draw random samples from a generalized negative binomial distribution (mean mu, dispersion alpha).",
+            GNB_PARAMS,
+            &["random_generalized_negative_binomial"],
+        ),
+    ];
+    for (name, doc, params, aliases) in scalar {
+        r.add(OpDef::new(name, doc, NONE, params, infer_random, random_compute).aliases(aliases).random().cost(8).grad(g_zero));
+    }
     r.add(
-        OpDef::new("_random_uniform", "Draw random samples from a uniform distribution on [low, high).", NONE, UNIFORM_PARAMS, infer_random, uniform_compute)
-            .aliases(&["uniform", "random_uniform"])
-            .random(),
+        OpDef::new(
+            "_random_randint",
+            "Draw random samples from a discrete uniform distribution on [low, high).",
+            NONE,
+            RANDINT_PARAMS,
+            infer_random,
+            randint_compute,
+        )
+        .aliases(&["random_randint"])
+        .random()
+        .grad(g_zero),
     );
-    r.add(
-        OpDef::new("_random_normal", "Draw random samples from a normal (Gaussian) distribution.", NONE, NORMAL_PARAMS, infer_random, normal_compute)
-            .aliases(&["normal", "random_normal"])
-            .random(),
-    );
-    r.add(
-        OpDef::new("_random_randint", "Draw random samples from a discrete uniform distribution on [low, high).", NONE, RANDINT_PARAMS, infer_random, randint_compute)
-            .aliases(&["random_randint"])
-            .random(),
-    );
+    let like: [(&'static str, &'static str, &'static [ParamSpec]); 7] = [
+        ("_random_uniform_like", "Draw random samples from a uniform distribution on [low, high), shaped like the input.", UNIFORM_LIKE),
+        ("_random_normal_like", "Draw random samples from a normal (Gaussian) distribution, shaped like the input.", NORMAL_LIKE),
+        ("_random_gamma_like", "Draw random samples from a gamma distribution, shaped like the input.", GAMMA_LIKE),
+        ("_random_exponential_like", "Draw random samples from an exponential distribution, shaped like the input.", LAM_LIKE),
+        ("_random_poisson_like", "Draw random samples from a Poisson distribution, shaped like the input.", LAM_LIKE),
+        ("_random_negative_binomial_like", "Draw random samples from a negative binomial distribution, shaped like the input.", NB_LIKE),
+        (
+            "_random_generalized_negative_binomial_like",
+            "Draw random samples from a generalized negative binomial distribution, shaped like the input.",
+            GNB_LIKE,
+        ),
+    ];
+    for (name, doc, params) in like {
+        r.add(OpDef::new(name, doc, DATA, params, infer_like, random_compute).random().cost(8).grad(g_zero));
+    }
 }
