@@ -347,6 +347,8 @@ def _getitem(self, key):
             raise MXNetIndexError("cannot slice a 0-d array")
         start, stop, _ = key.indices(self.shape[0])
         return self._slice(start, max(start, stop))
+    if _is_basic(key) and isinstance(key, tuple) and any(k is None for k in key) or key is None:
+        return _getitem_newaxis(self, key)
     if _is_basic(key):
         key = _expand_key(self, key)
         # leading ints then full slices: a view
@@ -382,6 +384,36 @@ def _getitem(self, key):
         idx = np.stack(np.broadcast_arrays(*idx))
         return _op.gather_nd(self, array(idx, ctx=self.context, dtype=np.int64))
     raise MXNetIndexError("NDArray does not support indexing with key %r" % (key,))
+
+
+def _getitem_newaxis(self, key):
+    """Basic indexing with None (newaxis): index without the Nones, then reshape
+    (a view) to insert the new axes of size 1 where NumPy puts them."""
+    ks = key if isinstance(key, tuple) else (key,)
+    n_real = sum(1 for k in ks if k is not None and k is not Ellipsis)
+    if sum(1 for k in ks if k is Ellipsis) > 1:
+        raise MXNetIndexError("an index can only have a single ellipsis ('...')")
+    if n_real > self.ndim:
+        raise MXNetIndexError("too many indices (%d) for an array of %d dimensions" % (n_real, self.ndim))
+    fill = (slice(None),) * (self.ndim - n_real)
+    if Ellipsis in ks:
+        i = ks.index(Ellipsis)
+        ks = ks[:i] + fill + ks[i + 1:]
+    else:
+        ks = ks + fill
+    shape, ax = [], 0
+    for k in ks:
+        if k is None:
+            shape.append(1)
+        elif isinstance(k, slice):
+            shape.append(len(range(*k.indices(self.shape[ax]))))
+            ax += 1
+        else:
+            _norm_int(k, self.shape[ax], ax)
+            ax += 1
+    real = tuple(k for k in ks if k is not None)
+    res = self[real] if real else self
+    return res.reshape(shape)
 
 
 def _set_all(dst, value):

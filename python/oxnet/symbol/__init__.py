@@ -102,3 +102,8 @@ def hypot(left, right):
     """``sqrt(left**2 + right**2)`` element-wise (with broadcasting)."""
     return _ufunc(left, right, "broadcast_hypot", "_hypot_scalar", "_hypot_scalar",
                   lambda a, b: (a * a + b * b) ** 0.5)
+
+
+from . import py_ops as _py_ops  # noqa: E402
+_py_ops._internal = _internal
+from .py_ops import eye, full, arange, linspace, histogram, split_v2  # noqa: E402,F401,A004
