@@ -193,6 +193,12 @@ pub fn infer(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<Str
                     }
                     changed = true;
                 }
+                // An op with an explicit `dtype` (Cast, Embedding, ...) types its
+                // outputs without its inputs' dtypes (infer_type_partial).
+                (_, None) if !shapes_needed && dt[ni][0].is_none() && n.params.dtype("dtype").is_some() && n.num_outputs() == 1 => {
+                    dt[ni][0] = n.params.dtype("dtype");
+                    changed = true;
+                }
                 (_, None) if !shapes_needed && ins.is_empty() && dt[ni][0].is_none() => {
                     let od = n.params.dtype("dtype").unwrap_or(DType::F32);
                     for x in dt[ni].iter_mut() {

@@ -954,8 +954,7 @@ pub(super) fn register(r: &mut Registry) {
             &[],
             batch_take_infer,
             batch_take_compute,
-        )
-        .grad(no_grad),
+        ), // As MXNet: no gradient (binding it for training is an error).
     );
     r.add(
         OpDef::new(
