@@ -165,3 +165,68 @@ def test_bad_inputs():
         nd.amp_multicast(nd.ones((2,)), num_outputs=2)
     with pytest.raises(mx.MXNetError, match="LRN.*floating-point"):
         nd.LRN(nd.ones((1, 2, 2, 2), dtype="int32"), nsize=1)
+
+
+@pytest.mark.parametrize("stride,dilate,pad", [(1, 1, 0), (2, 1, 1), (2, 2, 1)])
+def test_im2col_col2im(stride, dilate, pad):
+    kw = {"kernel": (3, 3), "stride": (stride, stride), "dilate": (dilate, dilate), "pad": (pad, pad)}
+    x = nd.array(rand((2, 3, 9, 8), seed=6))
+    col = nd.im2col(x, **kw)
+    w = nd.array(rand((4, 3, 3, 3), seed=7))
+    conv = nd.Convolution(x, weight=w, num_filter=4, no_bias=True, **kw)
+    n, f, ho, wo = conv.shape
+    assert col.shape == (2, 27, ho * wo)
+    via = np.einsum("nkl,fk->nfl", col.asnumpy(), w.asnumpy().reshape(4, -1)).reshape(n, f, ho, wo)
+    np.testing.assert_allclose(via, conv.asnumpy(), rtol=1e-4, atol=1e-5)
+    # col2im sums the blocks back: col2im(im2col(x)) = col2im(ones) * x
+    im1 = nd.col2im(col, (9, 8), **kw)
+    im2 = nd.col2im(nd.ones_like(col), (9, 8), **kw) * x
+    np.testing.assert_allclose(im1.asnumpy(), im2.asnumpy(), rtol=1e-5, atol=1e-6)
+    grad_check(lambda a: nd.im2col(a, **kw), rand((1, 1, 4, 5), seed=8))
+    grad_check(lambda a: nd.col2im(a, (4, 5), **kw), nd.im2col(nd.array(rand((1, 1, 4, 5))), **kw).asnumpy())
+
+
+def test_im2col_bad_inputs():
+    with pytest.raises(mx.MXNetError, match="im2col.*kernel"):
+        nd.im2col(nd.ones((1, 1, 4, 4)), kernel=(3,))
+    with pytest.raises(mx.MXNetError, match="im2col.*larger than the padded input"):
+        nd.im2col(nd.ones((1, 1, 2, 2)), kernel=(3, 3))
+    with pytest.raises(mx.MXNetError, match="col2im.*must be"):
+        nd.col2im(nd.ones((1, 5, 4)), output_size=(3, 3), kernel=(2, 2))
+
+
+def groupnorm_ref(x, gamma, beta, g, eps):
+    n = x.shape[0]
+    xr = x.reshape(n, g, -1)
+    mean = xr.mean(-1)
+    std = np.sqrt(xr.var(-1) + eps)
+    y = (xr - mean[..., None]) / std[..., None] * gamma[None, :, None] + beta[None, :, None]
+    return y.reshape(x.shape), mean, std
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_group_norm(dtype):
+    x = rand((2, 6, 3, 2), seed=9).astype(dtype)
+    gamma, beta = rand((3,), seed=10).astype(dtype), rand((3,), seed=11).astype(dtype)
+    y, mean, std = nd.GroupNorm(nd.array(x, dtype=dtype), nd.array(gamma, dtype=dtype), nd.array(beta, dtype=dtype),
+                                num_groups=3, eps=1e-5, output_mean_var=True)
+    ry, rm, rs = groupnorm_ref(x.astype("float64"), gamma, beta, 3, 1e-5)
+    np.testing.assert_allclose(y.asnumpy(), ry, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(mean.asnumpy(), rm, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(std.asnumpy(), rs, rtol=1e-4)
+    single = nd.GroupNorm(nd.array(x, dtype=dtype), nd.array(gamma, dtype=dtype), nd.array(beta, dtype=dtype), num_groups=3)
+    assert not isinstance(single, list) and single.shape == x.shape
+    g64, b64 = nd.array(gamma, dtype="float64"), nd.array(beta, dtype="float64")
+    grad_check(lambda a: nd.GroupNorm(a, g64, b64, num_groups=3), rand((1, 6, 2, 1), seed=12))
+    xx = nd.array(rand((1, 6, 2, 1), seed=12), dtype="float64")
+    grad_check(lambda a: nd.GroupNorm(xx, a, b64, num_groups=3), gamma.astype("float64"))
+    grad_check(lambda a: nd.GroupNorm(xx, g64, a, num_groups=3), beta.astype("float64"))
+    s = mx.sym.GroupNorm(mx.sym.var("d"), num_groups=3)
+    assert s.infer_shape(d=(2, 6, 4))[0] == [(2, 6, 4), (3,), (3,)]
+
+
+def test_group_norm_bad_inputs():
+    with pytest.raises(mx.MXNetError, match="GroupNorm.*multiple of num_groups=4"):
+        nd.GroupNorm(nd.ones((1, 6, 2)), nd.ones((4,)), nd.ones((4,)), num_groups=4)
+    with pytest.raises(mx.MXNetError, match=r"GroupNorm.*gamma must have shape \(3,\)"):
+        nd.GroupNorm(nd.ones((1, 6, 2)), nd.ones((6,)), nd.ones((3,)), num_groups=3)

@@ -8,7 +8,7 @@ import numbers
 import numpy as np
 
 from .. import _core
-from ..base import MXNetError, MXNetIndexError, _Null, mx_real_t, numeric_types
+from ..base import MXNetError, MXNetIndexError, MXNetValueError, _Null, mx_real_t, numeric_types
 from ..context import Context, current_context, _ctx_from_tuple
 
 NDArray = _core.NDArray
@@ -276,7 +276,11 @@ def _reshape(self, *shape, **kwargs):
     if bad:
         raise TypeError("Got unknown keywords in reshape: %s. Accepted keyword arguments "
                         "are 'shape' and 'reverse'." % ", ".join(bad))
-    new_shape = _core.infer_reshape(tuple(self.shape), tuple(int(s) for s in shape), bool(reverse))
+    try:
+        new_shape = _core.infer_reshape(tuple(self.shape), tuple(int(s) for s in shape), bool(reverse))
+    except MXNetError as e:
+        # MXNet 1.9.1 raises a ValueError for an impossible target shape.
+        raise MXNetValueError(str(e)) from None
     return self._reshape_view(list(new_shape))
 
 
@@ -427,12 +431,17 @@ def _set_all(dst, value):
         if value._same_chunk(dst) and value.shape == dst.shape and _same_offset(value, dst):
             return
         if value.shape != dst.shape:
+            extra = value.ndim - dst.ndim
+            if extra > 0 and all(d == 1 for d in value.shape[:extra]):
+                value = value.reshape(tuple(value.shape[extra:]))
             if value.ndim < dst.ndim:
                 value = value.reshape((1,) * (dst.ndim - value.ndim) + tuple(value.shape))
             value = _op.broadcast_to(value, shape=dst.shape)
         _core.copyto(value, dst)
     else:
         src = np.asarray(value, dtype=dst.dtype)
+        while src.ndim > dst.ndim and src.shape[0] == 1:
+            src = src.reshape(src.shape[1:])  # NumPy drops leading 1-axes on assignment
         if src.shape != tuple(dst.shape):
             try:
                 src = np.broadcast_to(src, dst.shape)

@@ -125,6 +125,11 @@ def _split_v2(self, *args, **kwargs):
     return split_v2(self, *args, **kwargs)
 
 
+def _abs(self):
+    """``abs(x)``: the ``abs`` op."""
+    return _op.abs(self)
+
+
 def install(internal, op):
     """Binds the op namespaces and adds the methods to NDArray."""
     global _internal, _op
@@ -133,3 +138,4 @@ def install(internal, op):
     NDArray.expand_dims = _expand_dims
     NDArray.squeeze = _squeeze
     NDArray.split_v2 = _split_v2
+    NDArray.__abs__ = _abs

@@ -29,6 +29,9 @@ mod math_special;
 mod sequence;
 mod layout_ops;
 mod nn_extra;
+mod im2col;
+mod pad;
+mod group_norm;
 
 pub use params::{PType, ParamSpec, Params, Value};
 pub use util::*;
@@ -380,6 +383,9 @@ impl Registry {
         sequence::register(&mut r);
         layout_ops::register(&mut r);
         nn_extra::register(&mut r);
+        im2col::register(&mut r);
+        pad::register(&mut r);
+        group_norm::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).
