@@ -155,7 +155,7 @@ def test_linspace_creation_symbols():
 
 
 @pytest.mark.parametrize("mode", ["constant", "edge", "reflect"])
-@pytest.mark.parametrize("shape", [(1, 2, 3, 4), (1, 1, 3, 2, 3)])
+@pytest.mark.parametrize("shape", [(1, 2, 3, 4), (1, 1, 3, 3, 4)])
 def test_pad(mode, shape):
     x = rand(shape)
     nd_pad = [0, 0, 0, 0] + [1, 2] * (len(shape) - 2)
@@ -226,6 +226,8 @@ def test_bad_inputs():
         nd.ravel_multi_index(nd.ones((3, 2)), shape=(2, 3))
     with pytest.raises(mx.MXNetError, match="Pad.*first two axes"):
         nd.Pad(nd.ones((1, 1, 2, 2)), mode="edge", pad_width=(1, 1, 0, 0, 1, 1, 1, 1))
+    with pytest.raises(mx.MXNetError, match="Pad.*needs the axis size"):
+        nd.Pad(nd.ones((1, 1, 2, 2)), mode="reflect", pad_width=(0, 0, 0, 0, 2, 2, 1, 1))
     with pytest.raises(mx.MXNetError, match="Pad.*2\\*ndim"):
         nd.Pad(nd.ones((1, 1, 2, 2)), mode="edge", pad_width=(0, 0, 1, 1))
     with pytest.raises(mx.MXNetError, match="khatri_rao.*columns"):

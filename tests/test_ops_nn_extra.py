@@ -77,10 +77,12 @@ def test_upsampling_nearest():
     x = rand((1, 2, 2, 3))
     y = nd.UpSampling(nd.array(x, dtype="float64"), scale=2, sample_type="nearest")
     np.testing.assert_array_equal(y.asnumpy(), x.repeat(2, axis=2).repeat(2, axis=3))
-    x2 = rand((1, 1, 1, 1), seed=3)
-    y = nd.UpSampling(nd.array(x, dtype="float64"), nd.array(x2, dtype="float64"), scale=2, sample_type="nearest")
+    x2 = rand((1, 1, 2, 3), seed=3)
+    x4 = rand((1, 2, 4, 6), seed=3)
+    y = nd.UpSampling(nd.array(x4, dtype="float64"), nd.array(x2, dtype="float64"), scale=1, sample_type="nearest")
     assert y.shape == (1, 3, 4, 6)
-    np.testing.assert_array_equal(y.asnumpy()[:, 2], np.full((1, 4, 6), x2[0, 0, 0, 0]))
+    np.testing.assert_array_equal(y.asnumpy()[:, :2], x4)
+    np.testing.assert_array_equal(y.asnumpy()[:, 2], x2[:, 0].repeat(2, axis=1).repeat(2, axis=2))
     y = nd.UpSampling(nd.array(x), nd.array(x), scale=1, sample_type="nearest", multi_input_mode="sum")
     np.testing.assert_allclose(y.asnumpy(), 2 * x.astype("float32"))
     grad_check(lambda a: nd.UpSampling(a, scale=3, sample_type="nearest"), rand((1, 1, 2, 2)))
@@ -119,7 +121,7 @@ def test_softmax_cross_entropy():
     y = nd.softmax_cross_entropy(nd.array(x, dtype="float64"), nd.array(lab))
     assert y.shape == (1,)
     np.testing.assert_allclose(y.asnumpy(), [-np.log(sm[np.arange(5), lab]).sum()], rtol=1e-10)
-    grad_check(lambda a: nd.softmax_cross_entropy(a, nd.array(lab, dtype="float64")), x[:2])
+    grad_check(lambda a: nd.softmax_cross_entropy(a, nd.array(lab[:2], dtype="float64")), x[:2])
 
 
 def test_finite_sumsq_reset_amp():
@@ -161,7 +163,7 @@ def test_bad_inputs():
         nd.softmax_cross_entropy(nd.ones((2, 3)), nd.ones((3,)))
     with pytest.raises(mx.MXNetError, match="SVMOutput.*label"):
         nd.SVMOutput(nd.ones((2, 3)), nd.ones((3,)))
-    with pytest.raises(mx.MXNetError, match="amp_multicast.*num_outputs"):
+    with pytest.raises(mx.MXNetError, match="amp_multicast.*(num_outputs|input)"):
         nd.amp_multicast(nd.ones((2,)), num_outputs=2)
     with pytest.raises(mx.MXNetError, match="LRN.*floating-point"):
         nd.LRN(nd.ones((1, 2, 2, 2), dtype="int32"), nsize=1)
