@@ -37,7 +37,7 @@ fn write(b: &super::Blob, v: &[f64]) {
 /// `(batch, groups, elements per group)`.
 fn geometry(op: &str, p: &Params, s: &[usize]) -> Result<(usize, usize, usize)> {
     let g = p.int("num_groups");
-    if s.len() < 2 || g <= 0 || s[1] % g as usize != 0 {
+    if s.len() < 2 || g <= 0 || !s[1].is_multiple_of(g as usize) {
         return Err(Error::op(op, format!("data must be (N, C, ...) with C a multiple of num_groups={g}, got shape {}", fmt_shape(s))));
     }
     let g = g as usize;

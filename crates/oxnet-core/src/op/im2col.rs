@@ -120,7 +120,7 @@ fn col2im_infer(a: &InferArgs) -> Out {
     let w = window(a.op.name, a.params, &size)?;
     let kk: usize = w.k.iter().product();
     let l: usize = w.out.iter().product();
-    if s.len() != 3 || s[1] % kk != 0 || s[2] != l {
+    if s.len() != 3 || !s[1].is_multiple_of(kk) || s[2] != l {
         return Err(a.err(format!(
             "data must be (N, C*{kk}, {l}) for kernel {:?} and output_size {size:?}, got shape {}",
             w.k,

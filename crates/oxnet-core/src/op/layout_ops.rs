@@ -359,7 +359,7 @@ fn split_v2_bounds(op: &str, p: &Params, s: &[usize]) -> Result<(usize, Vec<(usi
     let mut bounds = Vec::new();
     if sections > 0 {
         let k = sections as usize;
-        if n % k != 0 {
+        if !n.is_multiple_of(k) {
             return Err(Error::op(op, format!("cannot split axis {ax} of shape {} into {k} equal sections", fmt_shape(s))));
         }
         for i in 0..k {
@@ -447,7 +447,7 @@ fn add_n_compute(c: &mut OpCall) -> Result<()> {
     let o = &c.outputs[0];
     with_dtype!(o.dtype, T, {
         let srcs: Vec<*const T> = c.inputs.iter().map(|b| b.ptr_as::<T>() as *const T).collect();
-        if srcs.iter().any(|&p| p == o.ptr_as::<T>() as *const T) {
+        if srcs.iter().any(|&p| std::ptr::eq(p, o.ptr_as::<T>())) {
             // An input is the output: sum into a temporary first.
             let mut tmp = vec![T::from_f64(0.0); o.size()];
             k::sum::<T>(&srcs, tmp.as_mut_ptr(), o.size());

@@ -120,11 +120,11 @@ fn mask_compute(c: &mut OpCall) -> Result<()> {
         // SAFETY: sizes checked by inference; in place the same index is read first.
         let (xs, os) = unsafe { (std::slice::from_raw_parts(x.ptr_as::<T>() as *const T, x.size()), o.slice_mut::<T>()) };
         let v = T::from_f64(val);
-        for item in 0..b {
+        for (item, &len) in lens.iter().enumerate() {
             for step in 0..t {
                 let p = at(axis0, t, b, r, step, item);
                 for j in p..p + r {
-                    os[j] = if step < lens[item] { xs[j] } else { v };
+                    os[j] = if step < len { xs[j] } else { v };
                 }
             }
         }
@@ -174,8 +174,7 @@ fn reverse_compute(c: &mut OpCall) -> Result<()> {
     with_dtype!(x.dtype, T, {
         // SAFETY: sizes checked by inference; the op is not in place.
         let (xs, os) = unsafe { (x.slice::<T>(), o.slice_mut::<T>()) };
-        for item in 0..b {
-            let n = lens[item];
+        for (item, &n) in lens.iter().enumerate() {
             for step in 0..t {
                 let src = if step < n { n - 1 - step } else { step };
                 let (d, s) = (at(true, t, b, r, step, item), at(true, t, b, r, src, item));
