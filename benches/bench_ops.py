@@ -122,6 +122,30 @@ def sample_poisson_numpy(np):
     return lambda: r.poisson(30.0, size=10_000_000).astype(np.float32)
 
 
+def cumsum_flat_setup(mx, np):
+    """cumsum of 10^7 float32 values (flat)."""
+    x = mx.nd.array(np.random.RandomState(0).uniform(-1, 1, 10_000_000).astype("float32"))
+    x.wait_to_read()
+    return lambda: mx.nd.cumsum(x).wait_to_read()
+
+
+def cumsum_flat_numpy(np):
+    x = np.random.RandomState(0).uniform(-1, 1, 10_000_000).astype("float32")
+    return lambda: np.cumsum(x)
+
+
+def cumsum_rows_setup(mx, np):
+    """cumsum along axis 1 of a 1000 x 10,000 float32 array."""
+    x = mx.nd.array(np.random.RandomState(0).uniform(-1, 1, (1000, 10_000)).astype("float32"))
+    x.wait_to_read()
+    return lambda: mx.nd.cumsum(x, axis=1).wait_to_read()
+
+
+def cumsum_rows_numpy(np):
+    x = np.random.RandomState(0).uniform(-1, 1, (1000, 10_000)).astype("float32")
+    return lambda: np.cumsum(x, axis=1)
+
+
 # name, setup(mx, np), numpy(np) or None, repeats
 CASES = [
     ("linalg_potrf+trsm 1024x32x32 f64", linalg_potrf_trsm_setup, linalg_potrf_trsm_numpy, 11),
@@ -130,6 +154,8 @@ CASES = [
     ("sample_gamma 1e7", sample_gamma_setup, sample_gamma_numpy, 7),
     ("sample_gamma_per_element 1e7", sample_gamma_per_element_setup, None, 7),
     ("sample_poisson lam=30 1e7", sample_poisson_setup, sample_poisson_numpy, 7),
+    ("cumsum 1e7 f32 flat", cumsum_flat_setup, cumsum_flat_numpy, 11),
+    ("cumsum 1000x10000 f32 axis=1", cumsum_rows_setup, cumsum_rows_numpy, 11),
 ]
 
 

@@ -30,3 +30,7 @@ from . import random  # noqa: E402
 from .utils import save, load, load_frombuffer  # noqa: E402,F401
 from .cached_op import CachedOp  # noqa: E402,F401
 from . import numpy_scalars  # noqa: E402,F401
+
+from . import py_ops as _py_ops  # noqa: E402
+_py_ops.install(_internal, op)
+from .py_ops import moveaxis, linspace, split_v2, histogram, onehot_encode  # noqa: E402,F401

@@ -8,7 +8,7 @@ import numbers
 import numpy as np
 
 from .. import _core
-from ..base import MXNetError, MXNetIndexError, _Null, mx_real_t, numeric_types
+from ..base import MXNetError, MXNetIndexError, MXNetValueError, _Null, mx_real_t, numeric_types
 from ..context import Context, current_context, _ctx_from_tuple
 
 NDArray = _core.NDArray
@@ -276,7 +276,11 @@ def _reshape(self, *shape, **kwargs):
     if bad:
         raise TypeError("Got unknown keywords in reshape: %s. Accepted keyword arguments "
                         "are 'shape' and 'reverse'." % ", ".join(bad))
-    new_shape = _core.infer_reshape(tuple(self.shape), tuple(int(s) for s in shape), bool(reverse))
+    try:
+        new_shape = _core.infer_reshape(tuple(self.shape), tuple(int(s) for s in shape), bool(reverse))
+    except MXNetError as e:
+        # MXNet 1.9.1 raises a ValueError for an impossible target shape.
+        raise MXNetValueError(str(e)) from None
     return self._reshape_view(list(new_shape))
 
 
@@ -347,6 +351,8 @@ def _getitem(self, key):
             raise MXNetIndexError("cannot slice a 0-d array")
         start, stop, _ = key.indices(self.shape[0])
         return self._slice(start, max(start, stop))
+    if _is_basic(key) and isinstance(key, tuple) and any(k is None for k in key) or key is None:
+        return _getitem_newaxis(self, key)
     if _is_basic(key):
         key = _expand_key(self, key)
         # leading ints then full slices: a view
@@ -384,6 +390,36 @@ def _getitem(self, key):
     raise MXNetIndexError("NDArray does not support indexing with key %r" % (key,))
 
 
+def _getitem_newaxis(self, key):
+    """Basic indexing with None (newaxis): index without the Nones, then reshape
+    (a view) to insert the new axes of size 1 where NumPy puts them."""
+    ks = key if isinstance(key, tuple) else (key,)
+    n_real = sum(1 for k in ks if k is not None and k is not Ellipsis)
+    if sum(1 for k in ks if k is Ellipsis) > 1:
+        raise MXNetIndexError("an index can only have a single ellipsis ('...')")
+    if n_real > self.ndim:
+        raise MXNetIndexError("too many indices (%d) for an array of %d dimensions" % (n_real, self.ndim))
+    fill = (slice(None),) * (self.ndim - n_real)
+    if Ellipsis in ks:
+        i = ks.index(Ellipsis)
+        ks = ks[:i] + fill + ks[i + 1:]
+    else:
+        ks = ks + fill
+    shape, ax = [], 0
+    for k in ks:
+        if k is None:
+            shape.append(1)
+        elif isinstance(k, slice):
+            shape.append(len(range(*k.indices(self.shape[ax]))))
+            ax += 1
+        else:
+            _norm_int(k, self.shape[ax], ax)
+            ax += 1
+    real = tuple(k for k in ks if k is not None)
+    res = self[real] if real else self
+    return res.reshape(shape)
+
+
 def _set_all(dst, value):
     """Writes `value` (scalar, NDArray or array-like) into all of `dst`."""
     if not dst.writable:
@@ -395,12 +431,17 @@ def _set_all(dst, value):
         if value._same_chunk(dst) and value.shape == dst.shape and _same_offset(value, dst):
             return
         if value.shape != dst.shape:
+            extra = value.ndim - dst.ndim
+            if extra > 0 and all(d == 1 for d in value.shape[:extra]):
+                value = value.reshape(tuple(value.shape[extra:]))
             if value.ndim < dst.ndim:
                 value = value.reshape((1,) * (dst.ndim - value.ndim) + tuple(value.shape))
             value = _op.broadcast_to(value, shape=dst.shape)
         _core.copyto(value, dst)
     else:
         src = np.asarray(value, dtype=dst.dtype)
+        while src.ndim > dst.ndim and src.shape[0] == 1:
+            src = src.reshape(src.shape[1:])  # NumPy drops leading 1-axes on assignment
         if src.shape != tuple(dst.shape):
             try:
                 src = np.broadcast_to(src, dst.shape)

@@ -109,3 +109,6 @@ def hypot(left, right):
 
 from . import random  # noqa: E402
 random.__all__ += random._attach_like(vars(random))
+from . import py_ops as _py_ops  # noqa: E402
+_py_ops._internal = _internal
+from .py_ops import eye, full, arange, linspace, histogram, split_v2  # noqa: E402,F401,A004

@@ -31,6 +31,9 @@ def _attr_str(key, v):
         return str(v)
     if isinstance(v, np.generic):
         v = v.item()
+    if isinstance(v, (tuple, list)):
+        # NumPy 2 scalars print as np.int64(0): store plain Python numbers.
+        v = type(v)(x.item() if isinstance(x, np.generic) else x for x in v)
     return str(v)
 
 

@@ -397,6 +397,34 @@ impl Graph {
         Ok(())
     }
 
+    /// Fails, as MXNet's bind does, when a gradient must flow back through an op
+    /// that defines none: the node lies between a variable that wants a gradient
+    /// and a head, with no `BlockGrad` on the way to the head.
+    pub fn check_differentiable(&self, wants: &[bool]) -> Result<()> {
+        let needs = self.needs(wants);
+        let mut reached = vec![false; self.topo.len()];
+        for &(h, _) in &self.heads {
+            reached[h] = true;
+        }
+        for ni in (0..self.topo.len()).rev() {
+            let Some(op) = self.topo[ni].op else { continue };
+            if !reached[ni] || op.name == "BlockGrad" {
+                continue;
+            }
+            if needs[ni] && op.grad.is_none() {
+                return Err(Error::op(
+                    op.name,
+                    format!("Operator {} is non-differentiable because it didn't register FGradient attribute (node {})", op.name, self.topo[ni].name),
+                ));
+            }
+            for s in &self.srcs[ni] {
+                let (Src::Var(v) | Src::Out(v, _)) = *s;
+                reached[v] = true;
+            }
+        }
+        Ok(())
+    }
+
     /// Which nodes a gradient must flow through, given which variables want one.
     pub fn needs(&self, wants: &[bool]) -> Vec<bool> {
         let mut needs = wants.to_vec();
@@ -602,6 +630,13 @@ impl Executor {
         }
         let graph = Graph::compile(sym, &shapes, &dtypes, ctx, &var_ctx, group2ctx)?;
         let keep_all = reqs.iter().any(|r| *r != GradReq::Null);
+        if keep_all {
+            let mut wants = vec![false; graph.num_nodes()];
+            for (&ni, r) in graph.arg_nodes.iter().zip(&reqs) {
+                wants[ni] = *r != GradReq::Null;
+            }
+            graph.check_differentiable(&wants)?;
+        }
         let (bufs, planned_bytes, naive_bytes) = graph.allocate(keep_all)?;
         let mut vars = vec![None; graph.num_nodes()];
         for (&ni, a) in graph.arg_nodes.iter().zip(&args).chain(graph.aux_nodes.iter().zip(&aux)) {

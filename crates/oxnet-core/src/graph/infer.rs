@@ -117,7 +117,16 @@ pub fn infer(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<Str
             let Some(op) = n.op else { continue };
             let ins: Vec<(usize, usize)> = n.inputs.iter().map(|e| (id(&e.node), e.index)).collect();
             // Dtypes of unknown variable inputs from the other inputs.
-            if let Some(d) = ins.iter().find_map(|&(s, k)| dt[s].get(k).copied().flatten()) {
+            if let Some(f) = op.dtype_fill {
+                let mut known: Vec<Option<DType>> = ins.iter().map(|&(s, k)| dt[s].get(k).copied().flatten()).collect();
+                f(&n.params, &mut known);
+                for (&(s, k), d) in ins.iter().zip(known) {
+                    if topo[s].is_var() && dt[s][k].is_none() && d.is_some() {
+                        dt[s][k] = d;
+                        changed = true;
+                    }
+                }
+            } else if let Some(d) = ins.iter().find_map(|&(s, k)| dt[s].get(k).copied().flatten()) {
                 for &(s, k) in &ins {
                     if topo[s].is_var() && dt[s][k].is_none() {
                         dt[s][k] = Some(d);
@@ -182,6 +191,12 @@ pub fn infer(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<Str
                     for x in dt[ni].iter_mut() {
                         *x = Some(od);
                     }
+                    changed = true;
+                }
+                // An op with an explicit `dtype` (Cast, Embedding, ...) types its
+                // outputs without its inputs' dtypes (infer_type_partial).
+                (_, None) if !shapes_needed && dt[ni][0].is_none() && n.params.dtype("dtype").is_some() && n.num_outputs() == 1 => {
+                    dt[ni][0] = n.params.dtype("dtype");
                     changed = true;
                 }
                 (_, None) if !shapes_needed && ins.is_empty() && dt[ni][0].is_none() => {

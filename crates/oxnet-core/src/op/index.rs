@@ -666,7 +666,8 @@ the last element along an axis (the `clip` mode).",
         PICK_PARAMS,
         infer_pick,
         pick_compute,
-    ));
+    )
+    .aliases(&["choose_element_0index"]));
     r.add(OpDef::new(
         "where",
         "Return the elements, either from x or y, depending on the condition.

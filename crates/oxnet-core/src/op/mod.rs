@@ -31,6 +31,13 @@ mod nn;
 mod nn_conv;
 mod image;
 mod cuda;
+mod math_special;
+mod sequence;
+mod layout_ops;
+mod nn_extra;
+mod im2col;
+mod pad;
+mod group_norm;
 
 pub use params::{PType, ParamSpec, Params, Value};
 pub use util::*;
@@ -207,7 +214,15 @@ pub struct OpDef {
     /// Number of outputs for these parameters (symbols need it before shapes are
     /// known); None: one output.
     pub num_outputs: Option<fn(&Params) -> usize>,
+    /// Fills unknown input dtypes (symbol type inference) where they do not follow
+    /// the other inputs, e.g. `Embedding`'s weight takes its `dtype` parameter
+    /// whatever the indices' dtype; None: unknown inputs take the first known
+    /// input's dtype.
+    pub dtype_fill: Option<DTypeFillFn>,
 }
+
+/// See [`OpDef::dtype_fill`].
+pub type DTypeFillFn = fn(&Params, &mut [Option<DType>]);
 
 impl OpDef {
     pub const fn new(name: &'static str, doc: &'static str, inputs: Arity, params: &'static [ParamSpec], infer: InferFn, cpu: ComputeFn) -> OpDef {
@@ -230,7 +245,12 @@ impl OpDef {
             visible: None,
             fill: None,
             num_outputs: None,
+            dtype_fill: None,
         }
+    }
+    pub const fn dtype_fill(mut self, f: DTypeFillFn) -> Self {
+        self.dtype_fill = Some(f);
+        self
     }
     pub const fn aliases(mut self, a: &'static [&'static str]) -> Self {
         self.aliases = a;
@@ -369,6 +389,13 @@ impl Registry {
         nn::register(&mut r);
         nn_conv::register(&mut r);
         image::register(&mut r);
+        math_special::register(&mut r);
+        sequence::register(&mut r);
+        layout_ops::register(&mut r);
+        nn_extra::register(&mut r);
+        im2col::register(&mut r);
+        pad::register(&mut r);
+        group_norm::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).

@@ -789,6 +789,17 @@ fn emb_fill(p: &Params, shapes: &mut [Option<Shape>]) -> Result<()> {
     fill_known("Embedding", shapes, &[(1, "weight")], &[i, o])
 }
 
+/// As MXNet: the weight (and unknown indices) take the `dtype` parameter, whatever
+/// the indices' dtype (int32 indices still give a float32 weight).
+fn emb_dtype_fill(p: &Params, dtypes: &mut [Option<DType>]) {
+    let d = p.dtype("dtype").unwrap_or(DType::F32);
+    for t in dtypes.iter_mut() {
+        if t.is_none() {
+            *t = Some(d);
+        }
+    }
+}
+
 fn emb_indices(b: &Blob, rows: usize) -> Vec<usize> {
     with_dtype!(b.dtype, T, { rd::<T>(b).iter().map(|v| k::clip_index(crate::dtype::Element::to_f64(*v), rows)).collect() })
 }
@@ -1420,7 +1431,8 @@ called word embeddings. If the input shape is (d1, ..., dK), the output shape is
             emb_compute,
         )
         .grad(emb_grad)
-        .fill(emb_fill),
+        .fill(emb_fill)
+        .dtype_fill(emb_dtype_fill),
     );
     r.add(OpDef::new(
         "_backward_Embedding",

@@ -1264,6 +1264,7 @@ pub(super) fn register(r: &mut Registry) {
             slice_assign_infer,
             slice_assign_compute,
         )
+        .aliases(&["_crop_assign"])
         .inplace(),
     );
     r.add(
@@ -1275,6 +1276,7 @@ pub(super) fn register(r: &mut Registry) {
             slice_assign_scalar_infer,
             slice_assign_scalar_compute,
         )
+        .aliases(&["_crop_assign_scalar"])
         .inplace(),
     );
     r.add(OpDef::new(
