@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import oxnet as mx
+from _gradcheck import grad_check
 
 nd = mx.nd
 
@@ -16,25 +17,6 @@ nd = mx.nd
 def rand(shape, seed=0, dtype="float64"):
     return np.random.RandomState(seed).uniform(-1, 1, size=shape).astype(dtype)
 
-
-def grad_check(fn, x, h=1e-6, seed=1):
-    x = np.asarray(x, dtype="float64")
-    out = fn(nd.array(x, dtype="float64"))
-    w = np.random.RandomState(seed).uniform(0.5, 1.5, size=out.shape)
-    a = nd.array(x, dtype="float64")
-    a.attach_grad()
-    with mx.autograd.record():
-        y = fn(a)
-    y.backward(nd.array(w, dtype="float64"))
-    num = np.zeros_like(x)
-    it = np.nditer(x, flags=["multi_index"])
-    for _ in it:
-        i = it.multi_index
-        xp, xm = x.copy(), x.copy()
-        xp[i] += h
-        xm[i] -= h
-        num[i] = ((fn(nd.array(xp, dtype="float64")).asnumpy() - fn(nd.array(xm, dtype="float64")).asnumpy()) * w).sum() / (2 * h)
-    np.testing.assert_allclose(a.grad.asnumpy(), num, rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "uint8"])
