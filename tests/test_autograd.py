@@ -633,13 +633,17 @@ def test_numeric_gradient(name):
     check_numeric_gradient(fn, location, rtol=1e-5, atol=1e-7, dtype=np.float64)
 
 
-def test_gemm2_gradient_axis_not_last_is_error():
-    a, b = var(rn(3, 2, 4)), var(rn(4, 2, 5))
+def test_gemm2_gradient_with_row_axis_0():
+    an, bn = rn(3, 2, 4), rn(4, 2, 5)
+    a, b = var(an), var(bn)
     with ag.record():
         y = nd.linalg.gemm2(a, b, axis=0)
     assert y.shape == (3, 2, 5)
-    with pytest.raises(MXNetError, match="_linalg_gemm2.*axis=-2"):
-        y.backward()
+    np.testing.assert_allclose(y.asnumpy(), np.einsum("ijk,kjl->ijl", an, bn), rtol=1e-5)
+    head = rn(3, 2, 5)
+    y.backward(nd.array(head, dtype=y.dtype))
+    np.testing.assert_allclose(a.grad.asnumpy(), np.einsum("ijl,kjl->ijk", head, bn), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(b.grad.asnumpy(), np.einsum("ijk,ijl->kjl", an, head), rtol=1e-5, atol=1e-6)
 
 
 def test_cast_gradient_returns_to_input_dtype():

@@ -512,7 +512,9 @@ def test_small_cnn_learns_mnist_subset():
     net.collect_params().initialize(mx.init.Xavier(magnitude=2.24))
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
-    for _ in range(2):
+    # Three epochs: after two, test accuracy is 0.50-0.68 depending on the seed's
+    # initial weights (a marginal test); after three, 0.74-0.84 for seeds 1-4.
+    for _ in range(3):
         it.reset()
         for batch in it:
             with mx.autograd.record():

@@ -285,7 +285,7 @@ def test_pdf_values_and_gradients(name, ranges, ref, support):
     nodes = list(range(1, len(params) + 1)) if support == "int" else None
     for is_log in [False, True]:
         check_numeric_gradient(lambda *a: op(*a, is_log=is_log), [x] + params, grad_nodes=nodes,
-                               numeric_eps=1e-6, rtol=1e-3, atol=1e-5)
+                               numeric_eps=1e-6, rtol=1e-3, atol=1e-5, dtype=np.float64)
 
 
 def test_pdf_dirichlet():
@@ -298,7 +298,7 @@ def test_pdf_dirichlet():
     assert got.shape == (2, 4)
     np.testing.assert_allclose(got, expected, rtol=1e-9)
     check_numeric_gradient(lambda s, a: mx.nd.random_pdf_dirichlet(s, a), [samples, alpha],
-                           numeric_eps=1e-6, rtol=1e-3, atol=1e-5)
+                           numeric_eps=1e-6, rtol=1e-3, atol=1e-5, dtype=np.float64)
 
 
 def test_pdf_symbolic():
