@@ -5,6 +5,10 @@ thin argument shuffle in front of one registry op (``transpose``, ``_linspace``,
 ``_split_v2``, ``_histogram``, ``_onehot_encode``) or a reshape view."""
 
 import numpy as np
+try:  # NumPy 2
+    from numpy.lib.array_utils import normalize_axis_tuple as _normalize_axis_tuple
+except ImportError:  # NumPy 1.x
+    from numpy.core.numeric import normalize_axis_tuple as _normalize_axis_tuple
 
 from ..context import current_context
 from ..base import mx_real_t
@@ -18,12 +22,12 @@ def moveaxis(tensor, source, destination):
     """Moves the `source` axis into the `destination` position while leaving the
     other axes in their original order (NumPy's ``moveaxis``)."""
     try:
-        source = np.core.numeric.normalize_axis_tuple(source, tensor.ndim)
+        source = _normalize_axis_tuple(source, tensor.ndim)
     except IndexError as e:
         raise ValueError('Source should verify 0 <= source < tensor.ndim'
                          'Got %d' % source) from e
     try:
-        destination = np.core.numeric.normalize_axis_tuple(destination, tensor.ndim)
+        destination = _normalize_axis_tuple(destination, tensor.ndim)
     except IndexError as e:
         raise ValueError('Destination should verify 0 <= destination < tensor.ndim (%d).'
                          % tensor.ndim, 'Got %d' % destination) from e
