@@ -215,24 +215,8 @@ pub fn lgamma(x: f64) -> f64 {
     0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
 }
 
-/// ψ(x), the digamma function (recurrence to x ≥ 6, then the asymptotic series).
-pub fn digamma(mut x: f64) -> f64 {
-    if x <= 0.0 && x == x.floor() {
-        return f64::NAN;
-    }
-    let mut r = 0.0;
-    if x < 0.0 {
-        // ψ(x) = ψ(1 - x) - π / tan(πx)
-        r -= std::f64::consts::PI / (std::f64::consts::PI * x).tan();
-        x = 1.0 - x;
-    }
-    while x < 6.0 {
-        r -= 1.0 / x;
-        x += 1.0;
-    }
-    let f = 1.0 / (x * x);
-    r + x.ln() - 0.5 / x - f * (1.0 / 12.0 - f * (1.0 / 120.0 - f * (1.0 / 252.0 - f * (1.0 / 240.0 - f / 132.0))))
-}
+/// ψ(x), the digamma function (one implementation, in `math_special`).
+pub use super::math_special::digamma;
 
 #[cfg(test)]
 mod tests {

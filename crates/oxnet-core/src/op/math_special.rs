@@ -92,7 +92,7 @@ pub fn erfinv_fn(x: f64) -> f64 {
 }
 
 /// The digamma function ψ(x) = d/dx ln Γ(x): reflection for x < 0, recurrence up
-/// to x ≥ 6, then the asymptotic series.
+/// to x ≥ 10, then the asymptotic series (truncation error below 1e-13 there).
 pub fn digamma(x: f64) -> f64 {
     if x.is_nan() || x == f64::NEG_INFINITY {
         return f64::NAN;
@@ -106,7 +106,7 @@ pub fn digamma(x: f64) -> f64 {
     }
     let mut r = 0.0;
     let mut x = x;
-    while x < 6.0 {
+    while x < 10.0 {
         r -= 1.0 / x;
         x += 1.0;
     }
