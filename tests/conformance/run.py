@@ -59,8 +59,9 @@ def parse_junit(path):
                 mod = os.path.splitext(os.path.basename(name))[0]
             nodeid = f"{mod}.py::<collection>"
         else:
-            mod = cls.split(".")[0]
-            nodeid = f"{mod}.py::{name}"
+            # "module" or "module.Class" (unittest-style tests live in a class).
+            mod, _, klass = cls.partition(".")
+            nodeid = f"{mod}.py::{klass}::{name}" if klass else f"{mod}.py::{name}"
         outcome = "passed"
         for child in case:
             if child.tag == "failure":
