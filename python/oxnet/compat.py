@@ -33,62 +33,50 @@ __all__ = ["install", "uninstall", "enable", "disable", "is_enabled"]
 _HOOK_MODULE = "_oxnet_mxnet_alias"
 _PTH_NAME = "oxnet-mxnet-alias.pth"
 
-# The hook module written by `enable`. It is self-contained (it must not import oxnet
-# at start-up) and mirrors `_MXNetAlias` below.
-_HOOK_SOURCE = '''"""Written by `python -m oxnet.compat enable`: `import mxnet` yields oxnet.
+# The import hook, written once: `enable` writes this source as the start-up module
+# (self-contained: it must not import oxnet at start-up), and `install` runs the same
+# source in this process.
+_HOOK_CLASS = '''
+class OxnetMXNetAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Answers ``mxnet`` and ``mxnet.X`` with the importable ``oxnet`` and ``oxnet.X``
+    module objects (so both names are the same module)."""
+
+    target = "oxnet"
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "mxnet" and not name.startswith("mxnet."):
+            return None
+        real = self.target + name[len("mxnet"):]
+        try:
+            importlib.import_module(real)
+        except ImportError:
+            return None
+        return importlib.util.spec_from_loader(name, self)
+
+    def create_module(self, spec):
+        return sys.modules[self.target + spec.name[len("mxnet"):]]
+
+    def exec_module(self, module):
+        pass
+'''
+
+_HOOK_SOURCE = ('''"""Written by `python -m oxnet.compat enable`: `import mxnet` yields oxnet.
 Remove with `python -m oxnet.compat disable`."""
 import importlib
 import importlib.abc
 import importlib.util
 import sys
 
-
-class OxnetMXNetAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    target = "oxnet"
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "mxnet" and not name.startswith("mxnet."):
-            return None
-        real = self.target + name[len("mxnet"):]
-        try:
-            importlib.import_module(real)
-        except ImportError:
-            return None
-        return importlib.util.spec_from_loader(name, self)
-
-    def create_module(self, spec):
-        return sys.modules[self.target + spec.name[len("mxnet"):]]
-
-    def exec_module(self, module):
-        pass
-
+''' + _HOOK_CLASS + '''
 
 if not any(type(f).__name__ == "OxnetMXNetAlias" for f in sys.meta_path):
     sys.meta_path.insert(0, OxnetMXNetAlias())
-'''
+''')
 
-
-class OxnetMXNetAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Answers ``mxnet`` and ``mxnet.X`` with the already-importable ``oxnet`` and
-    ``oxnet.X`` module objects (so both names are the same module)."""
-
-    target = "oxnet"
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "mxnet" and not name.startswith("mxnet."):
-            return None
-        real = self.target + name[len("mxnet"):]
-        try:
-            importlib.import_module(real)
-        except ImportError:
-            return None
-        return importlib.util.spec_from_loader(name, self)
-
-    def create_module(self, spec):
-        return sys.modules[self.target + spec.name[len("mxnet"):]]
-
-    def exec_module(self, module):
-        pass
+_ns = {"importlib": importlib, "sys": sys}
+exec(_HOOK_CLASS, _ns)
+OxnetMXNetAlias = _ns["OxnetMXNetAlias"]
+del _ns
 
 
 def _hooked() -> bool:
