@@ -100,7 +100,12 @@ def _http_get(url, verify_ssl):
     import ssl
     import urllib.request
     ctx = None if verify_ssl else ssl._create_unverified_context()  # noqa: S323
-    resp = urllib.request.urlopen(url, context=ctx)  # noqa: S310
+    import urllib.error
+    try:
+        resp = urllib.request.urlopen(url, context=ctx)  # noqa: S310
+    except urllib.error.HTTPError as e:   # a status other than 2xx: as requests reports it
+        e.close()
+        return e.code, iter(())
     return resp.status, iter(lambda: resp.read(1024), b"")
 
 

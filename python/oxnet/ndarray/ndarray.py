@@ -14,6 +14,21 @@ from ..context import Context, current_context, _ctx_from_tuple
 NDArray = _core.NDArray
 NDArray.__module__ = "oxnet.ndarray"
 
+# MXNet's names for Python's slice (kept because MXNet code imports it from here) and
+# its storage-type codes (the ids a symbol's ``__storage_type__`` attribute holds).
+py_slice = slice
+_STORAGE_TYPE_UNDEFINED = -1
+_STORAGE_TYPE_DEFAULT = 0
+_STORAGE_TYPE_ROW_SPARSE = 1
+_STORAGE_TYPE_CSR = 2
+_STORAGE_TYPE_STR_TO_ID = {
+    'undefined': _STORAGE_TYPE_UNDEFINED,
+    'default': _STORAGE_TYPE_DEFAULT,
+    'row_sparse': _STORAGE_TYPE_ROW_SPARSE,
+    'csr': _STORAGE_TYPE_CSR,
+}
+_STORAGE_TYPE_ID_TO_STR = {v: k for k, v in _STORAGE_TYPE_STR_TO_ID.items()}
+
 _internal = None  # set by oxnet.ndarray.__init__ to the generated _internal module
 _op = None  # set by oxnet.ndarray.__init__ to the generated op namespace
 
