@@ -351,3 +351,35 @@ def test_index_ops_read_views():
     _check(mx.nd.take(a[1:3], mx.nd.array([1, 0])), x[1:3][[1, 0]])
     _check(mx.nd.sort(a[2], is_ascend=False), np.sort(x[2])[::-1])
     _check(mx.nd.pick(a[1:4], mx.nd.array([0, 4, 2])), x[1:4][[0, 1, 2], [0, 4, 2]])
+
+
+# ---- gradients of topk and sort (the values go back where they came from) -----------
+
+@pytest.mark.parametrize("axis", [0, 1, -1, None])
+@pytest.mark.parametrize("ret_typ", ["value", "both"])
+def test_topk_gradient(axis, ret_typ):
+    from _gradcheck import grad_check
+    x = np.random.RandomState(3).permutation(24).reshape(4, 6).astype("float64")
+
+    def fn(a):
+        out = mx.nd.topk(a, axis=axis, k=2, ret_typ=ret_typ, is_ascend=False)
+        return out[0] if ret_typ == "both" else out
+    grad_check(fn, x)
+
+
+def test_topk_indices_and_mask_have_zero_gradient():
+    a = mx.nd.array(np.arange(6.0).reshape(2, 3))
+    for rt in ("indices", "mask"):
+        a.attach_grad()
+        with mx.autograd.record():
+            y = mx.nd.topk(a, k=2, ret_typ=rt)
+        y.backward()
+        assert (a.grad.asnumpy() == 0).all()
+
+
+@pytest.mark.parametrize("axis", [0, -1, None])
+@pytest.mark.parametrize("is_ascend", [True, False])
+def test_sort_gradient(axis, is_ascend):
+    from _gradcheck import grad_check
+    x = np.random.RandomState(4).permutation(20).reshape(4, 5).astype("float64")
+    grad_check(lambda a: mx.nd.sort(a, axis=axis, is_ascend=is_ascend), x)

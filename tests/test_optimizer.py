@@ -121,6 +121,16 @@ def ref_adadelta(w, g, acc_g, acc_d, rho=0.9, epsilon=1e-5, wd=0, rescale_grad=1
     return w - (delta + wd * w)
 
 
+def ref_ftml(w, g, d, v, z, lr, t, beta1=0.6, beta2=0.999, epsilon=1e-8, wd=0, rescale_grad=1,
+             clip_grad=-1):
+    gr = clipg(rescale_grad * g + wd * w, clip_grad)
+    v[:] = beta2 * v + (1 - beta2) * gr * gr
+    d_t = (1 - beta1 ** t) / lr * (np.sqrt(v / (1 - beta2 ** t)) + epsilon)
+    z[:] = beta1 * z + (1 - beta1) * gr - (d_t - beta1 * d) * w
+    d[:] = d_t
+    return -z / d_t
+
+
 # (op, reference, number of states, positive states?, attrs)
 CASES = [
     ("sgd_update", ref_sgd, 0, dict(lr=0.1, wd=0.01, rescale_grad=0.5, clip_gradient=0.3)),
@@ -139,6 +149,8 @@ CASES = [
     ("lamb_update_phase1", ref_lamb1, 2, dict(t=1, wd=0.0, bias_correction=False)),
     ("adagrad_update", ref_adagrad, 1, dict(lr=0.1, wd=0.01, clip_gradient=0.5)),
     ("adadelta_update", ref_adadelta, 2, dict(rho=0.8, wd=0.01, rescale_grad=0.5)),
+    ("ftml_update", ref_ftml, 3, dict(lr=0.01, t=3, wd=0.01, rescale_grad=0.5, clip_grad=0.3)),
+    ("ftml_update", ref_ftml, 3, dict(lr=0.1, t=1, beta1=0.5)),
 ]
 
 

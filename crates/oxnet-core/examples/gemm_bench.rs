@@ -45,19 +45,10 @@ for line in sys.stdin:
 "#;
 
 fn main() {
-    let n: usize = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1024);
-    let rounds: usize = std::env::args()
-        .nth(2)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(6);
+    let n: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1024);
+    let rounds: usize = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(6);
     let flop = 2.0 * (n as f64).powi(3);
-    println!(
-        "n = {n}, compute threads = {}, rounds = {rounds}",
-        oxnet_core::engine::threads()
-    );
+    println!("n = {n}, compute threads = {}, rounds = {rounds}", oxnet_core::engine::threads());
 
     let mut py = Command::new("python3")
         .args(["-c", NUMPY_LOOP, &n.to_string(), &REPS.to_string()])
@@ -69,26 +60,17 @@ fn main() {
         let p = py.as_mut()?;
         writeln!(p.stdin.as_mut()?, "{dtype}").ok()?;
         let mut line = String::new();
-        BufReader::new(p.stdout.as_mut()?)
-            .read_line(&mut line)
-            .ok()?;
+        BufReader::new(p.stdout.as_mut()?).read_line(&mut line).ok()?;
         line.trim().parse().ok()
     };
 
-    let a32: Vec<f32> = (0..n * n)
-        .map(|i| ((i * 7919) % 1000) as f32 / 1000.0)
-        .collect();
-    let b32: Vec<f32> = (0..n * n)
-        .map(|i| ((i * 104729) % 1000) as f32 / 1000.0)
-        .collect();
+    let a32: Vec<f32> = (0..n * n).map(|i| ((i * 7919) % 1000) as f32 / 1000.0).collect();
+    let b32: Vec<f32> = (0..n * n).map(|i| ((i * 104729) % 1000) as f32 / 1000.0).collect();
     let a64: Vec<f64> = a32.iter().map(|&x| x as f64).collect();
     let b64: Vec<f64> = b32.iter().map(|&x| x as f64).collect();
     let (mut c32, mut c64) = (vec![0f32; n * n], vec![0f64; n * n]);
     let ctx = Context::cpu(0);
-    let (na, nb) = (
-        NDArray::from_vec(&[n, n], &a32, ctx).unwrap(),
-        NDArray::from_vec(&[n, n], &b32, ctx).unwrap(),
-    );
+    let (na, nb) = (NDArray::from_vec(&[n, n], &a32, ctx).unwrap(), NDArray::from_vec(&[n, n], &b32, ctx).unwrap());
 
     let names = ["kernel f32", "dot op f32", "kernel f64"];
     let mut gf: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
@@ -99,46 +81,11 @@ fn main() {
         for (v, name) in names.iter().enumerate() {
             let t = match v {
                 // SAFETY: the buffers are n×n, row-major, and c does not overlap a or b.
-                0 => best_of(|| unsafe {
-                    gemm(
-                        n,
-                        n,
-                        n,
-                        1.0f32,
-                        a32.as_ptr(),
-                        n,
-                        false,
-                        b32.as_ptr(),
-                        n,
-                        false,
-                        0.0,
-                        c32.as_mut_ptr(),
-                        n,
-                    )
-                }),
+                0 => best_of(|| unsafe { gemm(n, n, n, 1.0f32, a32.as_ptr(), n, false, b32.as_ptr(), n, false, 0.0, c32.as_mut_ptr(), n) }),
                 1 => best_of(|| {
-                    call1("dot", &[na.clone(), nb.clone()], &[])
-                        .unwrap()
-                        .wait_to_read()
-                        .unwrap();
+                    call1("dot", &[na.clone(), nb.clone()], &[]).unwrap().wait_to_read().unwrap();
                 }),
-                _ => best_of(|| unsafe {
-                    gemm(
-                        n,
-                        n,
-                        n,
-                        1.0f64,
-                        a64.as_ptr(),
-                        n,
-                        false,
-                        b64.as_ptr(),
-                        n,
-                        false,
-                        0.0,
-                        c64.as_mut_ptr(),
-                        n,
-                    )
-                }),
+                _ => best_of(|| unsafe { gemm(n, n, n, 1.0f64, a64.as_ptr(), n, false, b64.as_ptr(), n, false, 0.0, c64.as_mut_ptr(), n) }),
             };
             let g = flop / t / 1e9;
             gf[v].push(g);
@@ -159,19 +106,13 @@ fn main() {
         if ratio[v].is_empty() {
             println!("  {name:11} best {best:6.1}  median {med:6.1}");
         } else {
-            println!(
-                "  {name:11} best {best:6.1}  median {med:6.1}  ratio to NumPy: median {:.2}",
-                median(ratio[v].clone())
-            );
+            println!("  {name:11} best {best:6.1}  median {med:6.1}  ratio to NumPy: median {:.2}", median(ratio[v].clone()));
         }
     }
     for (i, dt) in ["float32", "float64"].iter().enumerate() {
         if !np_gf[i].is_empty() {
             let best = np_gf[i].iter().cloned().fold(0.0, f64::max);
-            println!(
-                "  numpy {dt} best {best:6.1}  median {:6.1}",
-                median(np_gf[i].clone())
-            );
+            println!("  numpy {dt} best {best:6.1}  median {:6.1}", median(np_gf[i].clone()));
         }
     }
 }

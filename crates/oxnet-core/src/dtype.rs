@@ -16,19 +16,14 @@ pub enum DType {
     Bool = 7,
 }
 
-pub const ALL_DTYPES: [DType; 8] =
-    [DType::F32, DType::F64, DType::F16, DType::U8, DType::I32, DType::I8, DType::I64, DType::Bool];
+pub const ALL_DTYPES: [DType; 8] = [DType::F32, DType::F64, DType::F16, DType::U8, DType::I32, DType::I8, DType::I64, DType::Bool];
 
 impl DType {
     pub fn flag(self) -> i32 {
         self as i32
     }
     pub fn from_flag(flag: i32) -> Result<Self> {
-        ALL_DTYPES
-            .iter()
-            .copied()
-            .find(|d| d.flag() == flag)
-            .ok_or_else(|| Error::new(format!("unknown dtype flag {flag}")))
+        ALL_DTYPES.iter().copied().find(|d| d.flag() == flag).ok_or_else(|| Error::new(format!("unknown dtype flag {flag}")))
     }
     pub fn size(self) -> usize {
         match self {
@@ -116,13 +111,34 @@ impl Element for f16 {
 macro_rules! with_dtype {
     ($dtype:expr, $T:ident, $body:block) => {
         match $dtype {
-            $crate::dtype::DType::F32 => { type $T = f32; $body }
-            $crate::dtype::DType::F64 => { type $T = f64; $body }
-            $crate::dtype::DType::F16 => { type $T = half::f16; $body }
-            $crate::dtype::DType::U8 | $crate::dtype::DType::Bool => { type $T = u8; $body }
-            $crate::dtype::DType::I32 => { type $T = i32; $body }
-            $crate::dtype::DType::I8 => { type $T = i8; $body }
-            $crate::dtype::DType::I64 => { type $T = i64; $body }
+            $crate::dtype::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::dtype::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::dtype::DType::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            $crate::dtype::DType::U8 | $crate::dtype::DType::Bool => {
+                type $T = u8;
+                $body
+            }
+            $crate::dtype::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::dtype::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::dtype::DType::I64 => {
+                type $T = i64;
+                $body
+            }
         }
     };
 }
@@ -148,4 +164,3 @@ macro_rules! with_float {
         }
     };
 }
-

@@ -60,10 +60,7 @@ pub fn generator(ctx: Context) -> Arc<DeviceGenerator> {
     let mut g = GENS.get_or_init(|| Mutex::new(HashMap::new())).lock();
     g.entry(ctx)
         .or_insert_with(|| {
-            Arc::new(DeviceGenerator {
-                state: Mutex::new(Generator { seed: current_seed_for(ctx), counter: 0 }),
-                var: Var::new(),
-            })
+            Arc::new(DeviceGenerator { state: Mutex::new(Generator { seed: current_seed_for(ctx), counter: 0 }), var: Var::new() })
         })
         .clone()
 }

@@ -55,10 +55,7 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize], op: &str) -> Result<Shape> {
         } else if da == 1 {
             db
         } else {
-            return Err(Error::op(
-                op,
-                format!("operands could not be broadcast together with shapes {} {}", fmt_shape(a), fmt_shape(b)),
-            ));
+            return Err(Error::op(op, format!("operands could not be broadcast together with shapes {} {}", fmt_shape(a), fmt_shape(b))));
         };
     }
     Ok(out)

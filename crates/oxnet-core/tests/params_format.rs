@@ -27,12 +27,7 @@ enum J {
 impl J {
     fn get(&self, k: &str) -> &J {
         match self {
-            J::Obj(v) => {
-                &v.iter()
-                    .find(|(n, _)| n == k)
-                    .unwrap_or_else(|| panic!("no key {k}"))
-                    .1
-            }
+            J::Obj(v) => &v.iter().find(|(n, _)| n == k).unwrap_or_else(|| panic!("no key {k}")).1,
             _ => panic!("not an object looking up {k}"),
         }
     }
@@ -75,9 +70,7 @@ impl J {
         }
     }
     fn i64(&self) -> i64 {
-        self.num()
-            .parse()
-            .unwrap_or_else(|_| panic!("bad int {}", self.num()))
+        self.num().parse().unwrap_or_else(|_| panic!("bad int {}", self.num()))
     }
     fn usizes(&self) -> Vec<usize> {
         self.arr().iter().map(|d| d.i64() as usize).collect()
@@ -240,25 +233,14 @@ fn check_array(what: &str, a: &NDArray, info: &params::ArrayInfo, e: &J) {
     let dtype = DType::from_name(e.get("dtype").str()).unwrap();
     assert_eq!(a.shape(), &e.get("shape").usizes()[..], "{what}: shape");
     assert_eq!(a.dtype(), dtype, "{what}: dtype");
-    assert_eq!(
-        format!("{:?}", info.format),
-        e.get("format").str(),
-        "{what}: format"
-    );
+    assert_eq!(format!("{:?}", info.format), e.get("format").str(), "{what}: format");
     assert_eq!(info.stype.name(), e.get("stype").str(), "{what}: stype");
     let saved = e.get("saved_ctx").usizes();
-    assert_eq!(
-        (info.saved_dev_type, info.saved_dev_id),
-        (saved[0] as i32, saved[1] as i32),
-        "{what}: saved ctx"
-    );
+    assert_eq!((info.saved_dev_type, info.saved_dev_id), (saved[0] as i32, saved[1] as i32), "{what}: saved ctx");
     let loaded = a.ctx().to_string();
     if saved[0] == 2 && oxnet_core::storage::cuda::num_gpus() > saved[1] as i32 {
         // A machine with that GPU may load it there, as MXNet's CUDA build does.
-        assert!(
-            loaded == "cpu(0)" || loaded == format!("gpu({})", saved[1]),
-            "{what}: ctx {loaded}"
-        );
+        assert!(loaded == "cpu(0)" || loaded == format!("gpu({})", saved[1]), "{what}: ctx {loaded}");
     } else {
         assert_eq!(loaded, e.get("loaded_ctx").str(), "{what}: loaded ctx");
     }
@@ -273,10 +255,7 @@ fn check_array(what: &str, a: &NDArray, info: &params::ArrayInfo, e: &J) {
             let g = g.to_f64();
             if dtype.is_float() {
                 let w = w.f64();
-                assert!(
-                    g == w || g.is_nan() && w.is_nan(),
-                    "{what}[{i}]: {g} != {w}"
-                );
+                assert!(g == w || g.is_nan() && w.is_nan(), "{what}[{i}]: {g} != {w}");
             } else if dtype == DType::I64 {
                 // Exact, beyond 2^53.
                 let g64 = i64::from_le_bytes(data[i * 8..i * 8 + 8].try_into().unwrap());
@@ -286,11 +265,7 @@ fn check_array(what: &str, a: &NDArray, info: &params::ArrayInfo, e: &J) {
             }
         }
     });
-    assert_eq!(
-        bytes_from_values(e, dtype),
-        data,
-        "{what}: values and bytes of expected.json agree"
-    );
+    assert_eq!(bytes_from_values(e, dtype), data, "{what}: values and bytes of expected.json agree");
 }
 
 #[test]
@@ -300,32 +275,18 @@ fn fixtures_load_to_what_mxnet_loads() {
     assert!(files.len() >= 11);
     for (name, entry) in files {
         let bytes = read_fixture(name);
-        let loaded = params::load_detailed(&bytes, &LoadOptions::default())
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let loaded = params::load_detailed(&bytes, &LoadOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
         let names: Vec<&str> = entry.get("names").arr().iter().map(|n| n.str()).collect();
         assert_eq!(loaded.names, names, "{name}: names");
         let arrays = entry.get("arrays").arr();
         assert_eq!(loaded.arrays.len(), arrays.len(), "{name}: count");
-        assert_eq!(
-            entry.get("kind").str() == "dict",
-            !loaded.names.is_empty(),
-            "{name}: kind"
-        );
-        for (i, ((a, info), e)) in loaded
-            .arrays
-            .iter()
-            .zip(&loaded.info)
-            .zip(arrays)
-            .enumerate()
-        {
+        assert_eq!(entry.get("kind").str() == "dict", !loaded.names.is_empty(), "{name}: kind");
+        for (i, ((a, info), e)) in loaded.arrays.iter().zip(&loaded.info).zip(arrays).enumerate() {
             check_array(&format!("{name}[{i}]"), a, info, e);
         }
         // The file-path and plain entry points agree.
         let (arrs, nms) = params::load_file(fixture_dir().join(name)).unwrap();
-        assert_eq!(
-            (arrs.len(), nms),
-            (loaded.arrays.len(), loaded.names.clone())
-        );
+        assert_eq!((arrs.len(), nms), (loaded.arrays.len(), loaded.names.clone()));
     }
     for (name, e) in exp.get("raw").obj() {
         let bytes = read_fixture(name);
@@ -336,10 +297,7 @@ fn fixtures_load_to_what_mxnet_loads() {
 
 fn ctx_of(e: &J) -> Context {
     let c = e.get("saved_ctx").usizes();
-    Context {
-        dev_type: DeviceType::from_i32(c[0] as i32).unwrap(),
-        dev_id: c[1] as i32,
-    }
+    Context { dev_type: DeviceType::from_i32(c[0] as i32).unwrap(), dev_id: c[1] as i32 }
 }
 
 /// An oxnet array with the expected content, on the context the file records.
@@ -375,22 +333,14 @@ fn saving_the_same_content_writes_mxnets_bytes() {
         // Through a file too.
         let tmp = std::env::temp_dir().join(format!("oxnet-params-{}-{name}", std::process::id()));
         params::save_file_with(&tmp, &list, semantics(entry)).unwrap();
-        assert_eq!(
-            std::fs::read(&tmp).unwrap(),
-            want,
-            "{name} via save_file_with"
-        );
+        assert_eq!(std::fs::read(&tmp).unwrap(), want, "{name} via save_file_with");
         let _ = std::fs::remove_file(&tmp);
         checked += 1;
     }
     assert!(checked >= 7, "only {checked} byte-exact files");
     for (name, e) in exp.get("raw").obj() {
         let raw = params::save_raw_bytes_with(&build(e), semantics(e)).unwrap();
-        assert_eq!(
-            hex(&raw),
-            hex(&read_fixture(name)),
-            "{name}: pickle bytes differ"
-        );
+        assert_eq!(hex(&raw), hex(&read_fixture(name)), "{name}: pickle bytes differ");
     }
 }
 
@@ -398,11 +348,7 @@ fn saving_the_same_content_writes_mxnets_bytes() {
 fn loading_then_saving_reproduces_host_cpu0_files() {
     let exp = expected();
     for (name, entry) in exp.get("files").obj() {
-        let all_cpu0 = entry
-            .get("arrays")
-            .arr()
-            .iter()
-            .all(|e| e.get("saved_ctx").usizes() == [1, 0]);
+        let all_cpu0 = entry.get("arrays").arr().iter().all(|e| e.get("saved_ctx").usizes() == [1, 0]);
         // Arrays saved from cpu(1) load onto cpu(0) (as in MXNet), so re-saving them
         // records cpu(0): that file is covered by the test above instead.
         if !entry.get("byte_exact").bool() || !all_cpu0 {
@@ -413,11 +359,7 @@ fn loading_then_saving_reproduces_host_cpu0_files() {
         let list: Vec<(Option<&str>, &NDArray)> = if names.is_empty() {
             arrays.iter().map(|a| (None, a)).collect()
         } else {
-            names
-                .iter()
-                .map(|n| Some(n.as_str()))
-                .zip(arrays.iter())
-                .collect()
+            names.iter().map(|n| Some(n.as_str())).zip(arrays.iter()).collect()
         };
         let mut out = Vec::new();
         params::save_with(&mut out, &list, semantics(entry)).unwrap();
@@ -437,14 +379,8 @@ fn loading_then_saving_reproduces_host_cpu0_files() {
 #[test]
 fn sparse_fixtures_are_densified() {
     let (arrays, _) = params::load_file(fixture_dir().join("sparse.params")).unwrap();
-    assert_eq!(
-        arrays[0].to_vec::<f32>().unwrap(),
-        vec![0., 0., 1., 2., 0., 0., 3., 4.]
-    );
-    assert_eq!(
-        arrays[1].to_vec::<f32>().unwrap(),
-        vec![0., 5., 0., 0., 0., 0., 7., 0., 8.]
-    );
+    assert_eq!(arrays[0].to_vec::<f32>().unwrap(), vec![0., 0., 1., 2., 0., 0., 3., 4.]);
+    assert_eq!(arrays[1].to_vec::<f32>().unwrap(), vec![0., 5., 0., 0., 0., 0., 7., 0., 8.]);
     assert_eq!(arrays[2].to_vec::<f32>().unwrap(), vec![0.; 6]);
     assert_eq!(arrays[3].to_vec::<f32>().unwrap(), vec![0.; 6]);
 }
@@ -474,38 +410,17 @@ fn fuzzed_fixtures_never_panic() {
         let p = entry.unwrap().path();
         let name = p.file_name().unwrap().to_string_lossy().to_string();
         if name.ends_with(".params") || name.ends_with(".bin") {
-            inputs.push((
-                name.clone(),
-                name.ends_with(".bin"),
-                std::fs::read(&p).unwrap(),
-            ));
+            inputs.push((name.clone(), name.ends_with(".bin"), std::fs::read(&p).unwrap()));
         }
     }
     inputs.sort();
     assert!(inputs.len() >= 14);
     // A small densify limit keeps fuzzed sparse headers from asking for gigabytes.
-    let opts = LoadOptions {
-        max_densify_bytes: 1 << 20,
-    };
-    let interesting: [i64; 9] = [
-        0,
-        1,
-        -1,
-        2,
-        7,
-        0x7FFF_FFFF,
-        -0x8000_0000,
-        i64::MAX,
-        i64::MIN,
-    ];
+    let opts = LoadOptions { max_densify_bytes: 1 << 20 };
+    let interesting: [i64; 9] = [0, 1, -1, 2, 7, 0x7FFF_FFFF, -0x8000_0000, i64::MAX, i64::MIN];
     // Deterministic by default; OXNET_PARAMS_FUZZ_SEED / _ITERS run other or longer
     // campaigns.
-    let env = |k: &str, d: u64| {
-        std::env::var(k)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(d)
-    };
+    let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
     let mut rng = Rng(env("OXNET_PARAMS_FUZZ_SEED", 0x9E37_79B9_7F4A_7C15).max(1));
     let (mut ok, mut err) = (0usize, 0usize);
     let iters = env("OXNET_PARAMS_FUZZ_ITERS", 100_000) as usize;
@@ -547,25 +462,15 @@ fn fuzzed_fixtures_never_panic() {
             }
         }));
         match result {
-            Err(_) => panic!(
-                "iteration {iter}: loading mutated {name} (mode {mode}) panicked; bytes {}",
-                hex(&b)
-            ),
+            Err(_) => panic!("iteration {iter}: loading mutated {name} (mode {mode}) panicked; bytes {}", hex(&b)),
             Ok(Ok(())) => {
                 // The format ends with a field that is always present, so no strict
                 // prefix of an MXNet file can load.
-                assert!(
-                    !(truncated && mode == 0),
-                    "iteration {iter}: truncated {name} to {} bytes loaded",
-                    b.len()
-                );
+                assert!(!(truncated && mode == 0), "iteration {iter}: truncated {name} to {} bytes loaded", b.len());
                 ok += 1;
             }
             Ok(Err(e)) => {
-                assert!(
-                    e.message().contains("corrupt or truncated"),
-                    "iteration {iter}: {name}: {e}"
-                );
+                assert!(e.message().contains("corrupt or truncated"), "iteration {iter}: {name}: {e}");
                 err += 1;
             }
         }

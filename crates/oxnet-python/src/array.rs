@@ -4,12 +4,12 @@
 
 use crate::convert::{ctx_of, dtype_of, make_ctx};
 use crate::{err, IntoPy};
-use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods, IxDyn};
-use oxnet_core::op::{self, OpDef, Params, Value};
+use numpy::{IxDyn, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use oxnet_core::autograd;
+use oxnet_core::op::{self, OpDef, Params, Value};
 use oxnet_core::{DType, Error};
-use pyo3::prelude::*;
 use pyo3::basic::CompareOp;
+use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
 use std::sync::OnceLock;
@@ -462,11 +462,7 @@ fn copyto(src: &NDArray, dst: &NDArray) -> PyResult<()> {
             ),
         )));
     }
-    let (s, d) = if src.inner.dtype() == dst.inner.dtype() {
-        ("_copyto", None)
-    } else {
-        ("Cast", Some(dst.inner.dtype()))
-    };
+    let (s, d) = if src.inner.dtype() == dst.inner.dtype() { ("_copyto", None) } else { ("Cast", Some(dst.inner.dtype())) };
     let def = op::lookup(s).py_err()?;
     let params = match d {
         Some(d) => def.parse(vec![("dtype".to_string(), Value::DType(d))]).py_err()?,

@@ -58,9 +58,11 @@ pub(crate) fn value_of(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
             if item.is_none() {
                 v.push(i64::MIN);
             } else {
-                v.push(item.call_method0("__index__").and_then(|x| x.extract()).map_err(|_| {
-                    err(oxnet_core::Error::new(format!("expected a tuple of ints, got an item {}", item)))
-                })?);
+                v.push(
+                    item.call_method0("__index__")
+                        .and_then(|x| x.extract())
+                        .map_err(|_| err(oxnet_core::Error::new(format!("expected a tuple of ints, got an item {}", item))))?,
+                );
             }
         }
         return Ok(Value::Tuple(v));

@@ -86,16 +86,17 @@ impl SymbolHandle {
     fn check_unique_names(&self) -> PyResult<()> {
         self.inner.check_unique_names().py_err()
     }
-    /// Shapes of (arguments, outputs, auxiliary states); None where unknown.
+    /// Shapes of (arguments, outputs, auxiliary states); None where unknown, 0 for
+    /// the unknown dimensions of a partly known shape.
     fn infer_shape(&self, known: HashMap<String, Vec<usize>>) -> PyResult<(ShapeList, ShapeList, ShapeList)> {
         self.inner.check_unique_names().py_err()?;
         let shapes: HashMap<String, Shape> = known.into_iter().map(|(k, v)| (k, Shape::from_slice(&v))).collect();
         let r = graph::infer::infer(&self.inner, &shapes, &HashMap::new(), true).py_err()?;
         let (args, aux) = self.inner.var_nodes();
-        let v = |n: &std::sync::Arc<graph::Node>| r.var(n).0.map(|s| s.to_vec());
+        let v = |n: &std::sync::Arc<graph::Node>| r.var_partial(n).map(|s| s.to_vec());
         Ok((
             args.iter().map(v).collect(),
-            self.inner.outputs.iter().map(|e| r.shape_of(e).map(|s| s.to_vec())).collect(),
+            self.inner.outputs.iter().map(|e| r.partial_of(e).map(|s| s.to_vec())).collect(),
             aux.iter().map(v).collect(),
         ))
     }
@@ -191,11 +192,12 @@ impl ExecutorHandle {
     #[pyo3(signature = (is_train, callback=None, monitor_all=false))]
     fn forward(&self, py: Python<'_>, is_train: bool, callback: Option<Py<PyAny>>, monitor_all: bool) -> PyResult<()> {
         let Some(cb) = callback else {
-            return py.detach(|| {
-                oxnet_core::engine::throttle();
-                self.inner.lock().forward(is_train)
-            })
-            .py_err();
+            return py
+                .detach(|| {
+                    oxnet_core::engine::throttle();
+                    self.inner.lock().forward(is_train)
+                })
+                .py_err();
         };
         let mut f = |name: &str, a: &oxnet_core::NDArray| -> oxnet_core::Result<()> {
             cb.call1(py, (name, PyND::new(a.clone()))).map(|_| ()).map_err(|e| oxnet_core::Error::new(e.to_string()))
@@ -241,11 +243,12 @@ impl CachedOpHandle {
     /// Runs the graph on `inputs`; recorded as one node while autograd records.
     fn forward(&self, py: Python<'_>, inputs: Vec<PyRef<'_, PyND>>) -> PyResult<Vec<PyND>> {
         let ins: Vec<oxnet_core::NDArray> = inputs.iter().map(|a| a.arr()).collect();
-        let outs = py.detach(|| {
-            oxnet_core::engine::throttle();
-            self.inner.forward(&ins)
-        })
-        .py_err()?;
+        let outs = py
+            .detach(|| {
+                oxnet_core::engine::throttle();
+                self.inner.forward(&ins)
+            })
+            .py_err()?;
         Ok(outs.into_iter().map(PyND::new).collect())
     }
 }

@@ -128,14 +128,12 @@ class FTML(Optimizer):
         lr = self._get_lr(index)
         wd = self._get_wd(index)
         t = self._index_update_count[index]
-        g = _prepared_grad(self, grad, weight, wd, True)
+        kwargs = dict(beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon,
+                      rescale_grad=self.rescale_grad, t=t)
+        if self.clip_gradient:
+            kwargs["clip_grad"] = self.clip_gradient
         d, v, z = state
-        v[:] = self.beta2 * v + (1 - self.beta2) * nd.square(g)
-        d_t = (1 - self.beta1 ** t) / lr * \
-            (nd.sqrt(v / (1 - self.beta2 ** t)) + self.epsilon)
-        z[:] = self.beta1 * z + (1 - self.beta1) * g - (d_t - self.beta1 * d) * weight
-        d[:] = d_t
-        weight[:] = -z / d
+        nd.ftml_update(weight, grad, d, v, z, out=weight, lr=lr, wd=wd, **kwargs)
 
 
 @register

@@ -5,6 +5,8 @@ Python's conveniences: operators, indexing, keyword handling, pickling."""
 
 import json as _json
 
+import warnings
+
 import numpy as np
 
 from .. import _core
@@ -171,25 +173,46 @@ class Symbol:
         return known
 
     def _infer_shape(self, args, kwargs):
+        from ..util import is_np_shape
+        np_shape = is_np_shape()
         known = {}
         for k, v in self._known(args, kwargs, "infer_shape").items():
+            if v is None:
+                continue
             if isinstance(v, (int, np.integer)):
                 v = (v,)
-            known[k] = [int(d) for d in v]
+            # Unknown dimensions: 0 in MXNet's legacy shapes, -1 under np_shape.
+            known[k] = [max(int(d), 0) if np_shape else int(d) for d in v]
+            if any(d < 0 for d in known[k]):
+                raise MXNetError("infer_shape: the shape of %r has a negative dimension: %s"
+                                 % (k, tuple(v)))
         return self.handle.infer_shape(known)
 
     def infer_shape(self, *args, **kwargs):
         """Infers the shapes of (arguments, outputs, auxiliary states) from some
-        argument shapes; (None, None, None) when they cannot all be inferred."""
+        argument shapes; (None, None, None), with a warning naming the arguments
+        still unknown, when they cannot all be inferred."""
         a, o, x = self._infer_shape(args, kwargs)
-        if any(s is None for s in a + o + x):
+        if any(s is None or 0 in s for s in a + o + x):
+            unknown = ["%s: %s" % (n, tuple(s) if s is not None else "()")
+                       for n, s in zip(self.list_arguments(), a) if s is None or 0 in s]
+            warnings.warn("Cannot decide shape for the following arguments (0s in shape means "
+                          "unknown dimensions). Consider providing them as input:\n\t"
+                          + "\n\t".join(unknown), stacklevel=2)
             return (None, None, None)
         return ([tuple(s) for s in a], [tuple(s) for s in o], [tuple(s) for s in x])
 
     def infer_shape_partial(self, *args, **kwargs):
-        """Like :meth:`infer_shape`; unknown shapes are ``()``."""
+        """Like :meth:`infer_shape`, but returns what could be inferred: unknown
+        dimensions are 0 and unknown shapes ``()`` (under ``np_shape``: -1 and None)."""
+        from ..util import is_np_shape
+        np_shape = is_np_shape()
         a, o, x = self._infer_shape(args, kwargs)
-        f = lambda lst: [tuple(s) if s is not None else () for s in lst]  # noqa: E731
+
+        def f(lst):
+            if np_shape:
+                return [tuple(d if d else -1 for d in s) if s is not None else None for s in lst]
+            return [tuple(s) if s is not None else () for s in lst]
         return (f(a), f(o), f(x))
 
     def infer_type(self, *args, **kwargs):

@@ -84,7 +84,10 @@ pub trait CustomGrad: Send + Sync {
 
 enum Kind {
     Var,
-    Op { op: &'static OpDef, params: Params },
+    Op {
+        op: &'static OpDef,
+        params: Params,
+    },
     Custom(Arc<dyn CustomGrad>),
     /// The recorded backward of a custom node (under `create_graph`): has no gradient.
     NoGrad(String),
@@ -593,12 +596,10 @@ pub fn get_symbol(head: &NDArray) -> Result<crate::graph::Symbol> {
         let (op, params) = match &node.kind {
             Kind::Var => continue,
             Kind::Op { op, params } => (*op, params),
-            Kind::Custom(_) | Kind::NoGrad(_) => {
-                return Err(Error::new(format!(
-                    "get_symbol: the recorded history contains {}, a Python autograd.Function or a hybridized block, which has no symbol form",
-                    node.name()
-                )))
-            }
+            Kind::Custom(_) | Kind::NoGrad(_) => return Err(Error::new(format!(
+                "get_symbol: the recorded history contains {}, a Python autograd.Function or a hybridized block, which has no symbol form",
+                node.name()
+            ))),
         };
         let inputs: Vec<NDArray> = node.state.lock().inputs.clone();
         let ins = inputs

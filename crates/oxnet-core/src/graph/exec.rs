@@ -45,7 +45,14 @@ struct Plan {
 }
 
 /// `dev[ni]`: the device of node `ni`; a buffer only serves nodes of its device.
-fn plan(topo: &[Arc<Node>], info: &[Vec<(Shape, DType)>], srcs: &[Vec<Src>], heads: &[(usize, usize)], keep_all: bool, dev: &[usize]) -> Plan {
+fn plan(
+    topo: &[Arc<Node>],
+    info: &[Vec<(Shape, DType)>],
+    srcs: &[Vec<Src>],
+    heads: &[(usize, usize)],
+    keep_all: bool,
+    dev: &[usize],
+) -> Plan {
     const FOREVER: usize = usize::MAX;
     let mut last: Vec<Vec<Option<usize>>> = info.iter().map(|o| vec![None; o.len()]).collect();
     for (ni, ins) in srcs.iter().enumerate() {
@@ -76,7 +83,11 @@ fn plan(topo: &[Arc<Node>], info: &[Vec<(Shape, DType)>], srcs: &[Vec<Src>], hea
                 .min_by_key(|(_, &b)| slots[b].1)
                 .map(|(i, _)| i);
             let pick = fit.or_else(|| {
-                free.iter().enumerate().filter(|(_, &b)| slots[b].0 == *d && slots[b].2 == dev[ni]).max_by_key(|(_, &b)| slots[b].1).map(|(i, _)| i)
+                free.iter()
+                    .enumerate()
+                    .filter(|(_, &b)| slots[b].0 == *d && slots[b].2 == dev[ni])
+                    .max_by_key(|(_, &b)| slots[b].1)
+                    .map(|(i, _)| i)
             });
             let b = match pick {
                 Some(i) => {
@@ -267,7 +278,19 @@ impl Graph {
             };
             node_ctx[ni] = c;
         }
-        Ok(Graph { topo, srcs, info, heads, arg_nodes, aux_nodes, node_ctx, dev, ctxs, var_info, plans: [OnceLock::new(), OnceLock::new()] })
+        Ok(Graph {
+            topo,
+            srcs,
+            info,
+            heads,
+            arg_nodes,
+            aux_nodes,
+            node_ctx,
+            dev,
+            ctxs,
+            var_info,
+            plans: [OnceLock::new(), OnceLock::new()],
+        })
     }
 
     pub fn num_nodes(&self) -> usize {
@@ -278,8 +301,7 @@ impl Graph {
     /// backward pass) and allocates them on the nodes' contexts: the buffers, the
     /// planned bytes and the bytes without reuse.
     pub fn allocate(&self, keep_all: bool) -> Result<(Buffers, usize, usize)> {
-        let p = self.plans[keep_all as usize]
-            .get_or_init(|| plan(&self.topo, &self.info, &self.srcs, &self.heads, keep_all, &self.dev));
+        let p = self.plans[keep_all as usize].get_or_init(|| plan(&self.topo, &self.info, &self.srcs, &self.heads, keep_all, &self.dev));
         let mut buffers = Vec::with_capacity(p.slots.len());
         let mut planned = 0;
         for (d, n, dv) in &p.slots {
@@ -359,7 +381,13 @@ impl Graph {
     /// Pushes every node through the engine (`vars`: per node index, the array of
     /// each variable), calling `monitor` as [`Executor::forward_monitored`]
     /// describes. The caller sets the autograd flags.
-    pub fn forward(&self, vars: &[Option<NDArray>], bufs: &Buffers, outputs: &[NDArray], mut monitor: Option<(MonitorFn<'_>, bool)>) -> Result<()> {
+    pub fn forward(
+        &self,
+        vars: &[Option<NDArray>],
+        bufs: &Buffers,
+        outputs: &[NDArray],
+        mut monitor: Option<(MonitorFn<'_>, bool)>,
+    ) -> Result<()> {
         let copy = op::lookup("_copyto")?;
         for (ni, n) in self.topo.iter().enumerate() {
             let Some(op) = n.op else { continue };
@@ -414,7 +442,10 @@ impl Graph {
             if needs[ni] && op.grad.is_none() {
                 return Err(Error::op(
                     op.name,
-                    format!("Operator {} is non-differentiable because it didn't register FGradient attribute (node {})", op.name, self.topo[ni].name),
+                    format!(
+                        "Operator {} is non-differentiable because it didn't register FGradient attribute (node {})",
+                        op.name, self.topo[ni].name
+                    ),
                 ));
             }
             for s in &self.srcs[ni] {

@@ -20,6 +20,9 @@ pub struct Inferred {
     pub index: HashMap<usize, usize>,
     pub shapes: Vec<Vec<Option<Shape>>>,
     pub dtypes: Vec<Vec<Option<DType>>>,
+    /// What is known of entries without a full shape: their rank and some
+    /// dimensions (0 where unknown); see [`super::partial`].
+    pub partial: Vec<Vec<Option<Shape>>>,
 }
 
 impl Inferred {
@@ -31,6 +34,16 @@ impl Inferred {
     }
     pub fn dtype_of(&self, e: &super::Entry) -> Option<DType> {
         self.dtypes[self.node_id(&e.node)].get(e.index).copied().flatten()
+    }
+    /// The full shape of an entry, else its partial shape (0 for unknown dims).
+    pub fn partial_of(&self, e: &super::Entry) -> Option<&Shape> {
+        let i = self.node_id(&e.node);
+        self.shapes[i].get(e.index).and_then(|s| s.as_ref()).or_else(|| self.partial[i].get(e.index).and_then(|s| s.as_ref()))
+    }
+    /// The full or partial shape of a variable node.
+    pub fn var_partial(&self, n: &Arc<Node>) -> Option<&Shape> {
+        let i = self.node_id(n);
+        self.shapes[i][0].as_ref().or(self.partial[i][0].as_ref())
     }
     /// The shape and dtype recorded for a variable node.
     pub fn var(&self, n: &Arc<Node>) -> (Option<&Shape>, Option<DType>) {
@@ -58,9 +71,33 @@ fn attr_shape(n: &Node) -> Option<Shape> {
     Some(out)
 }
 
+/// A `__shape__` attribute with unknown dimensions (0 or negative) as 0.
+fn attr_dims(n: &Node) -> Option<Shape> {
+    let s = n.attrs.read().get("__shape__").cloned()?;
+    let t = s.trim().trim_start_matches(['(', '[']).trim_end_matches([')', ']']);
+    let mut out = Shape::new();
+    for item in t.split(',') {
+        let item = item.trim();
+        if item.is_empty() {
+            continue;
+        }
+        let d: i64 = item.trim_end_matches('L').parse().ok()?;
+        out.push(d.max(0) as usize);
+    }
+    if out.is_empty() {
+        return None;
+    }
+    Some(out)
+}
+
 fn attr_dtype(n: &Node) -> Option<DType> {
     let s = n.attrs.read().get("__dtype__").cloned()?;
     s.trim().parse::<i32>().ok().and_then(|f| DType::from_flag(f).ok())
+}
+
+/// Whether a full shape agrees with a partly known one (0 = any size).
+fn fits(partial: &Shape, full: &Shape) -> bool {
+    partial.len() == full.len() && partial.iter().zip(full.iter()).all(|(&p, &f)| p == 0 || p == f)
 }
 
 fn node_desc(n: &Node) -> String {
@@ -99,19 +136,30 @@ fn conflict(n: &Node, fill: crate::op::FillFn, known: &[Option<Shape>], ins: &[(
 /// false (infer_type), outputs of ops whose shapes are unknown take the dtype of
 /// their first input (or of their `dtype` parameter).
 pub fn infer(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<String, DType>, shapes_needed: bool) -> Result<Inferred> {
+    // An op's inference function that panics is a bug; it must still reach the
+    // caller as an error, never as a panic.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| infer_graph(sym, shapes, dtypes, shapes_needed))).unwrap_or_else(|p| {
+        let what = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+        Err(Error::new(format!("shape/type inference failed (internal error: {what})")))
+    })
+}
+
+fn infer_graph(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<String, DType>, shapes_needed: bool) -> Result<Inferred> {
     let topo = sym.topo();
     let index: HashMap<usize, usize> = topo.iter().enumerate().map(|(i, n)| (Arc::as_ptr(n) as usize, i)).collect();
     let mut sh: Vec<Vec<Option<Shape>>> = topo.iter().map(|n| vec![None; n.num_outputs()]).collect();
     let mut dt: Vec<Vec<Option<DType>>> = topo.iter().map(|n| vec![None; n.num_outputs()]).collect();
+    let mut part: Vec<Vec<Option<Shape>>> = topo.iter().map(|n| vec![None; n.num_outputs()]).collect();
     for (i, n) in topo.iter().enumerate() {
         if n.is_var() {
+            part[i][0] = shapes.get(&n.name).cloned().filter(|s| s.contains(&0)).or_else(|| attr_dims(n).filter(|s| s.contains(&0)));
             sh[i][0] = shapes.get(&n.name).cloned().filter(|s| !s.contains(&0)).or_else(|| attr_shape(n));
             dt[i][0] = dtypes.get(&n.name).copied().or_else(|| attr_dtype(n));
         }
     }
     let id = |n: &Arc<Node>| index[&(Arc::as_ptr(n) as usize)];
     let mut defaulted = false;
-    for _pass in 0..(topo.len() + 2) {
+    for _pass in 0..(2 * topo.len() + 8) {
         let mut changed = false;
         for (ni, n) in topo.iter().enumerate() {
             let Some(op) = n.op else { continue };
@@ -146,6 +194,17 @@ pub fn infer(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<Str
                 for (i, f) in filled.into_iter().enumerate() {
                     if let (None, Some(f)) = (&known[i], f) {
                         let (s, k) = ins[i];
+                        if let Some(Some(p)) = part[s].get(k) {
+                            if !fits(p, &f) {
+                                let arg = n.input_names().get(i).cloned().unwrap_or_else(|| format!("arg{i}"));
+                                return Err(Error::new(format!(
+                                    "Error in operator {}: shape inconsistent for argument '{arg}': provided {}, but the other inputs imply {}",
+                                    node_desc(n),
+                                    fmt_shape(p),
+                                    fmt_shape(&f)
+                                )));
+                            }
+                        }
                         sh[s][k] = Some(f);
                         changed = true;
                     }
@@ -170,9 +229,10 @@ pub fn infer(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<Str
                     // The registry's infer is the truth on how many outputs there are.
                     sh[ni].resize(out.len(), None);
                     dt[ni].resize(out.len(), None);
+                    part[ni].resize(out.len(), None);
                     for (k, (s, d)) in out.into_iter().enumerate() {
-                        if let Some(prev) = &sh[ni][k] {
-                            if prev != &s {
+                        if let Some(prev) = sh[ni][k].as_ref().or(part[ni].get(k).and_then(|p| p.as_ref())) {
+                            if !fits(prev, &s) {
                                 return Err(Error::new(format!(
                                     "Error in operator {}: shape inconsistent for output {k}: the consumers imply {}, the operator computes {}",
                                     node_desc(n),
@@ -209,6 +269,9 @@ pub fn infer(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<Str
                 _ => {}
             }
         }
+        if !changed && shapes_needed && partial_pass(&topo, &index, &mut sh, &mut part, &dt) {
+            continue;
+        }
         if !changed {
             if defaulted || !shapes_needed {
                 break;
@@ -222,7 +285,97 @@ pub fn infer(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<Str
             }
         }
     }
-    Ok(Inferred { topo, index, shapes: sh, dtypes: dt })
+    for (p, s) in part.iter_mut().zip(&sh) {
+        for (pk, sk) in p.iter_mut().zip(s) {
+            if sk.is_some() {
+                *pk = None;
+            }
+        }
+    }
+    Ok(Inferred { topo, index, shapes: sh, dtypes: dt, partial: part })
+}
+
+/// Probes the ops whose inputs are partly known (see [`super::partial`]), forward
+/// then backward, until nothing more is learnt. Returns true when some entry got
+/// its full shape, so that the full inference runs again.
+fn partial_pass(
+    topo: &[Arc<Node>],
+    index: &HashMap<usize, usize>,
+    sh: &mut [Vec<Option<Shape>>],
+    part: &mut [Vec<Option<Shape>>],
+    dt: &[Vec<Option<DType>>],
+) -> bool {
+    use super::partial::{learn, Known};
+    let known = |sh: &[Vec<Option<Shape>>], part: &[Vec<Option<Shape>>], s: usize, k: usize| match (
+        sh[s].get(k).cloned().flatten(),
+        part[s].get(k).cloned().flatten(),
+    ) {
+        (Some(f), _) => Known::Full(f),
+        (None, Some(p)) => Known::Partial(p),
+        _ => Known::None,
+    };
+    let mut full = false;
+    for _round in 0..4 {
+        let mut learnt_any = false;
+        let order: Vec<usize> = (0..topo.len()).chain((0..topo.len()).rev()).collect();
+        for ni in order {
+            let n = &topo[ni];
+            if n.op.is_none() {
+                continue;
+            }
+            let ins: Vec<(usize, usize)> = n.inputs.iter().map(|e| (index[&(Arc::as_ptr(&e.node) as usize)], e.index)).collect();
+            let ik: Vec<Known> = ins.iter().map(|&(s, k)| known(sh, part, s, k)).collect();
+            let ok: Vec<Known> = (0..sh[ni].len()).map(|k| known(sh, part, ni, k)).collect();
+            if ik.iter().all(|k| matches!(k, Known::Full(_)))
+                || (ik.iter().all(|k| matches!(k, Known::None)) && ok.iter().all(|k| matches!(k, Known::None)))
+            {
+                continue;
+            }
+            let dts: Vec<DType> = ins.iter().map(|&(s, k)| dt[s].get(k).copied().flatten().unwrap_or(DType::F32)).collect();
+            let Some(l) = learn(n, &ik, &ok, dts) else { continue };
+            for (i, k) in l.inputs {
+                let (s, e) = ins[i];
+                match k {
+                    Known::Full(f) => {
+                        sh[s][e] = Some(f);
+                        part[s][e] = None;
+                        full = true;
+                        learnt_any = true;
+                    }
+                    Known::Partial(p) => {
+                        part[s][e] = Some(p);
+                        learnt_any = true;
+                    }
+                    Known::None => {}
+                }
+            }
+            for (k, o) in l.outputs.unwrap_or_default().into_iter().enumerate() {
+                if k >= sh[ni].len() || k >= part[ni].len() || sh[ni][k].is_some() {
+                    continue;
+                }
+                let zeros = |s: &Shape| s.iter().filter(|&&v| v == 0).count();
+                match o {
+                    Known::Full(f) => {
+                        sh[ni][k] = Some(f);
+                        part[ni][k] = None;
+                        full = true;
+                        learnt_any = true;
+                    }
+                    Known::Partial(p) => {
+                        if part[ni][k].as_ref().map(|old| zeros(&p) < zeros(old)).unwrap_or(true) {
+                            part[ni][k] = Some(p);
+                            learnt_any = true;
+                        }
+                    }
+                    Known::None => {}
+                }
+            }
+        }
+        if !learnt_any || full {
+            break;
+        }
+    }
+    full
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ pub mod cached;
 pub mod exec;
 pub mod infer;
 pub mod json;
+pub mod partial;
 mod serial;
 
 use crate::error::{Error, Result};

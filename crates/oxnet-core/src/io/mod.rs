@@ -14,7 +14,7 @@ pub mod params;
 pub mod recordio;
 
 pub use params::{
-    load, load_detailed, load_file, load_from_bytes, load_raw_bytes, load_raw_bytes_detailed, save,
-    save_file, save_file_with, save_raw_bytes, save_raw_bytes_with, save_to_bytes, save_with,
-    ArrayFormat, ArrayInfo, LoadOptions, Loaded, ShapeSemantics, StorageType,
+    load, load_detailed, load_file, load_from_bytes, load_raw_bytes, load_raw_bytes_detailed, save, save_file, save_file_with,
+    save_raw_bytes, save_raw_bytes_with, save_to_bytes, save_with, ArrayFormat, ArrayInfo, LoadOptions, Loaded, ShapeSemantics,
+    StorageType,
 };

@@ -159,9 +159,7 @@ pub struct LoadOptions {
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        LoadOptions {
-            max_densify_bytes: DEFAULT_MAX_DENSIFY_BYTES,
-        }
+        LoadOptions { max_densify_bytes: DEFAULT_MAX_DENSIFY_BYTES }
     }
 }
 
@@ -179,9 +177,7 @@ pub enum ShapeSemantics {
 // Errors
 
 fn corrupt(what: &str, msg: impl std::fmt::Display) -> Error {
-    Error::new(format!(
-        "invalid NDArray {what} (corrupt or truncated): {msg}"
-    ))
+    Error::new(format!("invalid NDArray {what} (corrupt or truncated): {msg}"))
 }
 
 /// Prefixes an error from reading array `i` with its index.
@@ -221,11 +217,7 @@ impl<'a> Reader<'a> {
     }
     fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
         if n > self.remaining() {
-            return Err(Error::new(format!(
-                "truncated: {what} at byte {} needs {n} bytes but only {} remain",
-                self.pos,
-                self.remaining()
-            )));
+            return Err(Error::new(format!("truncated: {what} at byte {} needs {n} bytes but only {} remain", self.pos, self.remaining())));
         }
         let s = &self.buf[self.pos..self.pos + n];
         self.pos += n;
@@ -260,9 +252,7 @@ fn read_shape(r: &mut Reader, np: bool, what: &str) -> Result<Option<Vec<usize>>
     }
     if ndim < 0 {
         let lim = if np { -1 } else { 0 };
-        return Err(Error::new(format!(
-            "{what} at byte {at} has ndim {ndim}, which is less than {lim}"
-        )));
+        return Err(Error::new(format!("{what} at byte {at} has ndim {ndim}, which is less than {lim}")));
     }
     let ndim = ndim as usize;
     if ndim * 8 > r.remaining() {
@@ -276,11 +266,7 @@ fn read_shape(r: &mut Reader, np: bool, what: &str) -> Result<Option<Vec<usize>>
     for _ in 0..ndim {
         let d = r.i64(&format!("{what} dim"))?;
         if d < 0 || d as u64 > isize::MAX as u64 {
-            let hint = if np && d == -1 {
-                " (an unknown dim, which cannot be loaded)"
-            } else {
-                ""
-            };
+            let hint = if np && d == -1 { " (an unknown dim, which cannot be loaded)" } else { "" };
             return Err(Error::new(format!("{what} at byte {at} has dim {d}{hint}")));
         }
         dims.push(d as usize);
@@ -291,9 +277,7 @@ fn read_shape(r: &mut Reader, np: bool, what: &str) -> Result<Option<Vec<usize>>
 /// Reads the legacy u32-ndim, u32-dims shape whose ndim is `ndim` (already read).
 fn read_legacy_shape(r: &mut Reader, ndim: u32, at: usize) -> Result<Vec<usize>> {
     if ndim == 0 {
-        return Err(Error::new(format!(
-            "legacy-format array at byte {at} has no shape (ndim 0), which MXNet does not load either"
-        )));
+        return Err(Error::new(format!("legacy-format array at byte {at} has no shape (ndim 0), which MXNet does not load either")));
     }
     let need = ndim as u64 * 4;
     if need > r.remaining() as u64 {
@@ -304,9 +288,7 @@ fn read_legacy_shape(r: &mut Reader, ndim: u32, at: usize) -> Result<Vec<usize>>
             r.remaining()
         )));
     }
-    (0..ndim)
-        .map(|_| Ok(r.u32("legacy shape dim")? as usize))
-        .collect()
+    (0..ndim).map(|_| Ok(r.u32("legacy shape dim")? as usize)).collect()
 }
 
 /// Number of elements of `shape`, or an error when it overflows. The product of the
@@ -324,23 +306,11 @@ fn checked_size(shape: &[usize]) -> Result<usize> {
 fn checked_nbytes(shape: &[usize], dtype: DType, what: &str) -> Result<usize> {
     checked_size(shape)?
         .checked_mul(dtype.size())
-        .ok_or_else(|| {
-            Error::new(format!(
-                "{what} {} of {} is too large",
-                fmt_shape(shape),
-                dtype.name()
-            ))
-        })
+        .ok_or_else(|| Error::new(format!("{what} {} of {} is too large", fmt_shape(shape), dtype.name())))
 }
 
 /// Makes the loaded array on the device MXNet would use (see the module doc).
-fn make_array(
-    shape: &[usize],
-    dtype: DType,
-    data: &[u8],
-    dev_type: i32,
-    dev_id: i32,
-) -> Result<NDArray> {
+fn make_array(shape: &[usize], dtype: DType, data: &[u8], dev_type: i32, dev_id: i32) -> Result<NDArray> {
     if dev_type == DeviceType::Gpu as i32 && dev_id >= 0 {
         if let Ok(a) = NDArray::empty(shape, Context::gpu(dev_id), dtype) {
             a.write_bytes(data)?;
@@ -395,11 +365,7 @@ fn densify(
             }
             let (idx_t, idx_shape, idx) = &aux[0];
             let nnr = idx_shape.iter().product::<usize>();
-            if idx_shape.len() != 1
-                || sshape.is_empty()
-                || sshape[0] != nnr
-                || sshape[1..] != shape[1..]
-            {
+            if idx_shape.len() != 1 || sshape.is_empty() || sshape[0] != nnr || sshape[1..] != shape[1..] {
                 bail!(
                     "row_sparse array of shape {} has storage shape {} and {} row indices, which do not fit",
                     fmt_shape(shape),
@@ -411,14 +377,10 @@ fn densify(
             for k in 0..nnr {
                 let row = aux_value(idx, *idx_t, k);
                 if row < 0 || row as u64 >= shape[0] as u64 {
-                    bail!(
-                        "row_sparse row index {row} is out of range for shape {}",
-                        fmt_shape(shape)
-                    );
+                    bail!("row_sparse row index {row} is out of range for shape {}", fmt_shape(shape));
                 }
                 let row = row as usize;
-                dense[row * row_bytes..(row + 1) * row_bytes]
-                    .copy_from_slice(&data[k * row_bytes..(k + 1) * row_bytes]);
+                dense[row * row_bytes..(row + 1) * row_bytes].copy_from_slice(&data[k * row_bytes..(k + 1) * row_bytes]);
             }
         }
         StorageType::Csr => {
@@ -446,22 +408,14 @@ fn densify(
                 );
             }
             for i in 0..m {
-                let (b, e) = (
-                    aux_value(indptr, *ptr_t, i),
-                    aux_value(indptr, *ptr_t, i + 1),
-                );
+                let (b, e) = (aux_value(indptr, *ptr_t, i), aux_value(indptr, *ptr_t, i + 1));
                 if b > e || e > nnz as i64 {
-                    bail!(
-                        "csr indptr is not non-decreasing within [0, {nnz}] at row {i} ({b}, {e})"
-                    );
+                    bail!("csr indptr is not non-decreasing within [0, {nnz}] at row {i} ({b}, {e})");
                 }
                 for k in b as usize..e as usize {
                     let c = aux_value(cols, *col_t, k);
                     if c < 0 || c as u64 >= n as u64 {
-                        bail!(
-                            "csr column index {c} is out of range for shape {}",
-                            fmt_shape(shape)
-                        );
+                        bail!("csr column index {c} is out of range for shape {}", fmt_shape(shape));
                     }
                     let at = (i * n + c as usize) * es;
                     dense[at..at + es].copy_from_slice(&data[k * es..(k + 1) * es]);
@@ -489,29 +443,17 @@ fn read_array(r: &mut Reader, opts: &LoadOptions) -> Result<(NDArray, ArrayInfo)
                 _ => bail!("unknown storage type {st} (0 dense, 1 row_sparse and 2 csr exist)"),
             };
             let sshape = if stype != StorageType::Default {
-                Some(read_shape(r, np, "storage shape")?.ok_or_else(|| {
-                    Error::new(format!(
-                        "{} array has an unknown storage shape",
-                        stype.name()
-                    ))
-                })?)
+                Some(
+                    read_shape(r, np, "storage shape")?
+                        .ok_or_else(|| Error::new(format!("{} array has an unknown storage shape", stype.name())))?,
+                )
             } else {
                 None
             };
             (format, stype, sshape, read_shape(r, np, "shape")?)
         }
-        NDARRAY_V1_MAGIC => (
-            ArrayFormat::V1,
-            StorageType::Default,
-            None,
-            read_shape(r, false, "shape")?,
-        ),
-        ndim => (
-            ArrayFormat::Legacy,
-            StorageType::Default,
-            None,
-            Some(read_legacy_shape(r, ndim, at)?),
-        ),
+        NDARRAY_V1_MAGIC => (ArrayFormat::V1, StorageType::Default, None, read_shape(r, false, "shape")?),
+        ndim => (ArrayFormat::Legacy, StorageType::Default, None, Some(read_legacy_shape(r, ndim, at)?)),
     };
     let shape = shape.ok_or_else(|| {
         Error::new(format!(
@@ -523,22 +465,10 @@ fn read_array(r: &mut Reader, opts: &LoadOptions) -> Result<(NDArray, ArrayInfo)
     let dev_type = r.i32("context dev_type")?;
     let dev_id = r.i32("context dev_id")?;
     let dtype = dtype_from_flag(r.i32("dtype flag")?)?;
-    let info = ArrayInfo {
-        format,
-        stype,
-        saved_dev_type: dev_type,
-        saved_dev_id: dev_id,
-    };
+    let info = ArrayInfo { format, stype, saved_dev_type: dev_type, saved_dev_id: dev_id };
     let Some(mut sshape) = sshape else {
         let nbytes = checked_nbytes(&shape, dtype, "shape")?;
-        let data = r.take(
-            nbytes,
-            &format!(
-                "data of shape {} and dtype {}",
-                fmt_shape(&shape),
-                dtype.name()
-            ),
-        )?;
+        let data = r.take(nbytes, &format!("data of shape {} and dtype {}", fmt_shape(&shape), dtype.name()))?;
         return Ok((make_array(&shape, dtype, data, dev_type, dev_id)?, info));
     };
     let naux = if stype == StorageType::Csr { 2 } else { 1 };
@@ -546,11 +476,7 @@ fn read_array(r: &mut Reader, opts: &LoadOptions) -> Result<(NDArray, ArrayInfo)
     for _ in 0..naux {
         let t = dtype_from_flag(r.i32("aux dtype flag")?)?;
         if !matches!(t, DType::I64 | DType::I32 | DType::I8 | DType::U8) {
-            bail!(
-                "{} aux array has dtype {}, not an integer type",
-                stype.name(),
-                t.name()
-            );
+            bail!("{} aux array has dtype {}, not an integer type", stype.name(), t.name());
         }
         let s = read_shape(r, format == ArrayFormat::V3, "aux shape")?.unwrap_or_default();
         aux_meta.push((t, s));
@@ -569,14 +495,7 @@ fn read_array(r: &mut Reader, opts: &LoadOptions) -> Result<(NDArray, ArrayInfo)
     }
     sshape[0] = idx_shape[0];
     let nbytes = checked_nbytes(&sshape, dtype, "storage shape")?;
-    let data = r.take(
-        nbytes,
-        &format!(
-            "{} data of storage shape {}",
-            stype.name(),
-            fmt_shape(&sshape)
-        ),
-    )?;
+    let data = r.take(nbytes, &format!("{} data of storage shape {}", stype.name(), fmt_shape(&sshape)))?;
     let mut aux = Vec::with_capacity(naux);
     for (t, s) in aux_meta {
         let nb = checked_nbytes(&s, t, "aux shape")?;
@@ -593,10 +512,7 @@ pub fn load_detailed(bytes: &[u8], opts: &LoadOptions) -> Result<Loaded> {
     let fail = |e: Error| corrupt("file", e.message());
     let magic = r.u64("list magic").map_err(fail)?;
     if magic != LIST_MAGIC {
-        return Err(corrupt(
-            "file",
-            format!("list magic is 0x{magic:X}, expected 0x{LIST_MAGIC:X}"),
-        ));
+        return Err(corrupt("file", format!("list magic is 0x{magic:X}, expected 0x{LIST_MAGIC:X}")));
     }
     r.u64("reserved field").map_err(fail)?;
     let count = r.u64("array count").map_err(fail)?;
@@ -610,33 +526,18 @@ pub fn load_detailed(bytes: &[u8], opts: &LoadOptions) -> Result<Loaded> {
     }
     let nnames = r.u64("name count").map_err(fail)?;
     if nnames != 0 && nnames != count {
-        return Err(corrupt(
-            "file",
-            format!("{nnames} names for {count} arrays (must be 0 or one per array)"),
-        ));
+        return Err(corrupt("file", format!("{nnames} names for {count} arrays (must be 0 or one per array)")));
     }
     let mut names = Vec::with_capacity(nnames as usize);
     for i in 0..nnames {
-        let len = r
-            .u64("name length")
-            .map_err(|e| fail(Error::new(format!("name {i}: {}", e.message()))))?;
+        let len = r.u64("name length").map_err(|e| fail(Error::new(format!("name {i}: {}", e.message()))))?;
         let what = format!("name {i} of length {len}");
-        let raw = r
-            .take(usize::try_from(len).unwrap_or(usize::MAX), &what)
-            .map_err(fail)?;
-        let s = std::str::from_utf8(raw).map_err(|_| {
-            corrupt(
-                "file",
-                format!("name {i} at byte {} is not valid UTF-8", r.pos - raw.len()),
-            )
-        })?;
+        let raw = r.take(usize::try_from(len).unwrap_or(usize::MAX), &what).map_err(fail)?;
+        let s =
+            std::str::from_utf8(raw).map_err(|_| corrupt("file", format!("name {i} at byte {} is not valid UTF-8", r.pos - raw.len())))?;
         names.push(s.to_string());
     }
-    Ok(Loaded {
-        arrays,
-        names,
-        info,
-    })
+    Ok(Loaded { arrays, names, info })
 }
 
 /// Loads a list file from memory: the arrays and their names (empty for a list).
@@ -648,16 +549,14 @@ pub fn load_from_bytes(bytes: &[u8]) -> Result<(Vec<NDArray>, Vec<String>)> {
 /// Loads a list file from a reader (read to its end first).
 pub fn load<R: Read>(r: &mut R) -> Result<(Vec<NDArray>, Vec<String>)> {
     let mut buf = Vec::new();
-    r.read_to_end(&mut buf)
-        .map_err(|e| Error::new(format!("cannot read NDArray file: {e}")))?;
+    r.read_to_end(&mut buf).map_err(|e| Error::new(format!("cannot read NDArray file: {e}")))?;
     load_from_bytes(&buf)
 }
 
 /// Loads a `.params` file, as `mx.nd.load` does (see the module doc for contexts).
 pub fn load_file(path: impl AsRef<Path>) -> Result<(Vec<NDArray>, Vec<String>)> {
     let path = path.as_ref();
-    let buf = std::fs::read(path)
-        .map_err(|e| Error::new(format!("cannot read '{}': {e}", path.display())))?;
+    let buf = std::fs::read(path).map_err(|e| Error::new(format!("cannot read '{}': {e}", path.display())))?;
     load_from_bytes(&buf).map_err(|e| Error::new(format!("'{}': {}", path.display(), e.message())))
 }
 
@@ -681,13 +580,8 @@ fn io_err(e: std::io::Error) -> Error {
 
 /// Writes one dense array (blocks until its pending writes finish).
 fn write_array<W: Write>(w: &mut W, a: &NDArray, sem: ShapeSemantics) -> Result<()> {
-    let magic = if sem == ShapeSemantics::Np || a.ndim() == 0 {
-        NDARRAY_V3_MAGIC
-    } else {
-        NDARRAY_V2_MAGIC
-    };
-    let ndim = i32::try_from(a.ndim())
-        .map_err(|_| Error::new(format!("cannot save an array of {} dims", a.ndim())))?;
+    let magic = if sem == ShapeSemantics::Np || a.ndim() == 0 { NDARRAY_V3_MAGIC } else { NDARRAY_V2_MAGIC };
+    let ndim = i32::try_from(a.ndim()).map_err(|_| Error::new(format!("cannot save an array of {} dims", a.ndim())))?;
     let mut head = Vec::with_capacity(24 + 8 * a.ndim());
     head.extend_from_slice(&magic.to_le_bytes());
     head.extend_from_slice(&(StorageType::Default as i32).to_le_bytes());
@@ -718,11 +612,7 @@ fn names_of<'a>(arrays: &[(Option<&'a str>, &NDArray)]) -> Result<Vec<&'a str>> 
 }
 
 /// Writes a list file. Arrays all named make a dict, all unnamed a list.
-pub fn save_with<W: Write>(
-    w: &mut W,
-    arrays: &[(Option<&str>, &NDArray)],
-    sem: ShapeSemantics,
-) -> Result<()> {
+pub fn save_with<W: Write>(w: &mut W, arrays: &[(Option<&str>, &NDArray)], sem: ShapeSemantics) -> Result<()> {
     let names = names_of(arrays)?;
     let mut head = Vec::with_capacity(24);
     head.extend_from_slice(&LIST_MAGIC.to_le_bytes());
@@ -754,11 +644,7 @@ pub fn save_to_bytes(arrays: &[(Option<&str>, &NDArray)]) -> Result<Vec<u8>> {
 }
 
 /// Writes a `.params` file, as `mx.nd.save` does.
-pub fn save_file_with(
-    path: impl AsRef<Path>,
-    arrays: &[(Option<&str>, &NDArray)],
-    sem: ShapeSemantics,
-) -> Result<()> {
+pub fn save_file_with(path: impl AsRef<Path>, arrays: &[(Option<&str>, &NDArray)], sem: ShapeSemantics) -> Result<()> {
     let path = path.as_ref();
     names_of(arrays)?;
     let werr = |e: std::io::Error| Error::new(format!("cannot write '{}': {e}", path.display()));
@@ -828,10 +714,7 @@ mod tests {
         let (arrs, names) = load_from_bytes(&mxnet_list_2x3()).unwrap();
         assert!(names.is_empty());
         assert_eq!(arrs[0].shape(), &[2, 3]);
-        assert_eq!(
-            arrs[0].to_vec::<f32>().unwrap(),
-            vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
-        );
+        assert_eq!(arrs[0].to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
     }
 
     #[test]
@@ -839,12 +722,7 @@ mod tests {
         let arrays = [
             NDArray::from_vec(&[2], &[1.5f32, -2.0], cpu()).unwrap(),
             NDArray::from_vec(&[1, 2], &[1e300f64, -0.25], cpu()).unwrap(),
-            NDArray::from_vec(
-                &[3],
-                &[f16::from_f32(0.5), f16::from_f32(-1.0), f16::INFINITY],
-                cpu(),
-            )
-            .unwrap(),
+            NDArray::from_vec(&[3], &[f16::from_f32(0.5), f16::from_f32(-1.0), f16::INFINITY], cpu()).unwrap(),
             NDArray::from_vec(&[2], &[0u8, 255], cpu()).unwrap(),
             NDArray::from_vec(&[2], &[i32::MIN, i32::MAX], cpu()).unwrap(),
             NDArray::from_vec(&[2], &[-128i8, 127], cpu()).unwrap(),
@@ -852,11 +730,7 @@ mod tests {
             NDArray::empty(&[0, 3], cpu(), DType::F32).unwrap(),
         ];
         let names: Vec<String> = (0..arrays.len()).map(|i| format!("arg:p{i}")).collect();
-        let list: Vec<(Option<&str>, &NDArray)> = names
-            .iter()
-            .map(|n| Some(n.as_str()))
-            .zip(arrays.iter())
-            .collect();
+        let list: Vec<(Option<&str>, &NDArray)> = names.iter().map(|n| Some(n.as_str())).zip(arrays.iter()).collect();
         let bytes = save_to_bytes(&list).unwrap();
         let (back, back_names) = load_from_bytes(&bytes).unwrap();
         assert_eq!(back_names, names);
@@ -867,11 +741,7 @@ mod tests {
             assert_eq!(b.ctx(), cpu());
         }
         // Saving what was loaded gives the same bytes.
-        let relist: Vec<(Option<&str>, &NDArray)> = names
-            .iter()
-            .map(|n| Some(n.as_str()))
-            .zip(back.iter())
-            .collect();
+        let relist: Vec<(Option<&str>, &NDArray)> = names.iter().map(|n| Some(n.as_str())).zip(back.iter()).collect();
         assert_eq!(save_to_bytes(&relist).unwrap(), bytes);
     }
 
@@ -896,14 +766,8 @@ mod tests {
         assert_eq!(info.format, ArrayFormat::V3);
         // Under Np semantics every array is V3.
         let v = NDArray::from_vec(&[1], &[1.0f32], cpu()).unwrap();
-        assert_eq!(
-            save_raw_bytes_with(&v, ShapeSemantics::Np).unwrap()[..4],
-            0xF993FACAu32.to_le_bytes()
-        );
-        assert_eq!(
-            save_raw_bytes(&v).unwrap()[..4],
-            0xF993FAC9u32.to_le_bytes()
-        );
+        assert_eq!(save_raw_bytes_with(&v, ShapeSemantics::Np).unwrap()[..4], 0xF993FACAu32.to_le_bytes());
+        assert_eq!(save_raw_bytes(&v).unwrap()[..4], 0xF993FAC9u32.to_le_bytes());
     }
 
     #[test]
@@ -911,20 +775,14 @@ mod tests {
         let a = NDArray::from_vec(&[2], &[7i32, 8], cpu()).unwrap();
         let mut raw = save_raw_bytes(&a).unwrap();
         raw.extend_from_slice(b"junk");
-        assert_eq!(
-            load_raw_bytes(&raw).unwrap().to_vec::<i32>().unwrap(),
-            vec![7, 8]
-        );
+        assert_eq!(load_raw_bytes(&raw).unwrap().to_vec::<i32>().unwrap(), vec![7, 8]);
     }
 
     #[test]
     fn saved_context_is_written_and_host_arrays_load_on_cpu0() {
         let a = NDArray::from_vec(&[2], &[1.0f32, 1.0], Context::cpu(1)).unwrap();
         let raw = save_raw_bytes(&a).unwrap();
-        assert_eq!(
-            &raw[20..28],
-            &le(&[&1i32.to_le_bytes(), &1i32.to_le_bytes()])[..]
-        );
+        assert_eq!(&raw[20..28], &le(&[&1i32.to_le_bytes(), &1i32.to_le_bytes()])[..]);
         let (b, info) = load_raw_bytes_detailed(&raw, &LoadOptions::default()).unwrap();
         assert_eq!((info.saved_dev_type, info.saved_dev_id), (1, 1));
         assert_eq!(b.ctx(), Context::cpu(0));
@@ -958,10 +816,7 @@ mod tests {
         let mut b = mxnet_list_2x3();
         b[0] = 0x13;
         let e = load_from_bytes(&b).unwrap_err();
-        assert!(
-            e.message().contains("list magic is 0x113, expected 0x112"),
-            "{e}"
-        );
+        assert!(e.message().contains("list magic is 0x113, expected 0x112"), "{e}");
     }
 
     #[test]
@@ -969,11 +824,7 @@ mod tests {
         let mut b = mxnet_list_2x3();
         b[0x3c..0x40].copy_from_slice(&12i32.to_le_bytes());
         let e = load_from_bytes(&b).unwrap_err();
-        assert!(
-            e.message()
-                .contains("array 0: unknown dtype flag 12 (bfloat16"),
-            "{e}"
-        );
+        assert!(e.message().contains("array 0: unknown dtype flag 12 (bfloat16"), "{e}");
         b[0x3c..0x40].copy_from_slice(&99i32.to_le_bytes());
         let e = load_from_bytes(&b).unwrap_err();
         assert!(e.message().contains("unknown dtype flag 99"), "{e}");
@@ -994,25 +845,14 @@ mod tests {
         // bytes than the file has.
         b[0x24..0x2c].copy_from_slice(&(1i64 << 40).to_le_bytes());
         let e = load_from_bytes(&b).unwrap_err();
-        assert!(
-            e.message()
-                .contains("truncated: data of shape (1099511627776, 3)"),
-            "{e}"
-        );
+        assert!(e.message().contains("truncated: data of shape (1099511627776, 3)"), "{e}");
         b[0x2c..0x34].copy_from_slice(&(1i64 << 40).to_le_bytes());
         let e = load_from_bytes(&b).unwrap_err();
-        assert!(
-            e.message().contains("too many elements") || e.message().contains("too large"),
-            "{e}"
-        );
+        assert!(e.message().contains("too many elements") || e.message().contains("too large"), "{e}");
         let mut b = mxnet_list_2x3();
         b[0x20..0x24].copy_from_slice(&1_000_000i32.to_le_bytes());
         let e = load_from_bytes(&b).unwrap_err();
-        assert!(
-            e.message()
-                .contains("has ndim 1000000, whose dims need 8000000 bytes"),
-            "{e}"
-        );
+        assert!(e.message().contains("has ndim 1000000, whose dims need 8000000 bytes"), "{e}");
         let mut b = mxnet_list_2x3();
         b[0x24..0x2c].copy_from_slice(&(-5i64).to_le_bytes());
         let e = load_from_bytes(&b).unwrap_err();
@@ -1021,19 +861,11 @@ mod tests {
         let raw = |dims: &[i64]| {
             let mut c = le(&[&0xF993FAC9u32.to_le_bytes(), &0i32.to_le_bytes()]);
             c.extend_from_slice(&(dims.len() as i32).to_le_bytes());
-            dims.iter()
-                .for_each(|d| c.extend_from_slice(&d.to_le_bytes()));
-            c.extend_from_slice(&le(&[
-                &1i32.to_le_bytes(),
-                &0i32.to_le_bytes(),
-                &0i32.to_le_bytes(),
-            ]));
+            dims.iter().for_each(|d| c.extend_from_slice(&d.to_le_bytes()));
+            c.extend_from_slice(&le(&[&1i32.to_le_bytes(), &0i32.to_le_bytes(), &0i32.to_le_bytes()]));
             c
         };
-        assert_eq!(
-            load_raw_bytes(&raw(&[0, 1 << 62])).unwrap().shape(),
-            &[0, 1 << 62]
-        );
+        assert_eq!(load_raw_bytes(&raw(&[0, 1 << 62])).unwrap().shape(), &[0, 1 << 62]);
         let e = load_raw_bytes(&raw(&[1 << 62, 0, 1 << 62])).unwrap_err();
         assert!(e.message().contains("has too many elements"), "{e}");
         let mut b = mxnet_list_2x3();
@@ -1054,10 +886,7 @@ mod tests {
         let mut b = mxnet_list_2x3();
         b[0x20..0x24].copy_from_slice(&(-1i32).to_le_bytes());
         let e = load_from_bytes(&b).unwrap_err();
-        assert!(
-            e.message().contains("has ndim -1, which is less than 0"),
-            "{e}"
-        );
+        assert!(e.message().contains("has ndim -1, which is less than 0"), "{e}");
         // V3 with a -1 dim.
         let mut b = mxnet_list_2x3();
         b[0x18..0x1c].copy_from_slice(&0xF993FACAu32.to_le_bytes());
@@ -1071,37 +900,20 @@ mod tests {
         let mut b = mxnet_list_2x3();
         b[0x18..0x1c].copy_from_slice(&0xF993FACBu32.to_le_bytes());
         let e = load_from_bytes(&b).unwrap_err();
-        assert!(
-            e.message()
-                .contains("array magic 0xF993FACB at byte 24 is not an NDArray magic"),
-            "{e}"
-        );
+        assert!(e.message().contains("array magic 0xF993FACB at byte 24 is not an NDArray magic"), "{e}");
     }
 
     #[test]
     fn v1_and_legacy_formats_load() {
         let data: Vec<u8> = [1.0f32, 2.0].iter().flat_map(|x| x.to_le_bytes()).collect();
-        let tail = le(&[
-            &1i32.to_le_bytes(),
-            &0i32.to_le_bytes(),
-            &0i32.to_le_bytes(),
-            &data,
-        ]);
-        let v1 = le(&[
-            &0xF993FAC8u32.to_le_bytes(),
-            &1i32.to_le_bytes(),
-            &2i64.to_le_bytes(),
-            &tail,
-        ]);
+        let tail = le(&[&1i32.to_le_bytes(), &0i32.to_le_bytes(), &0i32.to_le_bytes(), &data]);
+        let v1 = le(&[&0xF993FAC8u32.to_le_bytes(), &1i32.to_le_bytes(), &2i64.to_le_bytes(), &tail]);
         let (a, info) = load_raw_bytes_detailed(&v1, &LoadOptions::default()).unwrap();
         assert_eq!((a.shape(), info.format), (&[2usize][..], ArrayFormat::V1));
         assert_eq!(a.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
         let legacy = le(&[&1u32.to_le_bytes(), &2u32.to_le_bytes(), &tail]);
         let (a, info) = load_raw_bytes_detailed(&legacy, &LoadOptions::default()).unwrap();
-        assert_eq!(
-            (a.shape(), info.format),
-            (&[2usize][..], ArrayFormat::Legacy)
-        );
+        assert_eq!((a.shape(), info.format), (&[2usize][..], ArrayFormat::Legacy));
         assert_eq!(a.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
         // ndim 0 in V1 or legacy: MXNet refuses it too.
         assert!(load_raw_bytes(&le(&[&0xF993FAC8u32.to_le_bytes(), &0i32.to_le_bytes()])).is_err());
@@ -1127,11 +939,7 @@ mod tests {
         let mut c = b.clone();
         c[n - 10..n - 2].copy_from_slice(&u64::MAX.to_le_bytes());
         let e = load_from_bytes(&c).unwrap_err();
-        assert!(
-            e.message()
-                .contains("name 0 of length 18446744073709551615"),
-            "{e}"
-        );
+        assert!(e.message().contains("name 0 of length 18446744073709551615"), "{e}");
         let mut c = b;
         c[n - 1] = 0xFF;
         let e = load_from_bytes(&c).unwrap_err();
@@ -1161,52 +969,29 @@ mod tests {
         v.extend(0i32.to_le_bytes());
         v.extend(6i32.to_le_bytes());
         shape(&mut v, &[2]);
-        [1.0f32, 2.0, 3.0, 4.0]
-            .iter()
-            .for_each(|x| v.extend(x.to_le_bytes()));
+        [1.0f32, 2.0, 3.0, 4.0].iter().for_each(|x| v.extend(x.to_le_bytes()));
         rows.iter().for_each(|x| v.extend(x.to_le_bytes()));
         v
     }
 
     #[test]
     fn row_sparse_is_densified_and_checked() {
-        let (a, info) =
-            load_raw_bytes_detailed(&rsp_bytes([1, 3]), &LoadOptions::default()).unwrap();
+        let (a, info) = load_raw_bytes_detailed(&rsp_bytes([1, 3]), &LoadOptions::default()).unwrap();
         assert_eq!(info.stype, StorageType::RowSparse);
         assert_eq!(a.shape(), &[4, 2]);
-        assert_eq!(
-            a.to_vec::<f32>().unwrap(),
-            vec![0.0, 0.0, 1.0, 2.0, 0.0, 0.0, 3.0, 4.0]
-        );
+        assert_eq!(a.to_vec::<f32>().unwrap(), vec![0.0, 0.0, 1.0, 2.0, 0.0, 0.0, 3.0, 4.0]);
         let e = load_raw_bytes(&rsp_bytes([1, 4])).unwrap_err();
-        assert!(
-            e.message()
-                .contains("row index 4 is out of range for shape (4, 2)"),
-            "{e}"
-        );
+        assert!(e.message().contains("row index 4 is out of range for shape (4, 2)"), "{e}");
         // A stale storage-shape first dim (MXNet can write 0) is ignored, as MXNet does.
         let mut stale = rsp_bytes([1, 3]);
         stale[12..20].copy_from_slice(&0i64.to_le_bytes());
         let a = load_raw_bytes(&stale).unwrap();
-        assert_eq!(
-            a.to_vec::<f32>().unwrap(),
-            vec![0.0, 0.0, 1.0, 2.0, 0.0, 0.0, 3.0, 4.0]
-        );
+        assert_eq!(a.to_vec::<f32>().unwrap(), vec![0.0, 0.0, 1.0, 2.0, 0.0, 0.0, 3.0, 4.0]);
         // Its trailing dims are not: they size the stored rows.
         let mut bad = rsp_bytes([1, 3]);
         bad[20..28].copy_from_slice(&5i64.to_le_bytes());
         assert!(load_raw_bytes(&bad).is_err());
-        let e = load_raw_bytes_detailed(
-            &rsp_bytes([1, 3]),
-            &LoadOptions {
-                max_densify_bytes: 16,
-            },
-        )
-        .unwrap_err();
-        assert!(
-            e.message()
-                .contains("would take 32 bytes densified, more than the limit of 16"),
-            "{e}"
-        );
+        let e = load_raw_bytes_detailed(&rsp_bytes([1, 3]), &LoadOptions { max_densify_bytes: 16 }).unwrap_err();
+        assert!(e.message().contains("would take 32 bytes densified, more than the limit of 16"), "{e}");
     }
 }

@@ -613,8 +613,9 @@ mod tests {
             let kv = KVStore::create("local").unwrap();
             let w0: Vec<f32> = (0..n).map(|j| (j % 13) as f32 * 0.1).collect();
             kv.init(&[(Key::Int(0), NDArray::from_vec(&[n], &w0, Context::default()).unwrap())]).unwrap();
-            let srcs: Vec<NDArray> =
-                (0..k).map(|i| NDArray::from_vec(&[n], &(0..n).map(|j| ((j + i) % 5) as f32).collect::<Vec<_>>(), Context::default()).unwrap()).collect();
+            let srcs: Vec<NDArray> = (0..k)
+                .map(|i| NDArray::from_vec(&[n], &(0..n).map(|j| ((j + i) % 5) as f32).collect::<Vec<_>>(), Context::default()).unwrap())
+                .collect();
             let mom = NDArray::from_vec(&[n], &vec![0.5f32; n], Context::default()).unwrap();
             let op = op::lookup("sgd_mom_update").unwrap();
             let params = op.parse(vec![("lr".into(), Value::Float(0.5)), ("momentum".into(), Value::Float(0.9))]).unwrap();

@@ -43,7 +43,12 @@ impl NDArray {
     /// An array holding a copy of `data`.
     pub fn from_vec<T: Element>(shape: &[usize], data: &[T], ctx: Context) -> Result<NDArray> {
         if shape::size(shape) != data.len() {
-            return Err(Error::new(format!("from_vec: shape {} needs {} values, got {}", fmt_shape(shape), shape::size(shape), data.len())));
+            return Err(Error::new(format!(
+                "from_vec: shape {} needs {} values, got {}",
+                fmt_shape(shape),
+                shape::size(shape),
+                data.len()
+            )));
         }
         let a = NDArray::empty(shape, ctx, T::DTYPE)?;
         // SAFETY: plain-old-data reinterpretation of a slice of T as bytes.

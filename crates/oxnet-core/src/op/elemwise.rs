@@ -21,13 +21,21 @@ bin_fn!(
         0.0
     } else {
         let r = a % b;
-        if r != 0.0 && ((r < 0.0) != (b < 0.0)) { r + b } else { r }
+        if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
+            r + b
+        } else {
+            r
+        }
     },
     if b == 0 {
         0
     } else {
         let r = a.wrapping_rem(b);
-        if r != 0 && ((r < 0) != (b < 0)) { r + b } else { r }
+        if r != 0 && ((r < 0) != (b < 0)) {
+            r + b
+        } else {
+            r
+        }
     }
 );
 bin_fn!(Pow, |a, b| a.powf(b), (a as f64).powf(b as f64) as i64);
@@ -86,7 +94,12 @@ fn bcast_compute<F: BinFn>(c: &mut OpCall) -> Result<()> {
 
 const SCALAR_PARAMS: &[ParamSpec] = &[
     ParamSpec::new("scalar", PType::Float, Some("1"), "scalar input value"),
-    ParamSpec::new("is_int", PType::Bool, Some("True"), "Indicate whether scalar input is int type (accepted for MXNet compatibility; the scalar is converted to the array's dtype)"),
+    ParamSpec::new(
+        "is_int",
+        PType::Bool,
+        Some("True"),
+        "Indicate whether scalar input is int type (accepted for MXNet compatibility; the scalar is converted to the array's dtype)",
+    ),
 ];
 
 fn scalar_compute<F: BinFn, const REV: bool>(c: &mut OpCall) -> Result<()> {
@@ -105,24 +118,52 @@ const DATA: Arity = Arity::Fixed(&["data"]);
 macro_rules! binary_family {
     ($r:expr, $F:ident, $what:literal, $elem:literal, $ea:expr, $bcast:literal, $ba:expr, $scalar:literal, $rscalar:expr) => {{
         $r.add(
-            OpDef::new($elem, concat!($what, " of two arrays of the same shape, element-wise."), LHS_RHS, &[], infer_same, same_compute::<$F>)
-                .aliases($ea)
-                .inplace(),
+            OpDef::new(
+                $elem,
+                concat!($what, " of two arrays of the same shape, element-wise."),
+                LHS_RHS,
+                &[],
+                infer_same,
+                same_compute::<$F>,
+            )
+            .aliases($ea)
+            .inplace(),
         );
         $r.add(
-            OpDef::new($bcast, concat!($what, " of two arrays, element-wise with broadcasting (NumPy's rules)."), LHS_RHS, &[], bcast_infer, bcast_compute::<$F>)
-                .aliases($ba)
-                .inplace(),
+            OpDef::new(
+                $bcast,
+                concat!($what, " of two arrays, element-wise with broadcasting (NumPy's rules)."),
+                LHS_RHS,
+                &[],
+                bcast_infer,
+                bcast_compute::<$F>,
+            )
+            .aliases($ba)
+            .inplace(),
         );
         $r.add(
-            OpDef::new($scalar, concat!($what, " of an array and a scalar, element-wise."), DATA, SCALAR_PARAMS, infer_like_first, scalar_compute::<$F, false>)
-                .inplace(),
+            OpDef::new(
+                $scalar,
+                concat!($what, " of an array and a scalar, element-wise."),
+                DATA,
+                SCALAR_PARAMS,
+                infer_like_first,
+                scalar_compute::<$F, false>,
+            )
+            .inplace(),
         );
         let rs: Option<&'static str> = $rscalar;
         if let Some(name) = rs {
             $r.add(
-                OpDef::new(name, concat!($what, " of a scalar and an array (scalar on the left), element-wise."), DATA, SCALAR_PARAMS, infer_like_first, scalar_compute::<$F, true>)
-                    .inplace(),
+                OpDef::new(
+                    name,
+                    concat!($what, " of a scalar and an array (scalar on the left), element-wise."),
+                    DATA,
+                    SCALAR_PARAMS,
+                    infer_like_first,
+                    scalar_compute::<$F, true>,
+                )
+                .inplace(),
             );
         }
     }};
@@ -136,7 +177,17 @@ fn via_f64(a: i64, f: fn(f64) -> f64) -> i64 {
 
 un_fn!(Neg, |a| -a, a.wrapping_neg());
 un_fn!(Abs, |a| a.abs(), a.wrapping_abs());
-un_fn!(Sign, |a| if a > 0.0 { 1.0 } else if a < 0.0 { -1.0 } else { 0.0 * a }, a.signum());
+un_fn!(
+    Sign,
+    |a| if a > 0.0 {
+        1.0
+    } else if a < 0.0 {
+        -1.0
+    } else {
+        0.0 * a
+    },
+    a.signum()
+);
 un_fn!(Floor, |a| a.floor(), a);
 un_fn!(Ceil, |a| a.ceil(), a);
 un_fn!(Round, |a| a.round(), a);
@@ -190,10 +241,8 @@ macro_rules! unary_op {
 
 // ---- clip -------------------------------------------------------------------
 
-const CLIP_PARAMS: &[ParamSpec] = &[
-    ParamSpec::new("a_min", PType::Float, None, "Minimum value"),
-    ParamSpec::new("a_max", PType::Float, None, "Maximum value"),
-];
+const CLIP_PARAMS: &[ParamSpec] =
+    &[ParamSpec::new("a_min", PType::Float, None, "Minimum value"), ParamSpec::new("a_max", PType::Float, None, "Maximum value")];
 
 fn clip_compute(c: &mut OpCall) -> Result<()> {
     let (a, o) = (&c.inputs[0], &c.outputs[0]);
@@ -213,10 +262,30 @@ fn clip_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
 
 pub(super) fn register(r: &mut Registry) {
     binary_family!(r, Add, "Adds", "elemwise_add", &["_plus", "_add", "_Plus"], "broadcast_add", &["broadcast_plus"], "_plus_scalar", None);
-    binary_family!(r, Sub, "Subtracts", "elemwise_sub", &["_minus", "_sub", "_Minus"], "broadcast_sub", &["broadcast_minus"], "_minus_scalar", Some("_rminus_scalar"));
+    binary_family!(
+        r,
+        Sub,
+        "Subtracts",
+        "elemwise_sub",
+        &["_minus", "_sub", "_Minus"],
+        "broadcast_sub",
+        &["broadcast_minus"],
+        "_minus_scalar",
+        Some("_rminus_scalar")
+    );
     binary_family!(r, Mul, "Multiplies", "elemwise_mul", &["_mul", "_Mul"], "broadcast_mul", &[], "_mul_scalar", None);
     binary_family!(r, Div, "Divides", "elemwise_div", &["_div", "_Div"], "broadcast_div", &[], "_div_scalar", Some("_rdiv_scalar"));
-    binary_family!(r, Mod, "Modulo (the result has the divisor's sign)", "_mod", &["_Mod"], "broadcast_mod", &[], "_mod_scalar", Some("_rmod_scalar"));
+    binary_family!(
+        r,
+        Mod,
+        "Modulo (the result has the divisor's sign)",
+        "_mod",
+        &["_Mod"],
+        "broadcast_mod",
+        &[],
+        "_mod_scalar",
+        Some("_rmod_scalar")
+    );
     binary_family!(r, Pow, "Power", "_power", &["_Power"], "broadcast_power", &[], "_power_scalar", Some("_rpower_scalar"));
     binary_family!(r, Max, "Maximum", "_maximum", &["_Maximum"], "broadcast_maximum", &[], "_maximum_scalar", None);
     binary_family!(r, Min, "Minimum", "_minimum", &["_Minimum"], "broadcast_minimum", &[], "_minimum_scalar", None);
@@ -272,7 +341,14 @@ pub(super) fn register(r: &mut Registry) {
     unary_op!(r, LogicalNot, "logical_not", "Returns the result of logical NOT (!) function.");
 
     r.add(
-        OpDef::new("clip", "Clips (limits) the values in an array: values below ``a_min`` become ``a_min``, above ``a_max`` become ``a_max``.", DATA, CLIP_PARAMS, clip_infer, clip_compute)
-            .inplace(),
+        OpDef::new(
+            "clip",
+            "Clips (limits) the values in an array: values below ``a_min`` become ``a_min``, above ``a_max`` become ``a_max``.",
+            DATA,
+            CLIP_PARAMS,
+            clip_infer,
+            clip_compute,
+        )
+        .inplace(),
     );
 }

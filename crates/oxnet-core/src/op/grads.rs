@@ -66,8 +66,11 @@ pub fn sum_to(g: &NDArray, shape: &[usize]) -> Result<NDArray> {
     }
     let lead = gs.len() - shape.len();
     let axes: Vec<i64> = (0..gs.len()).filter(|&i| i < lead || (shape[i - lead] == 1 && gs[i] != 1)).map(|i| i as i64).collect();
-    let s =
-        if axes.is_empty() { g.clone() } else { c("sum", std::slice::from_ref(g), &[("axis", Value::Tuple(axes)), ("keepdims", Value::Bool(true))])? };
+    let s = if axes.is_empty() {
+        g.clone()
+    } else {
+        c("sum", std::slice::from_ref(g), &[("axis", Value::Tuple(axes)), ("keepdims", Value::Bool(true))])?
+    };
     reshape(&s, shape)
 }
 
@@ -298,7 +301,11 @@ fn norm_ax(a: i64, nd: usize) -> i64 {
     }
 }
 fn slice_axis(g: &NDArray, axis: usize, b: usize, e: usize) -> Result<NDArray> {
-    c("slice_axis", std::slice::from_ref(g), &[("axis", Value::Int(axis as i64)), ("begin", Value::Int(b as i64)), ("end", Value::Int(e as i64))])
+    c(
+        "slice_axis",
+        std::slice::from_ref(g),
+        &[("axis", Value::Int(axis as i64)), ("begin", Value::Int(b as i64)), ("end", Value::Int(e as i64))],
+    )
 }
 fn g_concat(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
     let ax = norm_ax(p.int("dim"), i[0].ndim()) as usize;
@@ -336,10 +343,14 @@ fn g_slice(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
 fn g_slice_assign(p: &Params, _: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
     let region = [("begin", p.get("begin").clone()), ("end", p.get("end").clone()), ("step", p.get("step").clone())];
     let scalar = [region[0].clone(), region[1].clone(), region[2].clone(), ("scalar", Value::Float(0.0))];
-    Ok(vec![Some(c("_slice_assign_scalar", std::slice::from_ref(&g[0]), &scalar)?), Some(c("slice", std::slice::from_ref(&g[0]), &region)?)])
+    Ok(vec![
+        Some(c("_slice_assign_scalar", std::slice::from_ref(&g[0]), &scalar)?),
+        Some(c("slice", std::slice::from_ref(&g[0]), &region)?),
+    ])
 }
 fn g_slice_assign_scalar(p: &Params, _: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
-    let attrs = [("begin", p.get("begin").clone()), ("end", p.get("end").clone()), ("step", p.get("step").clone()), ("scalar", Value::Float(0.0))];
+    let attrs =
+        [("begin", p.get("begin").clone()), ("end", p.get("end").clone()), ("step", p.get("step").clone()), ("scalar", Value::Float(0.0))];
     one(c("_slice_assign_scalar", std::slice::from_ref(&g[0]), &attrs))
 }
 fn g_slice_axis(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
@@ -447,6 +458,67 @@ fn g_pick(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
     keep[ax] = 1;
     let ga = mul(&oh, &reshape(&g[0], &keep)?)?;
     Ok(vec![Some(reshape(&ga, s)?), None])
+}
+/// The gradient of selected values (topk's values, sort's output): each output
+/// gradient goes back to the position its value came from along the axis (the
+/// flattened array when `axis` is None); `idx` holds those positions.
+fn scatter_selected(axis: Option<i64>, data: &NDArray, idx: &NDArray, g: &NDArray) -> Result<NDArray> {
+    let s = data.shape().to_vec();
+    let (nd, ax) = match axis {
+        None => (1, 0),
+        Some(x) => (s.len(), norm_ax(x, s.len()) as usize),
+    };
+    let n = if axis.is_none() { data.size() } else { s[ax] };
+    // one_hot(idx) has the selection's shape plus a last axis of length n; weighting it
+    // by the gradient and summing over the selected axis leaves (other axes..., n).
+    let oh = c("one_hot", std::slice::from_ref(idx), &[("depth", Value::Int(n as i64)), ("dtype", Value::DType(g.dtype()))])?;
+    let mut gs = g.shape().to_vec();
+    gs.push(1);
+    let w = mul(&oh, &reshape(g, &gs)?)?;
+    let summed = c("sum", &[w], &[("axis", tuple(&[ax]))])?;
+    let res = if ax == nd - 1 {
+        summed
+    } else {
+        let mut perm: Vec<usize> = (0..nd - 1).collect();
+        perm.insert(ax, nd - 1);
+        c("transpose", &[summed], &[("axes", tuple(&perm))])?
+    };
+    reshape(&res, &s)
+}
+fn axis_value(p: &Params) -> Value {
+    match p.opt_int("axis") {
+        Some(a) => Value::Int(a),
+        None => Value::None,
+    }
+}
+/// topk: the values' gradient goes back to where they were taken from; indices and
+/// masks have none (MXNet's zero gradient).
+fn g_topk(p: &Params, i: &[NDArray], o: &[NDArray], g: &[NDArray]) -> Grads {
+    let idx = match p.str("ret_typ") {
+        "both" => o[1].clone(),
+        "value" => c(
+            "topk",
+            std::slice::from_ref(&i[0]),
+            &[
+                ("axis", axis_value(p)),
+                ("k", Value::Int(p.int("k"))),
+                ("ret_typ", Value::Str("indices".into())),
+                ("is_ascend", Value::Bool(p.bool("is_ascend"))),
+                ("dtype", Value::DType(crate::dtype::DType::F64)),
+            ],
+        )?,
+        _ => return Ok(vec![None]),
+    };
+    Ok(vec![Some(scatter_selected(p.opt_int("axis"), &i[0], &idx, &g[0])?)])
+}
+/// sort: the gradient of a permutation, routed back through argsort's positions.
+fn g_sort(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
+    let idx = c(
+        "argsort",
+        std::slice::from_ref(&i[0]),
+        &[("axis", axis_value(p)), ("is_ascend", Value::Bool(p.bool("is_ascend"))), ("dtype", Value::DType(crate::dtype::DType::F64))],
+    )?;
+    Ok(vec![Some(scatter_selected(p.opt_int("axis"), &i[0], &idx, &g[0])?)])
 }
 fn g_where(_: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
     let z = un("zeros_like", &g[0])?;
@@ -661,6 +733,8 @@ pub(super) fn lookup(name: &str) -> Option<GradFn> {
         "take" => g_take,
         "pick" => g_pick,
         "where" => g_where,
+        "topk" => g_topk,
+        "sort" => g_sort,
         "softmax" => g_softmax,
         "log_softmax" => g_log_softmax,
         "softmin" => g_softmin,

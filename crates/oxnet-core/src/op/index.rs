@@ -28,11 +28,7 @@ fn read_integer_indices(op: &str, b: &Blob) -> Result<Vec<i64>> {
         // SAFETY: the engine gives this op read access to its inputs.
         let s = unsafe { b.slice::<T>() };
         if <T as Num>::FLOAT {
-            if let Some(v) = s
-                .iter()
-                .map(|v| v.to_f64())
-                .find(|v| v.fract() != 0.0 || v.is_nan())
-            {
+            if let Some(v) = s.iter().map(|v| v.to_f64()).find(|v| v.fract() != 0.0 || v.is_nan()) {
                 return Err(Error::op(op, format!("index {v} is not an integer")));
             }
         }
@@ -59,10 +55,7 @@ fn infer_take(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     }
     let ax = norm_axis(a.params.int("axis"), ds.len(), a.op.name)?;
     if ds[ax] == 0 && is.iter().product::<usize>() > 0 {
-        return Err(a.err(format!(
-            "cannot take indices from axis {ax} of size 0 (input shape {})",
-            fmt_shape(ds)
-        )));
+        return Err(a.err(format!("cannot take indices from axis {ax} of size 0 (input shape {})", fmt_shape(ds))));
     }
     let mut out: Shape = Shape::from_slice(&ds[..ax]);
     out.extend_from_slice(is);
@@ -94,19 +87,10 @@ fn take_compute(c: &mut OpCall) -> Result<()> {
     for &i in &idx {
         match resolve(i, n, mode) {
             Some(r) => res.push(r),
-            None => {
-                return Err(Error::op(
-                    c.op.name,
-                    format!(
-                        "index {i} is out of bounds for axis {ax} with size {n} (mode='raise')"
-                    ),
-                ))
-            }
+            None => return Err(Error::op(c.op.name, format!("index {i} is out of bounds for axis {ax} with size {n} (mode='raise')"))),
         }
     }
-    let rows: Vec<usize> = (0..outer)
-        .flat_map(|oi| res.iter().map(move |&r| oi * n + r))
-        .collect();
+    let rows: Vec<usize> = (0..outer).flat_map(|oi| res.iter().map(move |&r| oi * n + r)).collect();
     let row_bytes = inner * d.dtype.size();
     // SAFETY: read access to the input, exclusive write access to the output.
     let (src, dst) = unsafe { (bytes(d), bytes_mut(o)) };
@@ -150,22 +134,9 @@ fn pick_axis(a: &InferArgs) -> Result<usize> {
 fn infer_pick(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     let (ds, is) = (a.shapes[0], a.shapes[1]);
     let ax = pick_axis(a)?;
-    let removed: Shape = ds
-        .iter()
-        .enumerate()
-        .filter(|(d, _)| *d != ax)
-        .map(|(_, &s)| s)
-        .collect();
-    let kept: Shape = ds
-        .iter()
-        .enumerate()
-        .map(|(d, &s)| if d == ax { 1 } else { s })
-        .collect();
-    let removed_or_1 = if removed.is_empty() {
-        Shape::from_slice(&[1])
-    } else {
-        removed.clone()
-    };
+    let removed: Shape = ds.iter().enumerate().filter(|(d, _)| *d != ax).map(|(_, &s)| s).collect();
+    let kept: Shape = ds.iter().enumerate().map(|(d, &s)| if d == ax { 1 } else { s }).collect();
+    let removed_or_1 = if removed.is_empty() { Shape::from_slice(&[1]) } else { removed.clone() };
     if is != &removed[..] && is != &kept[..] && is != &removed_or_1[..] {
         return Err(a.err(format!(
             "index shape {} does not match data shape {} along axis {ax}: expected {} or {}",
@@ -176,35 +147,18 @@ fn infer_pick(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
         )));
     }
     if ds[ax] == 0 && removed.iter().product::<usize>() > 0 {
-        return Err(a.err(format!(
-            "cannot pick from axis {ax} of size 0 (data shape {})",
-            fmt_shape(ds)
-        )));
+        return Err(a.err(format!("cannot pick from axis {ax} of size 0 (data shape {})", fmt_shape(ds))));
     }
-    Ok(vec![(
-        if a.params.bool("keepdims") {
-            kept
-        } else {
-            removed_or_1
-        },
-        a.dtypes[0],
-    )])
+    Ok(vec![(if a.params.bool("keepdims") { kept } else { removed_or_1 }, a.dtypes[0])])
 }
 
 fn pick_compute(c: &mut OpCall) -> Result<()> {
     let (d, o) = (&c.inputs[0], &c.outputs[0]);
-    let ax = norm_axis(
-        c.params.opt_int("axis").unwrap_or(-1),
-        d.shape.len(),
-        c.op.name,
-    )?;
+    let ax = norm_axis(c.params.opt_int("axis").unwrap_or(-1), d.shape.len(), c.op.name)?;
     let n = d.shape[ax];
     let inner: usize = d.shape[ax + 1..].iter().product();
     let mode = c.params.str("mode");
-    let idx: Vec<usize> = read_indices(&c.inputs[1])
-        .into_iter()
-        .map(|i| resolve(i, n, mode).unwrap_or(0))
-        .collect();
+    let idx: Vec<usize> = read_indices(&c.inputs[1]).into_iter().map(|i| resolve(i, n, mode).unwrap_or(0)).collect();
     with_dtype!(d.dtype, T, {
         // SAFETY: read access to the input, exclusive write access to the output.
         let (xs, os) = unsafe { (d.slice::<T>(), o.slice_mut::<T>()) };
@@ -218,18 +172,10 @@ fn pick_compute(c: &mut OpCall) -> Result<()> {
 fn infer_where(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     let (cs, xs, ys) = (a.shapes[0], a.shapes[1], a.shapes[2]);
     if xs != ys {
-        return Err(a.err(format!(
-            "x and y must have the same shape, got x: {} and y: {}",
-            fmt_shape(xs),
-            fmt_shape(ys)
-        )));
+        return Err(a.err(format!("x and y must have the same shape, got x: {} and y: {}", fmt_shape(xs), fmt_shape(ys))));
     }
     if a.dtypes[1] != a.dtypes[2] {
-        return Err(a.err(format!(
-            "x and y must have the same dtype, got x: {} and y: {}",
-            a.dtypes[1].name(),
-            a.dtypes[2].name()
-        )));
+        return Err(a.err(format!("x and y must have the same dtype, got x: {} and y: {}", a.dtypes[1].name(), a.dtypes[2].name())));
     }
     let row_ok = cs.len() == 1 && !xs.is_empty() && cs[0] == xs[0];
     if cs != xs && !row_ok {
@@ -245,17 +191,8 @@ fn infer_where(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
 fn where_compute(c: &mut OpCall) -> Result<()> {
     let (cb, x, y, o) = (&c.inputs[0], &c.inputs[1], &c.inputs[2], &c.outputs[0]);
     // SAFETY: read access to the inputs.
-    let cond: Vec<bool> = with_dtype!(cb.dtype, T, {
-        unsafe { cb.slice::<T>() }
-            .iter()
-            .map(|v| v.to_f64() != 0.0)
-            .collect()
-    });
-    let group = if cb.shape == x.shape {
-        1
-    } else {
-        x.shape[1..].iter().product::<usize>()
-    };
+    let cond: Vec<bool> = with_dtype!(cb.dtype, T, { unsafe { cb.slice::<T>() }.iter().map(|v| v.to_f64() != 0.0).collect() });
+    let group = if cb.shape == x.shape { 1 } else { x.shape[1..].iter().product::<usize>() };
     macro_rules! sel {
         ($U:ty) => {{
             // SAFETY: read access to x and y, exclusive write access to the output;
@@ -279,19 +216,24 @@ const ONE_HOT_PARAMS: &[ParamSpec] = &[
     ParamSpec::new("depth", PType::Int, None, "Depth of the one hot dimension."),
     ParamSpec::new("on_value", PType::Float, Some("1"), "The value assigned to the locations represented by indices."),
     ParamSpec::new("off_value", PType::Float, Some("0"), "The value assigned to the locations not represented by indices."),
-    ParamSpec::new("dtype", PType::DType, Some("float32"), "DType of the output (one of 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8')"),
+    ParamSpec::new(
+        "dtype",
+        PType::DType,
+        Some("float32"),
+        "DType of the output (one of 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8')",
+    ),
 ];
 
 fn infer_one_hot(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     let depth = a.params.int("depth");
     if depth < 0 {
-        return Err(a.err(format!(
-            "depth must be a non-negative integer, got depth={depth}"
-        )));
+        return Err(a.err(format!("depth must be a non-negative integer, got depth={depth}")));
     }
     let dt = a.params.dtype("dtype").unwrap_or(DType::F32);
     if dt == DType::Bool {
-        return Err(a.err("Invalid Input: 'bool' for dtype, valid values are: {'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}"));
+        return Err(a.err(
+            "Invalid Input: 'bool' for dtype, valid values are: {'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}",
+        ));
     }
     let mut s = Shape::from_slice(a.shapes[0]);
     s.push(depth as usize);
@@ -306,13 +248,7 @@ fn one_hot_compute(c: &mut OpCall) -> Result<()> {
     with_dtype!(o.dtype, U, {
         // SAFETY: exclusive write access to the output.
         let os = unsafe { o.slice_mut::<U>() };
-        k::one_hot(
-            &idx,
-            depth,
-            <U as Element>::from_f64(on),
-            <U as Element>::from_f64(off),
-            os,
-        );
+        k::one_hot(&idx, depth, <U as Element>::from_f64(on), <U as Element>::from_f64(off), os);
     });
     Ok(())
 }
@@ -329,10 +265,7 @@ fn nd_rows(op: &str, idx: &[i64], m: usize, shape: &[usize]) -> Result<Vec<usize
             let v = idx[d * y + j];
             let n = dim as i64;
             if v < -n || v >= n {
-                return Err(Error::op(
-                    op,
-                    format!("index {v} is out of bounds for axis {d} with size {dim}"),
-                ));
+                return Err(Error::op(op, format!("index {v} is out of bounds for axis {d} with size {dim}")));
             }
             *row = *row * dim + (if v < 0 { v + n } else { v }) as usize;
         }
@@ -343,10 +276,7 @@ fn nd_rows(op: &str, idx: &[i64], m: usize, shape: &[usize]) -> Result<Vec<usize
 fn infer_gather_nd(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     let (ds, is) = (a.shapes[0], a.shapes[1]);
     if is.len() < 2 {
-        return Err(a.err(format!(
-            "gather_nd requires index tensor to have at least 2 dimensions, got shape {}",
-            fmt_shape(is)
-        )));
+        return Err(a.err(format!("gather_nd requires index tensor to have at least 2 dimensions, got shape {}", fmt_shape(is))));
     }
     if is[0] > ds.len() {
         return Err(a.err(format!(
@@ -373,21 +303,13 @@ fn gather_nd_compute(c: &mut OpCall) -> Result<()> {
     Ok(())
 }
 
-const SCATTER_ND_PARAMS: &[ParamSpec] = &[ParamSpec::new(
-    "shape",
-    PType::Tuple,
-    None,
-    "Shape of output.",
-)];
+const SCATTER_ND_PARAMS: &[ParamSpec] = &[ParamSpec::new("shape", PType::Tuple, None, "Shape of output.")];
 
 fn infer_scatter_nd(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     let (ds, is) = (a.shapes[0], a.shapes[1]);
     let os = super::init::shape_param(a)?;
     if is.len() < 2 {
-        return Err(a.err(format!(
-            "scatter_nd requires index tensor to have at least 2 dimensions, got shape {}",
-            fmt_shape(is)
-        )));
+        return Err(a.err(format!("scatter_nd requires index tensor to have at least 2 dimensions, got shape {}", fmt_shape(is))));
     }
     if is[0] > os.len() {
         return Err(a.err(format!(
@@ -440,38 +362,21 @@ fn index_dtype(a: &InferArgs, n: usize) -> Result<DType> {
         DType::F64 => 1 << 53,
         DType::I32 => i32::MAX as u64,
         DType::I64 => i64::MAX as u64,
-        _ => {
-            return Err(a.err(format!(
-                "Invalid Input: '{}' for dtype, valid values are: {INDEX_DTYPES}",
-                d.name()
-            )))
-        }
+        _ => return Err(a.err(format!("Invalid Input: '{}' for dtype, valid values are: {INDEX_DTYPES}", d.name()))),
     };
     if n > 0 && (n - 1) as u64 > max_exact {
-        return Err(a.err(format!(
-            "dtype {} cannot represent the indices of an axis of length {n} exactly",
-            d.name()
-        )));
+        return Err(a.err(format!("dtype {} cannot represent the indices of an axis of length {n} exactly", d.name())));
     }
     Ok(d)
 }
 
 /// `(outer, n, inner)` around the sort axis (`None`: the flattened array).
-fn sort_layout(
-    op: &str,
-    shape: &[usize],
-    axis: Option<i64>,
-) -> Result<(usize, usize, usize, Option<usize>)> {
+fn sort_layout(op: &str, shape: &[usize], axis: Option<i64>) -> Result<(usize, usize, usize, Option<usize>)> {
     Ok(match axis {
         None => (1, shape.iter().product(), 1, None),
         Some(a) => {
             let ax = norm_axis(a, shape.len(), op)?;
-            (
-                shape[..ax].iter().product(),
-                shape[ax],
-                shape[ax + 1..].iter().product(),
-                Some(ax),
-            )
+            (shape[..ax].iter().product(), shape[ax], shape[ax + 1..].iter().product(), Some(ax))
         }
     })
 }
@@ -480,11 +385,7 @@ fn sort_layout(
 fn selected_shape(shape: &[usize], ax: Option<usize>, k: usize) -> Shape {
     match ax {
         None => Shape::from_slice(&[k]),
-        Some(ax) => shape
-            .iter()
-            .enumerate()
-            .map(|(d, &s)| if d == ax { k } else { s })
-            .collect(),
+        Some(ax) => shape.iter().enumerate().map(|(d, &s)| if d == ax { k } else { s }).collect(),
     }
 }
 
@@ -507,10 +408,7 @@ fn topk_k(op: &str, k: i64, n: usize) -> Result<usize> {
         return Ok(n);
     }
     if k as u64 > n as u64 {
-        return Err(Error::op(
-            op,
-            format!("k must be smaller than or equal to {n} (the length of the axis), got k = {k}"),
-        ));
+        return Err(Error::op(op, format!("k must be smaller than or equal to {n} (the length of the axis), got k = {k}")));
     }
     Ok(k as usize)
 }
@@ -608,14 +506,29 @@ fn topk_compute(c: &mut OpCall) -> Result<()> {
 }
 
 const SORT_PARAMS: &[ParamSpec] = &[
-    ParamSpec::new("axis", PType::OptInt, Some("-1"), "Axis along which to choose sort the input tensor. If not given, the flattened array is used. Default is -1."),
+    ParamSpec::new(
+        "axis",
+        PType::OptInt,
+        Some("-1"),
+        "Axis along which to choose sort the input tensor. If not given, the flattened array is used. Default is -1.",
+    ),
     ParamSpec::new("is_ascend", PType::Bool, Some("True"), "Whether to sort in ascending or descending order."),
 ];
 
 const ARGSORT_PARAMS: &[ParamSpec] = &[
-    ParamSpec::new("axis", PType::OptInt, Some("-1"), "Axis along which to sort the input tensor. If not given, the flattened array is used. Default is -1."),
+    ParamSpec::new(
+        "axis",
+        PType::OptInt,
+        Some("-1"),
+        "Axis along which to sort the input tensor. If not given, the flattened array is used. Default is -1.",
+    ),
     ParamSpec::new("is_ascend", PType::Bool, Some("True"), "Whether to sort in ascending or descending order."),
-    ParamSpec::new("dtype", PType::DType, Some("float32"), "DType of the output indices. An error will be raised if the selected data type cannot precisely represent the indices."),
+    ParamSpec::new(
+        "dtype",
+        PType::DType,
+        Some("float32"),
+        "DType of the output indices. An error will be raised if the selected data type cannot precisely represent the indices.",
+    ),
 ];
 
 fn infer_sort<const ARG: bool>(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
@@ -651,9 +564,10 @@ in an output tensor of rank q + (r - 1).",
         infer_take,
         take_compute,
     ));
-    r.add(OpDef::new(
-        "pick",
-        "Picks elements from an input array according to the input indices along the given axis.
+    r.add(
+        OpDef::new(
+            "pick",
+            "Picks elements from an input array according to the input indices along the given axis.
 
 Given an input array of shape ``(d0, d1)`` and indices of shape ``(i0,)``, the result will be
 an output array of shape ``(i0,)`` with::
@@ -662,15 +576,17 @@ an output array of shape ``(i0,)`` with::
 
 By default, if any index mentioned is too large, it is replaced by the index that addresses
 the last element along an axis (the `clip` mode).",
-        Arity::Fixed(&["data", "index"]),
-        PICK_PARAMS,
-        infer_pick,
-        pick_compute,
-    )
-    .aliases(&["choose_element_0index"]));
-    r.add(OpDef::new(
-        "where",
-        "Return the elements, either from x or y, depending on the condition.
+            Arity::Fixed(&["data", "index"]),
+            PICK_PARAMS,
+            infer_pick,
+            pick_compute,
+        )
+        .aliases(&["choose_element_0index"]),
+    );
+    r.add(
+        OpDef::new(
+            "where",
+            "Return the elements, either from x or y, depending on the condition.
 
 Given three ndarrays, condition, x, and y, return an ndarray with the elements from x or y,
 depending on the elements from condition are true or false. x and y must have the same shape.
@@ -680,11 +596,13 @@ corresponding element in the condition is true, and from y if false.
 If condition does not have the same shape as x, it must be a 1D array whose size is
 the same as x's first dimension size. Each row of the output array is from x's row
 if the corresponding element from condition is true, and from y's row if false.",
-        Arity::Fixed(&["condition", "x", "y"]),
-        &[],
-        infer_where,
-        where_compute,
-    ));
+            Arity::Fixed(&["condition", "x", "y"]),
+            &[],
+            infer_where,
+            where_compute,
+        )
+        .no_partial(),
+    );
     r.add(OpDef::new(
         "one_hot",
         "Returns a one-hot array.

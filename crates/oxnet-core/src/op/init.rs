@@ -16,7 +16,8 @@ const DTYPE: ParamSpec = ParamSpec::new("dtype", PType::DType, Some("float32"), 
 const SHAPE: ParamSpec = ParamSpec::new("shape", PType::Tuple, Some("()"), "The shape of the output");
 
 const FILL_PARAMS: &[ParamSpec] = &[SHAPE, CTX, DTYPE];
-const FULL_PARAMS: &[ParamSpec] = &[SHAPE, CTX, DTYPE, ParamSpec::new("value", PType::Float, None, "Value with which to fill newly created tensor")];
+const FULL_PARAMS: &[ParamSpec] =
+    &[SHAPE, CTX, DTYPE, ParamSpec::new("value", PType::Float, None, "Value with which to fill newly created tensor")];
 
 pub(super) fn shape_param(a: &InferArgs) -> Result<Shape> {
     let t = a.params.tuple("shape");
@@ -122,8 +123,36 @@ pub(super) fn register(r: &mut Registry) {
     r.add(OpDef::new("_zeros", "fill target with zeros", NONE, FILL_PARAMS, infer_fill, fill_value::<0>));
     r.add(OpDef::new("_ones", "fill target with ones", NONE, FILL_PARAMS, infer_fill, fill_value::<1>));
     r.add(OpDef::new("_full", "fill target with a scalar value", NONE, FULL_PARAMS, infer_fill, fill_value::<2>));
-    r.add(OpDef::new("_arange", "Return evenly spaced values within a given interval. Similar to Numpy", NONE, ARANGE_PARAMS, infer_arange, arange_compute));
-    r.add(OpDef::new("_eye", "Return a 2-D array with ones on the diagonal and zeros elsewhere.", NONE, EYE_PARAMS, infer_eye, eye_compute));
-    r.add(OpDef::new("zeros_like", "Return an array of zeros with the same shape, type and storage type as the input array.", DATA, &[], infer_like_first, fill_value::<0>));
-    r.add(OpDef::new("ones_like", "Return an array of ones with the same shape and type as the input array.", DATA, &[], infer_like_first, fill_value::<1>));
+    r.add(OpDef::new(
+        "_arange",
+        "Return evenly spaced values within a given interval. Similar to Numpy",
+        NONE,
+        ARANGE_PARAMS,
+        infer_arange,
+        arange_compute,
+    ));
+    r.add(OpDef::new(
+        "_eye",
+        "Return a 2-D array with ones on the diagonal and zeros elsewhere.",
+        NONE,
+        EYE_PARAMS,
+        infer_eye,
+        eye_compute,
+    ));
+    r.add(OpDef::new(
+        "zeros_like",
+        "Return an array of zeros with the same shape, type and storage type as the input array.",
+        DATA,
+        &[],
+        infer_like_first,
+        fill_value::<0>,
+    ));
+    r.add(OpDef::new(
+        "ones_like",
+        "Return an array of ones with the same shape and type as the input array.",
+        DATA,
+        &[],
+        infer_like_first,
+        fill_value::<1>,
+    ));
 }

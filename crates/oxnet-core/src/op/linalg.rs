@@ -61,11 +61,7 @@ fn float_dtype(a: &InferArgs, half_ok: bool) -> Result<DType> {
             "{} inputs are not supported: {} only supports {}",
             d.name(),
             a.op.name,
-            if half_ok {
-                "float32, float64 and float16"
-            } else {
-                "32-bit and 64-bit floating point (float32, float64)"
-            }
+            if half_ok { "float32, float64 and float16" } else { "32-bit and 64-bit floating point (float32, float64)" }
         ))),
     }
 }
@@ -89,11 +85,7 @@ struct DotGeom {
 fn dot_geom(op: &str, l: &[usize], r: &[usize], ta: bool, tb: bool) -> Result<DotGeom> {
     let err = |msg: String| crate::error::Error::op(op, msg);
     if l.is_empty() || r.is_empty() {
-        return Err(err(format!(
-            "inputs must have at least one dimension, got lhs {} and rhs {}",
-            fmt_shape(l),
-            fmt_shape(r)
-        )));
+        return Err(err(format!("inputs must have at least one dimension, got lhs {} and rhs {}", fmt_shape(l), fmt_shape(r))));
     }
     if l.len() == 1 && r.len() == 1 {
         if ta || tb {
@@ -106,29 +98,12 @@ fn dot_geom(op: &str, l: &[usize], r: &[usize], ta: bool, tb: bool) -> Result<Do
             )));
         }
         if l[0] != r[0] {
-            return Err(err(format!(
-                "shape mismatch: lhs {} and rhs {} must have the same length",
-                fmt_shape(l),
-                fmt_shape(r)
-            )));
+            return Err(err(format!("shape mismatch: lhs {} and rhs {} must have the same length", fmt_shape(l), fmt_shape(r))));
         }
-        return Ok(DotGeom {
-            m: 1,
-            n: 1,
-            k: l[0],
-            out: Shape::from_slice(&[1]),
-        });
+        return Ok(DotGeom { m: 1, n: 1, k: l[0], out: Shape::from_slice(&[1]) });
     }
-    let (lk, lkeep) = if ta {
-        (l[0], &l[1..])
-    } else {
-        (l[l.len() - 1], &l[..l.len() - 1])
-    };
-    let (rk, rkeep) = if tb {
-        (r[r.len() - 1], &r[..r.len() - 1])
-    } else {
-        (r[0], &r[1..])
-    };
+    let (lk, lkeep) = if ta { (l[0], &l[1..]) } else { (l[l.len() - 1], &l[..l.len() - 1]) };
+    let (rk, rkeep) = if tb { (r[r.len() - 1], &r[..r.len() - 1]) } else { (r[0], &r[1..]) };
     if lk != rk {
         return Err(err(format!(
             "shape mismatch: lhs {} X rhs {} (transpose_a={}, transpose_b={}): the summed-over dimensions {} and {} differ",
@@ -144,23 +119,12 @@ fn dot_geom(op: &str, l: &[usize], r: &[usize], ta: bool, tb: bool) -> Result<Do
     if out.is_empty() {
         out.push(1);
     }
-    Ok(DotGeom {
-        m: lkeep.iter().product(),
-        n: rkeep.iter().product(),
-        k: lk,
-        out,
-    })
+    Ok(DotGeom { m: lkeep.iter().product(), n: rkeep.iter().product(), k: lk, out })
 }
 
 fn dot_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     check_stype(a)?;
-    let g = dot_geom(
-        a.op.name,
-        a.shapes[0],
-        a.shapes[1],
-        a.params.bool("transpose_a"),
-        a.params.bool("transpose_b"),
-    )?;
+    let g = dot_geom(a.op.name, a.shapes[0], a.shapes[1], a.params.bool("transpose_a"), a.params.bool("transpose_b"))?;
     let d = float_dtype(a, true)?;
     Ok(vec![(g.out, d)])
 }
@@ -172,23 +136,7 @@ fn dot_run<T: GemmElem>(c: &OpCall, g: &DotGeom, ta: bool, tb: bool) {
     // SAFETY: the blobs hold m*k, k*n and m*n elements as the geometry says; the
     // engine gives this op exclusive write access to the output, which invoke never
     // aliases with an input for this (non-inplace) op.
-    unsafe {
-        gemm::<T>(
-            g.m,
-            g.n,
-            g.k,
-            T::from_f64(1.0),
-            l.ptr_as(),
-            lda,
-            ta,
-            r.ptr_as(),
-            ldb,
-            tb,
-            T::zero(),
-            o.ptr_as(),
-            g.n,
-        )
-    };
+    unsafe { gemm::<T>(g.m, g.n, g.k, T::from_f64(1.0), l.ptr_as(), lda, ta, r.ptr_as(), ldb, tb, T::zero(), o.ptr_as(), g.n) };
 }
 
 fn dot_compute(c: &mut OpCall) -> Result<()> {
@@ -198,12 +146,7 @@ fn dot_compute(c: &mut OpCall) -> Result<()> {
         DType::F32 => dot_run::<f32>(c, &g, ta, tb),
         DType::F64 => dot_run::<f64>(c, &g, ta, tb),
         DType::F16 => dot_run::<f16>(c, &g, ta, tb),
-        d => {
-            return Err(crate::error::Error::op(
-                c.op.name,
-                format!("{} inputs are not supported", d.name()),
-            ))
-        }
+        d => return Err(crate::error::Error::op(c.op.name, format!("{} inputs are not supported", d.name()))),
     }
     Ok(())
 }
@@ -236,32 +179,17 @@ impl BatchGeom {
         let (p, q) = (i / self.mid, i % self.mid);
         let (ra, ca) = self.a_rc;
         let (rb, cb) = self.b_rc;
-        [
-            p * ra * self.mid * ca + q * ca,
-            p * rb * self.mid * cb + q * cb,
-            p * self.m * self.mid * self.n + q * self.n,
-        ]
+        [p * ra * self.mid * ca + q * ca, p * rb * self.mid * cb + q * cb, p * self.m * self.mid * self.n + q * self.n]
     }
     /// Row strides of A, B and the output as stored.
     fn lds(&self) -> [usize; 3] {
-        [
-            self.mid * self.a_rc.1,
-            self.mid * self.b_rc.1,
-            self.mid * self.n,
-        ]
+        [self.mid * self.a_rc.1, self.mid * self.b_rc.1, self.mid * self.n]
     }
 }
 
 /// Matrices at `(axis, ndim-1)` of two arrays of equal rank; every other dim must
 /// match. `what` names the convention in messages.
-fn batch_geom(
-    op: &str,
-    l: &[usize],
-    r: &[usize],
-    axis: usize,
-    ta: bool,
-    tb: bool,
-) -> Result<BatchGeom> {
+fn batch_geom(op: &str, l: &[usize], r: &[usize], axis: usize, ta: bool, tb: bool) -> Result<BatchGeom> {
     let nd = l.len();
     let last = nd - 1;
     for i in 0..nd {
@@ -278,16 +206,8 @@ fn batch_geom(
             ));
         }
     }
-    let (m, lk) = if ta {
-        (l[last], l[axis])
-    } else {
-        (l[axis], l[last])
-    };
-    let (rk, n) = if tb {
-        (r[last], r[axis])
-    } else {
-        (r[axis], r[last])
-    };
+    let (m, lk) = if ta { (l[last], l[axis]) } else { (l[axis], l[last]) };
+    let (rk, n) = if tb { (r[last], r[axis]) } else { (r[axis], r[last]) };
     if lk != rk {
         return Err(crate::error::Error::op(
             op,
@@ -318,36 +238,13 @@ fn batch_geom(
 }
 
 /// `out = alpha * op(A) * op(B) + beta * out` over the batch.
-fn batch_run<T: GemmElem>(
-    g: &BatchGeom,
-    a: *const T,
-    b: *const T,
-    o: *mut T,
-    alpha: f64,
-    beta: f64,
-) {
+fn batch_run<T: GemmElem>(g: &BatchGeom, a: *const T, b: *const T, o: *mut T, alpha: f64, beta: f64) {
     let [lda, ldb, ldc] = g.lds();
     // SAFETY: the geometry was derived from the blobs' shapes, so every matrix of
     // the batch lies inside its buffer and the output matrices are disjoint; the
     // output does not alias the inputs (the ops are not in-place).
     unsafe {
-        gemm_batched(
-            g.batch(),
-            g.m,
-            g.n,
-            g.k,
-            T::from_f64(alpha),
-            a,
-            lda,
-            g.ta,
-            b,
-            ldb,
-            g.tb,
-            T::from_f64(beta),
-            o,
-            ldc,
-            |i| g.offsets(i),
-        )
+        gemm_batched(g.batch(), g.m, g.n, g.k, T::from_f64(alpha), a, lda, g.ta, b, ldb, g.tb, T::from_f64(beta), o, ldc, |i| g.offsets(i))
     };
 }
 
@@ -355,11 +252,7 @@ fn batch_dot_geom(op: &str, l: &[usize], r: &[usize], ta: bool, tb: bool) -> Res
     if l.len() < 3 || l.len() != r.len() {
         return Err(crate::error::Error::op(
             op,
-            format!(
-                "batch_dot only supports N-D x N-D arrays with the same N >= 3, got lhs {} and rhs {}",
-                fmt_shape(l),
-                fmt_shape(r)
-            ),
+            format!("batch_dot only supports N-D x N-D arrays with the same N >= 3, got lhs {} and rhs {}", fmt_shape(l), fmt_shape(r)),
         ));
     }
     batch_geom(op, l, r, l.len() - 2, ta, tb)
@@ -367,13 +260,7 @@ fn batch_dot_geom(op: &str, l: &[usize], r: &[usize], ta: bool, tb: bool) -> Res
 
 fn batch_dot_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     check_stype(a)?;
-    let g = batch_dot_geom(
-        a.op.name,
-        a.shapes[0],
-        a.shapes[1],
-        a.params.bool("transpose_a"),
-        a.params.bool("transpose_b"),
-    )?;
+    let g = batch_dot_geom(a.op.name, a.shapes[0], a.shapes[1], a.params.bool("transpose_a"), a.params.bool("transpose_b"))?;
     let d = float_dtype(a, true)?;
     Ok(vec![(g.out, d)])
 }
@@ -386,12 +273,7 @@ fn batch_dot_compute(c: &mut OpCall) -> Result<()> {
         DType::F32 => batch_run::<f32>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), 1.0, 0.0),
         DType::F64 => batch_run::<f64>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), 1.0, 0.0),
         DType::F16 => batch_run::<f16>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), 1.0, 0.0),
-        d => {
-            return Err(crate::error::Error::op(
-                c.op.name,
-                format!("{} inputs are not supported", d.name()),
-            ))
-        }
+        d => return Err(crate::error::Error::op(c.op.name, format!("{} inputs are not supported", d.name()))),
     }
     Ok(())
 }
@@ -399,81 +281,25 @@ fn batch_dot_compute(c: &mut OpCall) -> Result<()> {
 // ---- linalg_gemm2 / linalg_gemm ------------------------------------------------------
 
 const GEMM2_PARAMS: &[ParamSpec] = &[
-    ParamSpec::new(
-        "transpose_a",
-        PType::Bool,
-        Some("False"),
-        "Multiply with transposed of first input (A).",
-    ),
-    ParamSpec::new(
-        "transpose_b",
-        PType::Bool,
-        Some("False"),
-        "Multiply with transposed of second input (B).",
-    ),
-    ParamSpec::new(
-        "alpha",
-        PType::Float,
-        Some("1"),
-        "Scalar factor multiplied with A*B.",
-    ),
-    ParamSpec::new(
-        "axis",
-        PType::Int,
-        Some("-2"),
-        "Axis corresponding to the matrix row indices.",
-    ),
+    ParamSpec::new("transpose_a", PType::Bool, Some("False"), "Multiply with transposed of first input (A)."),
+    ParamSpec::new("transpose_b", PType::Bool, Some("False"), "Multiply with transposed of second input (B)."),
+    ParamSpec::new("alpha", PType::Float, Some("1"), "Scalar factor multiplied with A*B."),
+    ParamSpec::new("axis", PType::Int, Some("-2"), "Axis corresponding to the matrix row indices."),
 ];
 
 const GEMM_PARAMS: &[ParamSpec] = &[
-    ParamSpec::new(
-        "transpose_a",
-        PType::Bool,
-        Some("False"),
-        "Multiply with transposed of first input (A).",
-    ),
-    ParamSpec::new(
-        "transpose_b",
-        PType::Bool,
-        Some("False"),
-        "Multiply with transposed of second input (B).",
-    ),
-    ParamSpec::new(
-        "alpha",
-        PType::Float,
-        Some("1"),
-        "Scalar factor multiplied with A*B.",
-    ),
-    ParamSpec::new(
-        "beta",
-        PType::Float,
-        Some("1"),
-        "Scalar factor multiplied with C.",
-    ),
-    ParamSpec::new(
-        "axis",
-        PType::Int,
-        Some("-2"),
-        "Axis corresponding to the matrix rows.",
-    ),
+    ParamSpec::new("transpose_a", PType::Bool, Some("False"), "Multiply with transposed of first input (A)."),
+    ParamSpec::new("transpose_b", PType::Bool, Some("False"), "Multiply with transposed of second input (B)."),
+    ParamSpec::new("alpha", PType::Float, Some("1"), "Scalar factor multiplied with A*B."),
+    ParamSpec::new("beta", PType::Float, Some("1"), "Scalar factor multiplied with C."),
+    ParamSpec::new("axis", PType::Int, Some("-2"), "Axis corresponding to the matrix rows."),
 ];
 
-fn gemm2_geom(
-    op: &str,
-    l: &[usize],
-    r: &[usize],
-    axis: i64,
-    ta: bool,
-    tb: bool,
-) -> Result<BatchGeom> {
+fn gemm2_geom(op: &str, l: &[usize], r: &[usize], axis: i64, ta: bool, tb: bool) -> Result<BatchGeom> {
     if l.len() < 2 || l.len() != r.len() {
         return Err(crate::error::Error::op(
             op,
-            format!(
-                "A and B must have the same number of dimensions (at least 2), got A {} and B {}",
-                fmt_shape(l),
-                fmt_shape(r)
-            ),
+            format!("A and B must have the same number of dimensions (at least 2), got A {} and B {}", fmt_shape(l), fmt_shape(r)),
         ));
     }
     let nd = l.len() as i64;
@@ -489,14 +315,7 @@ fn gemm2_geom(
 
 fn gemm2_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     let p = a.params;
-    let g = gemm2_geom(
-        a.op.name,
-        a.shapes[0],
-        a.shapes[1],
-        p.int("axis"),
-        p.bool("transpose_a"),
-        p.bool("transpose_b"),
-    )?;
+    let g = gemm2_geom(a.op.name, a.shapes[0], a.shapes[1], p.int("axis"), p.bool("transpose_a"), p.bool("transpose_b"))?;
     let d = float_dtype(a, false)?;
     Ok(vec![(g.out, d)])
 }
@@ -504,39 +323,20 @@ fn gemm2_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
 fn gemm2_compute(c: &mut OpCall) -> Result<()> {
     let p = c.params;
     let (ta, tb) = (p.bool("transpose_a"), p.bool("transpose_b"));
-    let g = gemm2_geom(
-        c.op.name,
-        &c.inputs[0].shape,
-        &c.inputs[1].shape,
-        p.int("axis"),
-        ta,
-        tb,
-    )?;
+    let g = gemm2_geom(c.op.name, &c.inputs[0].shape, &c.inputs[1].shape, p.int("axis"), ta, tb)?;
     let (a, b, o) = (&c.inputs[0], &c.inputs[1], &c.outputs[0]);
     let alpha = p.float("alpha");
     match o.dtype {
         DType::F32 => batch_run::<f32>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), alpha, 0.0),
         DType::F64 => batch_run::<f64>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), alpha, 0.0),
-        d => {
-            return Err(crate::error::Error::op(
-                c.op.name,
-                format!("{} inputs are not supported", d.name()),
-            ))
-        }
+        d => return Err(crate::error::Error::op(c.op.name, format!("{} inputs are not supported", d.name()))),
     }
     Ok(())
 }
 
 fn gemm_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     let p = a.params;
-    let g = gemm2_geom(
-        a.op.name,
-        a.shapes[0],
-        a.shapes[1],
-        p.int("axis"),
-        p.bool("transpose_a"),
-        p.bool("transpose_b"),
-    )?;
+    let g = gemm2_geom(a.op.name, a.shapes[0], a.shapes[1], p.int("axis"), p.bool("transpose_a"), p.bool("transpose_b"))?;
     if a.shapes[2] != &g.out[..] {
         return Err(a.err(format!(
             "shape mismatch: C has shape {} but op(A) * op(B) of A {} and B {} (transpose_a={}, transpose_b={}) has shape {}",
@@ -555,14 +355,7 @@ fn gemm_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
 fn gemm_compute(c: &mut OpCall) -> Result<()> {
     let p = c.params;
     let (ta, tb) = (p.bool("transpose_a"), p.bool("transpose_b"));
-    let g = gemm2_geom(
-        c.op.name,
-        &c.inputs[0].shape,
-        &c.inputs[1].shape,
-        p.int("axis"),
-        ta,
-        tb,
-    )?;
+    let g = gemm2_geom(c.op.name, &c.inputs[0].shape, &c.inputs[1].shape, p.int("axis"), ta, tb)?;
     let (a, b, cc, o) = (&c.inputs[0], &c.inputs[1], &c.inputs[2], &c.outputs[0]);
     let (alpha, beta) = (p.float("alpha"), p.float("beta"));
     // out = C first (the output is a fresh buffer, never C itself), then the product
@@ -571,12 +364,7 @@ fn gemm_compute(c: &mut OpCall) -> Result<()> {
     match o.dtype {
         DType::F32 => batch_run::<f32>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), alpha, beta),
         DType::F64 => batch_run::<f64>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), alpha, beta),
-        d => {
-            return Err(crate::error::Error::op(
-                c.op.name,
-                format!("{} inputs are not supported", d.name()),
-            ))
-        }
+        d => return Err(crate::error::Error::op(c.op.name, format!("{} inputs are not supported", d.name()))),
     }
     Ok(())
 }
@@ -678,23 +466,13 @@ mod tests {
     /// and partial sum below is exact in float32 and float64 and results compare
     /// exactly. NumPy: `((np.arange(n) * 7 + 3 + seed) % 13) / 4 - 1.5`.
     fn gen(n: usize, seed: usize) -> Vec<f64> {
-        (0..n)
-            .map(|i| ((i * 7 + 3 + seed) % 13) as f64 / 4.0 - 1.5)
-            .collect()
+        (0..n).map(|i| ((i * 7 + 3 + seed) % 13) as f64 / 4.0 - 1.5).collect()
     }
 
     /// Two positional checksums of a result (computed the same way in NumPy).
     fn checksum(v: &[f64]) -> (f64, f64) {
-        let a = v
-            .iter()
-            .enumerate()
-            .map(|(i, x)| x * ((i % 7) as f64 - 3.0))
-            .sum();
-        let b = v
-            .iter()
-            .enumerate()
-            .map(|(i, x)| x * x * (i % 5) as f64)
-            .sum();
+        let a = v.iter().enumerate().map(|(i, x)| x * ((i % 7) as f64 - 3.0)).sum();
+        let b = v.iter().enumerate().map(|(i, x)| x * x * (i % 5) as f64).sum();
         (a, b)
     }
 
@@ -723,10 +501,7 @@ mod tests {
             lhs: &[2, 3],
             rhs: &[3, 4],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(false))],
             out: &[2, 4],
             checksum: (-4.5625, 35.00390625),
             values: Some(&[-0.125, 0.25, 1.4375, 0.1875, 2.625, -1.125, -1.625, -0.5]),
@@ -736,10 +511,7 @@ mod tests {
             lhs: &[2, 3],
             rhs: &[4, 3],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(true))],
             out: &[2, 4],
             checksum: (11.0625, 50.85546875),
             values: Some(&[-1.75, 1.8125, -1.9375, -1.625, 2.0, -1.9375, 3.875, 0.75]),
@@ -749,10 +521,7 @@ mod tests {
             lhs: &[3, 2],
             rhs: &[3, 4],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(false))],
             out: &[2, 4],
             checksum: (5.5625, 68.44140625),
             values: Some(&[-1.25, 1.0, -0.8125, 0.625, 4.0, -1.625, 0.0625, -0.6875]),
@@ -762,10 +531,7 @@ mod tests {
             lhs: &[3, 2],
             rhs: &[4, 3],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(true))],
             out: &[2, 4],
             checksum: (14.9375, 19.49609375),
             values: Some(&[-0.0625, 0.1875, -1.1875, 0.6875, 0.375, -0.25, 3.1875, -1.5]),
@@ -775,10 +541,7 @@ mod tests {
             lhs: &[67, 45],
             rhs: &[45, 83],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(false))],
             out: &[67, 83],
             checksum: (75.625, 725878.484375),
             values: None,
@@ -788,10 +551,7 @@ mod tests {
             lhs: &[67, 45],
             rhs: &[83, 45],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(true))],
             out: &[67, 83],
             checksum: (93.75, 3733241.8203125),
             values: None,
@@ -801,10 +561,7 @@ mod tests {
             lhs: &[45, 67],
             rhs: &[45, 83],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(false))],
             out: &[67, 83],
             checksum: (-131.25, 893987.37109375),
             values: None,
@@ -814,10 +571,7 @@ mod tests {
             lhs: &[45, 67],
             rhs: &[83, 45],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(true))],
             out: &[67, 83],
             checksum: (16.9375, 1245010.0390625),
             values: None,
@@ -827,10 +581,7 @@ mod tests {
             lhs: &[130, 257],
             rhs: &[257, 129],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(false))],
             out: &[130, 129],
             checksum: (-674.375, 363527183.90625),
             values: None,
@@ -840,10 +591,7 @@ mod tests {
             lhs: &[130, 257],
             rhs: &[129, 257],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(true))],
             out: &[130, 129],
             checksum: (643.375, 363527183.90625),
             values: None,
@@ -853,10 +601,7 @@ mod tests {
             lhs: &[257, 130],
             rhs: &[257, 129],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(false))],
             out: &[130, 129],
             checksum: (56.6875, 55438.90625),
             values: None,
@@ -866,10 +611,7 @@ mod tests {
             lhs: &[257, 130],
             rhs: &[129, 257],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(true))],
             out: &[130, 129],
             checksum: (-64.5, 55438.90625),
             values: None,
@@ -879,10 +621,7 @@ mod tests {
             lhs: &[2, 5, 3],
             rhs: &[3, 4, 6],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(false))],
             out: &[2, 5, 4, 6],
             checksum: (40.8125, 664.06640625),
             values: None,
@@ -892,10 +631,7 @@ mod tests {
             lhs: &[2, 5, 3],
             rhs: &[4, 6, 3],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(true))],
             out: &[2, 5, 4, 6],
             checksum: (-16.625, 1804.09375),
             values: None,
@@ -905,10 +641,7 @@ mod tests {
             lhs: &[3, 2, 5],
             rhs: &[3, 4, 6],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(false))],
             out: &[2, 5, 4, 6],
             checksum: (-41.4375, 648.30078125),
             values: None,
@@ -918,10 +651,7 @@ mod tests {
             lhs: &[3, 2, 5],
             rhs: &[4, 6, 3],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(true))],
             out: &[2, 5, 4, 6],
             checksum: (-10.4375, 1436.0390625),
             values: None,
@@ -931,10 +661,7 @@ mod tests {
             lhs: &[5],
             rhs: &[5],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(false))],
             out: &[1],
             checksum: (8.8125, 0.0),
             values: Some(&[-2.9375]),
@@ -944,10 +671,7 @@ mod tests {
             lhs: &[3],
             rhs: &[3, 4],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(false))],
             out: &[4],
             checksum: (-1.5625, 4.30078125),
             values: Some(&[-0.125, 0.25, 1.4375, 0.1875]),
@@ -957,10 +681,7 @@ mod tests {
             lhs: &[3],
             rhs: &[4, 3],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(true))],
             out: &[4],
             checksum: (3.5625, 18.71484375),
             values: Some(&[-1.75, 1.8125, -1.9375, -1.625]),
@@ -970,10 +691,7 @@ mod tests {
             lhs: &[3],
             rhs: &[3, 4],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(false))],
             out: &[4],
             checksum: (-1.5625, 4.30078125),
             values: Some(&[-0.125, 0.25, 1.4375, 0.1875]),
@@ -983,10 +701,7 @@ mod tests {
             lhs: &[4, 3],
             rhs: &[3],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(false))],
             out: &[4],
             checksum: (-0.4375, 20.2421875),
             values: Some(&[-1.75, 2.0, 1.6875, -1.875]),
@@ -996,10 +711,7 @@ mod tests {
             lhs: &[3, 4],
             rhs: &[3],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(false))],
             out: &[4],
             checksum: (3.5625, 9.45703125),
             values: Some(&[0.0625, -1.9375, 0.125, 1.375]),
@@ -1009,10 +721,7 @@ mod tests {
             lhs: &[4, 3],
             rhs: &[3],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(true))],
             out: &[4],
             checksum: (-0.4375, 20.2421875),
             values: Some(&[-1.75, 2.0, 1.6875, -1.875]),
@@ -1022,10 +731,7 @@ mod tests {
             lhs: &[2, 2, 2, 3],
             rhs: &[3],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(false))],
             out: &[2, 2, 2],
             checksum: (-8.3125, 40.5703125),
             values: Some(&[-1.75, 2.0, 1.6875, -1.875, 1.875, -1.6875, -0.375, 1.75]),
@@ -1035,10 +741,7 @@ mod tests {
             lhs: &[3],
             rhs: &[3, 2, 2, 2],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(false))],
             out: &[2, 2, 2],
             checksum: (-15.6875, 30.25),
             values: Some(&[1.5, 0.25, -1.8125, 0.1875, -1.875, 0.125, -1.9375, 1.6875]),
@@ -1048,10 +751,7 @@ mod tests {
             lhs: &[3, 5, 2],
             rhs: &[3, 4, 6],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(false))],
             out: &[5, 2, 4, 6],
             checksum: (-41.4375, 648.30078125),
             values: None,
@@ -1061,10 +761,7 @@ mod tests {
             lhs: &[2, 5, 3],
             rhs: &[2, 4, 6],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(false))],
             out: &[5, 3, 4, 6],
             checksum: (-28.1875, 1428.69140625),
             values: None,
@@ -1074,10 +771,7 @@ mod tests {
             lhs: &[3, 5, 2],
             rhs: &[4, 6, 3],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(true))],
             out: &[5, 2, 4, 6],
             checksum: (-10.4375, 1436.0390625),
             values: None,
@@ -1087,10 +781,7 @@ mod tests {
             lhs: &[1, 1],
             rhs: &[1, 1],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(false))],
             out: &[1, 1],
             checksum: (1.125, 0.0),
             values: Some(&[-0.375]),
@@ -1100,16 +791,12 @@ mod tests {
             lhs: &[2, 3, 4],
             rhs: &[2, 4, 5],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(false))],
             out: &[2, 3, 5],
             checksum: (-13.875, 230.19921875),
             values: Some(&[
-                0.8125, 0.9375, 1.0625, 1.1875, 1.3125, -2.0, 3.25, -2.0625, 3.1875, -2.125, -0.75,
-                -0.9375, -1.125, -1.3125, -1.5, 1.75, 1.0, 1.875, -1.3125, 2.0, 1.5, 1.0, 2.125,
-                -2.4375, 2.75, -1.1875, -2.25, -1.6875, 2.125, -2.1875,
+                0.8125, 0.9375, 1.0625, 1.1875, 1.3125, -2.0, 3.25, -2.0625, 3.1875, -2.125, -0.75, -0.9375, -1.125, -1.3125, -1.5, 1.75,
+                1.0, 1.875, -1.3125, 2.0, 1.5, 1.0, 2.125, -2.4375, 2.75, -1.1875, -2.25, -1.6875, 2.125, -2.1875,
             ]),
         },
         Case {
@@ -1117,16 +804,12 @@ mod tests {
             lhs: &[2, 3, 4],
             rhs: &[2, 5, 4],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(true))],
             out: &[2, 3, 5],
             checksum: (-9.875, 447.27734375),
             values: Some(&[
-                -2.6875, -2.1875, -0.0625, 2.875, 3.375, -0.5, -0.625, -0.75, -0.0625, -0.1875,
-                2.5, 1.75, -0.625, -2.1875, -2.9375, -0.5625, 2.125, 2.375, 2.625, -2.8125,
-                -0.6875, 1.375, 2.625, 3.875, -3.8125, 0.0, -1.8125, -2.8125, -3.8125, 4.125,
+                -2.6875, -2.1875, -0.0625, 2.875, 3.375, -0.5, -0.625, -0.75, -0.0625, -0.1875, 2.5, 1.75, -0.625, -2.1875, -2.9375,
+                -0.5625, 2.125, 2.375, 2.625, -2.8125, -0.6875, 1.375, 2.625, 3.875, -3.8125, 0.0, -1.8125, -2.8125, -3.8125, 4.125,
             ]),
         },
         Case {
@@ -1134,16 +817,12 @@ mod tests {
             lhs: &[2, 4, 3],
             rhs: &[2, 4, 5],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(false))],
             out: &[2, 3, 5],
             checksum: (2.875, 359.33984375),
             values: Some(&[
-                -1.9375, 3.25, -2.125, 3.0625, -2.3125, 3.25, -2.0625, 3.1875, -2.125, 3.125,
-                -2.125, 3.1875, -2.0625, 3.25, -2.0, 1.9375, -0.25, 2.4375, -2.1875, 2.9375,
-                -1.375, 1.375, -1.5625, 3.625, -1.75, -1.4375, 1.375, -1.5, -1.9375, -1.5625,
+                -1.9375, 3.25, -2.125, 3.0625, -2.3125, 3.25, -2.0625, 3.1875, -2.125, 3.125, -2.125, 3.1875, -2.0625, 3.25, -2.0, 1.9375,
+                -0.25, 2.4375, -2.1875, 2.9375, -1.375, 1.375, -1.5625, 3.625, -1.75, -1.4375, 1.375, -1.5, -1.9375, -1.5625,
             ]),
         },
         Case {
@@ -1151,16 +830,12 @@ mod tests {
             lhs: &[2, 4, 3],
             rhs: &[2, 5, 4],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(true))],
             out: &[2, 3, 5],
             checksum: (-3.625, 140.609375),
             values: Some(&[
-                -0.6875, -1.0625, -1.4375, 0.625, 0.25, -0.75, -0.875, 3.875, 0.5, 0.375, -0.8125,
-                -0.6875, -1.375, 0.375, 0.5, -1.3125, 1.3125, 2.3125, 3.3125, -3.0, 3.9375, -0.5,
-                -0.875, -1.25, 0.8125, -1.375, -0.6875, -0.8125, -0.9375, 0.5625,
+                -0.6875, -1.0625, -1.4375, 0.625, 0.25, -0.75, -0.875, 3.875, 0.5, 0.375, -0.8125, -0.6875, -1.375, 0.375, 0.5, -1.3125,
+                1.3125, 2.3125, 3.3125, -3.0, 3.9375, -0.5, -0.875, -1.25, 0.8125, -1.375, -0.6875, -0.8125, -0.9375, 0.5625,
             ]),
         },
         Case {
@@ -1168,10 +843,7 @@ mod tests {
             lhs: &[2, 3, 3, 4],
             rhs: &[2, 3, 4, 5],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(false))],
             out: &[2, 3, 3, 5],
             checksum: (2.6875, 557.87109375),
             values: None,
@@ -1181,10 +853,7 @@ mod tests {
             lhs: &[2, 3, 3, 4],
             rhs: &[2, 3, 5, 4],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(true))],
             out: &[2, 3, 3, 5],
             checksum: (-45.875, 1092.4921875),
             values: None,
@@ -1194,10 +863,7 @@ mod tests {
             lhs: &[2, 3, 4, 3],
             rhs: &[2, 3, 4, 5],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(false))],
             out: &[2, 3, 3, 5],
             checksum: (7.8125, 800.21484375),
             values: None,
@@ -1207,10 +873,7 @@ mod tests {
             lhs: &[2, 3, 4, 3],
             rhs: &[2, 3, 5, 4],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(true))],
             out: &[2, 3, 3, 5],
             checksum: (-42.375, 627.953125),
             values: None,
@@ -1220,10 +883,7 @@ mod tests {
             lhs: &[2, 100, 120],
             rhs: &[2, 120, 110],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(false))],
             out: &[2, 100, 110],
             checksum: (-401.125, 34712636.82421875),
             values: None,
@@ -1233,10 +893,7 @@ mod tests {
             lhs: &[2, 100, 120],
             rhs: &[2, 110, 120],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(true))],
             out: &[2, 100, 110],
             checksum: (804.25, 104062711.69140625),
             values: None,
@@ -1246,10 +903,7 @@ mod tests {
             lhs: &[2, 120, 100],
             rhs: &[2, 120, 110],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(false))],
             out: &[2, 100, 110],
             checksum: (1869.9375, 19904125.640625),
             values: None,
@@ -1259,10 +913,7 @@ mod tests {
             lhs: &[2, 120, 100],
             rhs: &[2, 110, 120],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(true))],
             out: &[2, 100, 110],
             checksum: (-440.5625, 24771177.3828125),
             values: None,
@@ -1272,10 +923,7 @@ mod tests {
             lhs: &[3000, 8, 8],
             rhs: &[3000, 8, 8],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(false))],
             out: &[3000, 8, 8],
             checksum: (-109.3125, 1544030.64453125),
             values: None,
@@ -1285,10 +933,7 @@ mod tests {
             lhs: &[3000, 8, 8],
             rhs: &[3000, 8, 8],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(true))],
             out: &[3000, 8, 8],
             checksum: (39.875, 5597937.73828125),
             values: None,
@@ -1298,10 +943,7 @@ mod tests {
             lhs: &[3000, 8, 8],
             rhs: &[3000, 8, 8],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(false))],
             out: &[3000, 8, 8],
             checksum: (42.5625, 4912404.73828125),
             values: None,
@@ -1311,10 +953,7 @@ mod tests {
             lhs: &[3000, 8, 8],
             rhs: &[3000, 8, 8],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(true))],
             out: &[3000, 8, 8],
             checksum: (-82.1875, 1544234.1640625),
             values: None,
@@ -1324,10 +963,7 @@ mod tests {
             lhs: &[7, 1, 9],
             rhs: &[7, 9, 1],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(false))],
             out: &[7, 1, 1],
             checksum: (3.1875, 186.0703125),
             values: Some(&[-2.9375, -4.875, -2.3125, -2.5625, -5.625, -2.5625, -2.3125]),
@@ -1337,10 +973,7 @@ mod tests {
             lhs: &[7, 1, 9],
             rhs: &[7, 1, 9],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(false)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(false)), ("transpose_b", Value::Bool(true))],
             out: &[7, 1, 1],
             checksum: (3.1875, 186.0703125),
             values: Some(&[-2.9375, -4.875, -2.3125, -2.5625, -5.625, -2.5625, -2.3125]),
@@ -1350,10 +983,7 @@ mod tests {
             lhs: &[7, 9, 1],
             rhs: &[7, 9, 1],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(false)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(false))],
             out: &[7, 1, 1],
             checksum: (3.1875, 186.0703125),
             values: Some(&[-2.9375, -4.875, -2.3125, -2.5625, -5.625, -2.5625, -2.3125]),
@@ -1363,10 +993,7 @@ mod tests {
             lhs: &[7, 9, 1],
             rhs: &[7, 1, 9],
             c: None,
-            params: &[
-                ("transpose_a", Value::Bool(true)),
-                ("transpose_b", Value::Bool(true)),
-            ],
+            params: &[("transpose_a", Value::Bool(true)), ("transpose_b", Value::Bool(true))],
             out: &[7, 1, 1],
             checksum: (3.1875, 186.0703125),
             values: Some(&[-2.9375, -4.875, -2.3125, -2.5625, -5.625, -2.5625, -2.3125]),
@@ -1385,8 +1012,7 @@ mod tests {
             out: &[3, 5],
             checksum: (1.0, 99.44921875),
             values: Some(&[
-                0.8125, 0.9375, 1.0625, 1.1875, 1.3125, -2.0, 3.25, -2.0625, 3.1875, -2.125, -0.75,
-                -0.9375, -1.125, -1.3125, -1.5,
+                0.8125, 0.9375, 1.0625, 1.1875, 1.3125, -2.0, 3.25, -2.0625, 3.1875, -2.125, -0.75, -0.9375, -1.125, -1.3125, -1.5,
             ]),
         },
         Case {
@@ -1403,8 +1029,8 @@ mod tests {
             out: &[3, 5],
             checksum: (14.53125, 1329.1259765625),
             values: Some(&[
-                -4.84375, 8.125, -5.3125, 7.65625, -5.78125, 8.125, -5.15625, 7.96875, -5.3125,
-                7.8125, -5.3125, 7.96875, -5.15625, 8.125, -5.0,
+                -4.84375, 8.125, -5.3125, 7.65625, -5.78125, 8.125, -5.15625, 7.96875, -5.3125, 7.8125, -5.3125, 7.96875, -5.15625, 8.125,
+                -5.0,
             ]),
         },
         Case {
@@ -1421,8 +1047,7 @@ mod tests {
             out: &[3, 5],
             checksum: (-9.15625, 32.3837890625),
             values: Some(&[
-                1.34375, 1.09375, 0.03125, -1.4375, -1.6875, 0.25, 0.3125, 0.375, 0.03125, 0.09375,
-                -1.25, -0.875, 0.3125, 1.09375, 1.46875,
+                1.34375, 1.09375, 0.03125, -1.4375, -1.6875, 0.25, 0.3125, 0.375, 0.03125, 0.09375, -1.25, -0.875, 0.3125, 1.09375, 1.46875,
             ]),
         },
         Case {
@@ -1439,9 +1064,8 @@ mod tests {
             out: &[3, 2, 5],
             checksum: (9.5625, 205.64453125),
             values: Some(&[
-                -0.5, -0.375, -0.25, 1.5, 0.0, 1.25, 0.8125, 1.1875, 0.75, 1.125, 0.875, 0.6875,
-                0.5, -1.3125, 0.125, -2.1875, 2.75, -2.0625, 2.875, -1.9375, 0.625, 0.9375, 1.25,
-                -3.3125, 1.875, 2.5, -3.4375, 2.0, -3.9375, 1.5,
+                -0.5, -0.375, -0.25, 1.5, 0.0, 1.25, 0.8125, 1.1875, 0.75, 1.125, 0.875, 0.6875, 0.5, -1.3125, 0.125, -2.1875, 2.75,
+                -2.0625, 2.875, -1.9375, 0.625, 0.9375, 1.25, -3.3125, 1.875, 2.5, -3.4375, 2.0, -3.9375, 1.5,
             ]),
         },
         Case {
@@ -1533,10 +1157,7 @@ mod tests {
             ],
             out: &[3, 5],
             checksum: (0.0, 417.421875),
-            values: Some(&[
-                1.5, 2.625, 2.125, 1.625, 2.75, -4.625, 6.75, -4.625, 6.75, -4.625, -1.0, -2.125,
-                -1.625, -2.75, -2.25,
-            ]),
+            values: Some(&[1.5, 2.625, 2.125, 1.625, 2.75, -4.625, 6.75, -4.625, 6.75, -4.625, -1.0, -2.125, -1.625, -2.75, -2.25]),
         },
         Case {
             op: "linalg_gemm",
@@ -1553,9 +1174,8 @@ mod tests {
             out: &[3, 2, 5],
             checksum: (10.3125, 170.67578125),
             values: Some(&[
-                -0.75, 1.125, -0.25, 0.0, 0.25, 0.0, 1.3125, 0.1875, 1.5, 0.375, 1.875, 0.1875,
-                1.75, -1.5625, 1.625, -2.1875, 1.25, -1.8125, 1.625, -1.4375, -0.375, 1.6875, 0.5,
-                -2.3125, 1.375, 3.75, -3.6875, 3.5, -3.9375, 0.0,
+                -0.75, 1.125, -0.25, 0.0, 0.25, 0.0, 1.3125, 0.1875, 1.5, 0.375, 1.875, 0.1875, 1.75, -1.5625, 1.625, -2.1875, 1.25,
+                -1.8125, 1.625, -1.4375, -0.375, 1.6875, 0.5, -2.3125, 1.375, 3.75, -3.6875, 3.5, -3.9375, 0.0,
             ]),
         },
         Case {
@@ -1573,9 +1193,8 @@ mod tests {
             out: &[2, 3, 5],
             checksum: (3.625, 140.609375),
             values: Some(&[
-                0.6875, 1.0625, 1.4375, -0.625, -0.25, 0.75, 0.875, -3.875, -0.5, -0.375, 0.8125,
-                0.6875, 1.375, -0.375, -0.5, 1.3125, -1.3125, -2.3125, -3.3125, 3.0, -3.9375, 0.5,
-                0.875, 1.25, -0.8125, 1.375, 0.6875, 0.8125, 0.9375, -0.5625,
+                0.6875, 1.0625, 1.4375, -0.625, -0.25, 0.75, 0.875, -3.875, -0.5, -0.375, 0.8125, 0.6875, 1.375, -0.375, -0.5, 1.3125,
+                -1.3125, -2.3125, -3.3125, 3.0, -3.9375, 0.5, 0.875, 1.25, -0.8125, 1.375, 0.6875, 0.8125, 0.9375, -0.5625,
             ]),
         },
         Case {
@@ -1593,8 +1212,8 @@ mod tests {
             out: &[3, 5],
             checksum: (-14.59375, 288.3671875),
             values: Some(&[
-                -0.53125, -4.59375, -2.15625, 3.9375, -0.125, 1.375, -2.3125, 7.8125, -0.75,
-                2.0625, -3.21875, -0.03125, -4.5625, 1.0625, -2.25,
+                -0.53125, -4.59375, -2.15625, 3.9375, -0.125, 1.375, -2.3125, 7.8125, -0.75, 2.0625, -3.21875, -0.03125, -4.5625, 1.0625,
+                -2.25,
             ]),
         },
     ];
@@ -1604,24 +1223,11 @@ mod tests {
         if let Some(cs) = c.c {
             inputs.push(arr::<T>(cs, 2));
         }
-        let o = call1(c.op, &inputs, c.params)
-            .unwrap_or_else(|e| panic!("{} {:?} {:?}: {e}", c.op, c.lhs, c.rhs));
-        let what = format!(
-            "{} {:?} x {:?} {:?} as {}",
-            c.op,
-            c.lhs,
-            c.rhs,
-            c.params,
-            T::DTYPE.name()
-        );
+        let o = call1(c.op, &inputs, c.params).unwrap_or_else(|e| panic!("{} {:?} {:?}: {e}", c.op, c.lhs, c.rhs));
+        let what = format!("{} {:?} x {:?} {:?} as {}", c.op, c.lhs, c.rhs, c.params, T::DTYPE.name());
         assert_eq!(o.shape(), c.out, "{what}");
         assert_eq!(o.dtype(), T::DTYPE, "{what}");
-        let got: Vec<f64> = o
-            .to_vec::<T>()
-            .unwrap()
-            .into_iter()
-            .map(|x| x.to_f64())
-            .collect();
+        let got: Vec<f64> = o.to_vec::<T>().unwrap().into_iter().map(|x| x.to_f64()).collect();
         if let Some(v) = c.values {
             assert_eq!(&got[..], v, "{what}");
         }
@@ -1645,10 +1251,7 @@ mod tests {
     #[test]
     fn numpy_cases_f16() {
         // float16 for the small dot/batch_dot cases (their results are exact in float16).
-        for c in CASES
-            .iter()
-            .filter(|c| c.values.is_some() && (c.op == "dot" || c.op == "batch_dot"))
-        {
+        for c in CASES.iter().filter(|c| c.values.is_some() && (c.op == "dot" || c.op == "batch_dot")) {
             run_case::<f16>(c);
         }
     }
@@ -1671,30 +1274,11 @@ mod tests {
         let af: Vec<f32> = a.iter().map(|&x| x as f32).collect();
         let bf: Vec<f32> = b.iter().map(|&x| x as f32).collect();
         let ctx = Context::cpu(0);
-        let o = call1(
-            "dot",
-            &[
-                NDArray::from_vec(&[m, k], &af, ctx).unwrap(),
-                NDArray::from_vec(&[k, n], &bf, ctx).unwrap(),
-            ],
-            &[],
-        )
-        .unwrap();
+        let o = call1("dot", &[NDArray::from_vec(&[m, k], &af, ctx).unwrap(), NDArray::from_vec(&[k, n], &bf, ctx).unwrap()], &[]).unwrap();
         for (g, w) in o.to_vec::<f32>().unwrap().iter().zip(&want) {
-            assert!(
-                (*g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()),
-                "{g} vs {w}"
-            );
+            assert!((*g as f64 - w).abs() <= 1e-4 * (1.0 + w.abs()), "{g} vs {w}");
         }
-        let o = call1(
-            "dot",
-            &[
-                NDArray::from_vec(&[m, k], &a, ctx).unwrap(),
-                NDArray::from_vec(&[k, n], &b, ctx).unwrap(),
-            ],
-            &[],
-        )
-        .unwrap();
+        let o = call1("dot", &[NDArray::from_vec(&[m, k], &a, ctx).unwrap(), NDArray::from_vec(&[k, n], &b, ctx).unwrap()], &[]).unwrap();
         for (g, w) in o.to_vec::<f64>().unwrap().iter().zip(&want) {
             assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "{g} vs {w}");
         }
@@ -1708,41 +1292,19 @@ mod tests {
         let b = arr::<f32>(&[3, 5], 5);
         let out = NDArray::from_vec(&[4, 5], &[f32::NAN; 20], ctx).unwrap();
         let op = crate::op::lookup("dot").unwrap();
-        let r = crate::op::invoke(
-            op,
-            &[a.clone(), b.clone()],
-            op.parse(vec![]).unwrap(),
-            Some(&[out]),
-            None,
-        )
-        .unwrap();
+        let r = crate::op::invoke(op, &[a.clone(), b.clone()], op.parse(vec![]).unwrap(), Some(&[out]), None).unwrap();
         assert!(r[0].to_vec::<f32>().unwrap().iter().all(|x| x.is_finite()));
         // k = 0: the product is all zeros; m = 0: an empty result.
-        let z = call1(
-            "dot",
-            &[arr::<f32>(&[2, 0], 0), arr::<f32>(&[0, 3], 5)],
-            &[],
-        )
-        .unwrap();
+        let z = call1("dot", &[arr::<f32>(&[2, 0], 0), arr::<f32>(&[0, 3], 5)], &[]).unwrap();
         assert_eq!(z.shape(), &[2, 3]);
         assert_eq!(z.to_vec::<f32>().unwrap(), vec![0.0; 6]);
-        let z = call1(
-            "batch_dot",
-            &[arr::<f64>(&[0, 2, 3], 0), arr::<f64>(&[0, 3, 4], 5)],
-            &[],
-        )
-        .unwrap();
+        let z = call1("batch_dot", &[arr::<f64>(&[0, 2, 3], 0), arr::<f64>(&[0, 3, 4], 5)], &[]).unwrap();
         assert_eq!(z.shape(), &[0, 2, 4]);
     }
 
     fn err(op: &str, shapes: &[&[usize]], dtype: DType, params: &[(&str, Value)]) -> String {
-        let ins: Vec<NDArray> = shapes
-            .iter()
-            .map(|s| NDArray::empty(s, Context::cpu(0), dtype).unwrap())
-            .collect();
-        let e = call1(op, &ins, params)
-            .err()
-            .unwrap_or_else(|| panic!("{op} {shapes:?} should fail"));
+        let ins: Vec<NDArray> = shapes.iter().map(|s| NDArray::empty(s, Context::cpu(0), dtype).unwrap()).collect();
+        let e = call1(op, &ins, params).err().unwrap_or_else(|| panic!("{op} {shapes:?} should fail"));
         let m = e.message().to_string();
         assert!(m.contains(&format!("operator {op}")), "{m}");
         m
@@ -1753,66 +1315,34 @@ mod tests {
         let f = DType::F32;
         let m = err("dot", &[&[2, 3], &[4, 5]], f, &[]);
         assert!(m.contains("(2, 3)") && m.contains("(4, 5)"), "{m}");
-        let m = err(
-            "dot",
-            &[&[2, 5, 3], &[4, 3, 6]],
-            f,
-            &[("transpose_b", Value::Bool(true))],
-        );
-        assert!(
-            m.contains("(2, 5, 3)") && m.contains("(4, 3, 6)") && m.contains("transpose_b=True"),
-            "{m}"
-        );
+        let m = err("dot", &[&[2, 5, 3], &[4, 3, 6]], f, &[("transpose_b", Value::Bool(true))]);
+        assert!(m.contains("(2, 5, 3)") && m.contains("(4, 3, 6)") && m.contains("transpose_b=True"), "{m}");
         let m = err("dot", &[&[2], &[3]], f, &[]);
         assert!(m.contains("(2,)") && m.contains("(3,)"), "{m}");
-        let m = err(
-            "dot",
-            &[&[3], &[3]],
-            f,
-            &[("transpose_a", Value::Bool(true))],
-        );
+        let m = err("dot", &[&[3], &[3]], f, &[("transpose_a", Value::Bool(true))]);
         assert!(m.contains("cannot transpose vectors"), "{m}");
         let m = err("dot", &[&[], &[3]], f, &[]);
         assert!(m.contains("at least one dimension"), "{m}");
         let m = err("dot", &[&[2, 3], &[3, 4]], DType::I32, &[]);
         assert!(m.contains("int32"), "{m}");
-        let ins = [
-            NDArray::empty(&[2, 3], Context::cpu(0), f).unwrap(),
-            NDArray::empty(&[3, 4], Context::cpu(0), DType::F64).unwrap(),
-        ];
+        let ins = [NDArray::empty(&[2, 3], Context::cpu(0), f).unwrap(), NDArray::empty(&[3, 4], Context::cpu(0), DType::F64).unwrap()];
         let m = call1("dot", &ins, &[]).unwrap_err().message().to_string();
-        assert!(
-            m.contains("dtype mismatch") && m.contains("operator dot"),
-            "{m}"
-        );
+        assert!(m.contains("dtype mismatch") && m.contains("operator dot"), "{m}");
 
         let m = err("batch_dot", &[&[3, 4], &[4, 5]], f, &[]);
         assert!(m.contains("N >= 3") && m.contains("(3, 4)"), "{m}");
         let m = err("batch_dot", &[&[2, 3, 4], &[2, 2, 4, 5]], f, &[]);
         assert!(m.contains("(2, 3, 4)") && m.contains("(2, 2, 4, 5)"), "{m}");
         let m = err("batch_dot", &[&[2, 3, 4], &[3, 4, 5]], f, &[]);
-        assert!(
-            m.contains("batch dimensions") && m.contains("(3, 4, 5)"),
-            "{m}"
-        );
+        assert!(m.contains("batch dimensions") && m.contains("(3, 4, 5)"), "{m}");
         let m = err("batch_dot", &[&[2, 3, 4], &[2, 3, 5]], f, &[]);
         assert!(m.contains("summed-over dimensions 4 and 3"), "{m}");
         let m = err("batch_dot", &[&[2, 3, 4], &[2, 4, 5]], DType::I64, &[]);
         assert!(m.contains("int64"), "{m}");
 
-        let m = err(
-            "_linalg_gemm2",
-            &[&[2, 2, 3, 4], &[2, 2, 4, 5]],
-            f,
-            &[("axis", Value::Int(-1))],
-        );
+        let m = err("_linalg_gemm2", &[&[2, 2, 3, 4], &[2, 2, 4, 5]], f, &[("axis", Value::Int(-1))]);
         assert!(m.contains("row axis -1"), "{m}");
-        let m = err(
-            "_linalg_gemm2",
-            &[&[3, 2, 4], &[4, 2, 5]],
-            f,
-            &[("axis", Value::Int(-4))],
-        );
+        let m = err("_linalg_gemm2", &[&[3, 2, 4], &[4, 2, 5]], f, &[("axis", Value::Int(-4))]);
         assert!(m.contains("row axis -4"), "{m}");
         let m = err("_linalg_gemm2", &[&[3, 4], &[5, 5]], f, &[]);
         assert!(m.contains("(3, 4)") && m.contains("(5, 5)"), "{m}");
@@ -1821,21 +1351,12 @@ mod tests {
         let m = err("_linalg_gemm2", &[&[2, 3], &[3, 2]], DType::F16, &[]);
         assert!(m.contains("float16"), "{m}");
         let m = err("_linalg_gemm", &[&[3, 4], &[4, 5], &[3, 4]], f, &[]);
-        assert!(
-            m.contains("C has shape (3, 4)") && m.contains("(3, 5)"),
-            "{m}"
-        );
+        assert!(m.contains("C has shape (3, 4)") && m.contains("(3, 5)"), "{m}");
     }
 
     #[test]
     fn aliases_resolve() {
-        assert_eq!(
-            crate::op::lookup("linalg_gemm2").unwrap().name,
-            "_linalg_gemm2"
-        );
-        assert_eq!(
-            crate::op::lookup("linalg_gemm").unwrap().name,
-            "_linalg_gemm"
-        );
+        assert_eq!(crate::op::lookup("linalg_gemm2").unwrap().name, "_linalg_gemm2");
+        assert_eq!(crate::op::lookup("linalg_gemm").unwrap().name, "_linalg_gemm");
     }
 }

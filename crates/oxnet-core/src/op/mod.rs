@@ -11,37 +11,37 @@
 pub mod params;
 mod util;
 
-mod elemwise;
-mod init;
 mod copy;
-mod random;
+mod cuda;
 mod dist;
-mod sample;
-mod random_pdf;
-pub mod shape;
-mod reduce;
+mod elemwise;
+mod grads;
+mod group_norm;
+mod im2col;
+mod image;
 mod index;
-mod softmax;
+mod init;
+mod layout_ops;
 mod linalg;
 mod linalg_la;
 mod linalg_la_grad;
-mod optimizer;
-mod grads;
+mod math_special;
 mod nn;
 mod nn_conv;
-mod image;
-mod cuda;
-mod math_special;
-mod sequence;
-mod layout_ops;
 mod nn_extra;
-mod im2col;
+mod optimizer;
 mod pad;
-mod group_norm;
+mod random;
+mod random_pdf;
+mod reduce;
+mod sample;
+mod sequence;
+pub mod shape;
+mod softmax;
 
+pub use optimizer::blockwise_update;
 pub use params::{PType, ParamSpec, Params, Value};
 pub use util::*;
-pub use optimizer::blockwise_update;
 
 use crate::context::Context;
 use crate::dtype::DType;
@@ -59,11 +59,17 @@ use std::sync::{Arc, OnceLock};
 #[derive(Clone, Copy, Debug)]
 pub enum Arity {
     Fixed(&'static [&'static str]),
-    Variadic { name: &'static str, count: &'static str },
+    Variadic {
+        name: &'static str,
+        count: &'static str,
+    },
     /// Inputs that depend on the parameters (e.g. `no_bias=True` drops `bias`):
     /// `all` lists every possible input in order, `select` the ones used with
     /// these parameters (a sub-sequence of `all`).
-    Dynamic { all: &'static [&'static str], select: fn(&Params) -> &'static [&'static str] },
+    Dynamic {
+        all: &'static [&'static str],
+        select: fn(&Params) -> &'static [&'static str],
+    },
 }
 
 /// A tensor handed to a compute function: raw pointer, shape, dtype.
@@ -219,13 +225,24 @@ pub struct OpDef {
     /// whatever the indices' dtype; None: unknown inputs take the first known
     /// input's dtype.
     pub dtype_fill: Option<DTypeFillFn>,
+    /// Whether symbolic inference may probe the op with partly known shapes (see
+    /// graph::partial); false for ops that, as in MXNet, infer nothing until their
+    /// inputs are whole (`where`).
+    pub partial: bool,
 }
 
 /// See [`OpDef::dtype_fill`].
 pub type DTypeFillFn = fn(&Params, &mut [Option<DType>]);
 
 impl OpDef {
-    pub const fn new(name: &'static str, doc: &'static str, inputs: Arity, params: &'static [ParamSpec], infer: InferFn, cpu: ComputeFn) -> OpDef {
+    pub const fn new(
+        name: &'static str,
+        doc: &'static str,
+        inputs: Arity,
+        params: &'static [ParamSpec],
+        infer: InferFn,
+        cpu: ComputeFn,
+    ) -> OpDef {
         OpDef {
             name,
             aliases: &[],
@@ -246,7 +263,12 @@ impl OpDef {
             fill: None,
             num_outputs: None,
             dtype_fill: None,
+            partial: true,
         }
+    }
+    pub const fn no_partial(mut self) -> Self {
+        self.partial = false;
+        self
     }
     pub const fn dtype_fill(mut self, f: DTypeFillFn) -> Self {
         self.dtype_fill = Some(f);
@@ -447,7 +469,13 @@ const INLINE_LIMIT: usize = 1 << 15;
 /// outputs at once; the compute runs asynchronously. Errors found before the push
 /// (shapes, dtypes, contexts, parameters) are returned here and leave every input as
 /// it was.
-pub fn invoke(op: &'static OpDef, inputs: &[NDArray], params: Params, out: Option<&[NDArray]>, ctx: Option<Context>) -> Result<Vec<NDArray>> {
+pub fn invoke(
+    op: &'static OpDef,
+    inputs: &[NDArray],
+    params: Params,
+    out: Option<&[NDArray]>,
+    ctx: Option<Context>,
+) -> Result<Vec<NDArray>> {
     let n_in = op.num_inputs(&params);
     if inputs.len() != n_in {
         return Err(Error::op(op.name, format!("expects {n_in} input(s), got {}", inputs.len())));
@@ -534,8 +562,8 @@ pub fn invoke(op: &'static OpDef, inputs: &[NDArray], params: Params, out: Optio
         }
     }
 
-    let work: usize = (inputs.iter().map(|a| a.size()).sum::<usize>() + outputs.iter().map(|a| a.size()).sum::<usize>())
-        .saturating_mul(op.cost as usize);
+    let work: usize =
+        (inputs.iter().map(|a| a.size()).sum::<usize>() + outputs.iter().map(|a| a.size()).sum::<usize>()).saturating_mul(op.cost as usize);
     let inline_ok = work <= INLINE_LIMIT;
 
     let reads: SmallVec<[Arc<engine::Var>; 4]> = inputs.iter().map(|a| a.var().clone()).collect();

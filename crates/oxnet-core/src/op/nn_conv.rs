@@ -242,7 +242,9 @@ fn fc_grad_recorded(inputs: &[NDArray], og: &[NDArray]) -> Result<Vec<Option<NDA
     let (x, w) = (&inputs[0], &inputs[1]);
     let (h, kin) = (w.shape()[0], w.shape()[1]);
     let rows = x.size() / kin.max(1);
-    let reshape = |a: &NDArray, s: &[usize]| call1("Reshape", std::slice::from_ref(a), &[("shape", Value::Tuple(s.iter().map(|&d| d as i64).collect()))]);
+    let reshape = |a: &NDArray, s: &[usize]| {
+        call1("Reshape", std::slice::from_ref(a), &[("shape", Value::Tuple(s.iter().map(|&d| d as i64).collect()))])
+    };
     let g2 = reshape(&og[0], &[rows, h])?;
     let dx = reshape(&call1("dot", &[g2.clone(), w.clone()], &[])?, x.shape())?;
     let dw = call1("dot", &[g2.clone(), reshape(x, &[rows, kin])?], &[("transpose_a", Value::Bool(true))])?;

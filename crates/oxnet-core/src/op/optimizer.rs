@@ -342,6 +342,37 @@ fn adam<T: Fl>(c: &OpCall) {
     });
 }
 
+/// FTML (Zheng & Kwok, 2017), MXNet's `ftml_update`: its gradient clip is the
+/// `clip_grad` parameter and covers the weight decay term too.
+fn ftml<T: Fl>(c: &OpCall) {
+    let pf = |n: &str| T::R::c(c.params.float(n));
+    let (lr, b1, b2, eps, wd, rescale) = (pf("lr"), pf("beta1"), pf("beta2"), pf("epsilon"), pf("wd"), pf("rescale_grad"));
+    let cg = c.params.float("clip_grad");
+    let t = c.params.int("t") as i32;
+    let one = T::R::c(1.0);
+    let b1t = T::R::c(c.params.float("beta1").powi(t));
+    let b2t = T::R::c(c.params.float("beta2").powi(t));
+    let (w, g, d, v, z, o) = (
+        p::<T>(&c.inputs[0]),
+        p::<T>(&c.inputs[1]),
+        p::<T>(&c.inputs[2]),
+        p::<T>(&c.inputs[3]),
+        p::<T>(&c.inputs[4]),
+        p::<T>(&c.outputs[0]),
+    );
+    each(c.outputs[0].size(), |i| {
+        let wv = w.get(i).ld();
+        let gr = clip(rescale * g.get(i).ld() + wd * wv, T::R::c(cg), cg >= 0.0);
+        let vv = b2 * v.get(i).ld() + (one - b2) * gr * gr;
+        let dt = (one - b1t) / lr * ((vv / (one - b2t)).sqrt() + eps);
+        let zv = b1 * z.get(i).ld() + (one - b1) * gr - (dt - b1 * d.get(i).ld()) * wv;
+        v.set(i, T::st(vv));
+        z.set(i, T::st(zv));
+        d.set(i, T::st(dt));
+        o.set(i, T::st(-zv / dt));
+    });
+}
+
 fn clip_w<R: Real>(w: R, cw: f64) -> R {
     if cw >= 0.0 {
         clip(w, R::c(cw), true)
@@ -518,6 +549,7 @@ compute_fn!(lamb1_c, lamb1);
 compute_fn!(lamb2_c, lamb2);
 compute_fn!(adagrad_c, adagrad);
 compute_fn!(adadelta_c, adadelta);
+compute_fn!(ftml_c, ftml);
 
 // ---- inference ----------------------------------------------------------------
 
@@ -678,6 +710,17 @@ const ADADELTA_P: &[ParamSpec] = &[
     spec!(clip),
 ];
 
+const FTML_P: &[ParamSpec] = &[
+    spec!(lr),
+    ParamSpec::new("beta1", PType::Float, Some("0.6"), "Generally close to 0.5."),
+    ParamSpec::new("beta2", PType::Float, Some("0.999"), "Generally close to 1."),
+    ParamSpec::new("epsilon", PType::Float, Some("1e-08"), "Epsilon to prevent div 0."),
+    ParamSpec::new("t", PType::Int, None, "Number of update."),
+    spec!(wd),
+    spec!(rescale),
+    ParamSpec::new("clip_grad", PType::Float, Some("-1"), "Clip gradient to the range of [-clip_gradient, clip_gradient] If clip_gradient <= 0, gradient clipping is turned off. grad = max(min(grad, clip_gradient), -clip_gradient)."),
+];
+
 /// True for the update ops that work element by element on arrays of the weight's
 /// size (every input of another size holds one value), so a caller may run them on
 /// any sub-range of the elements: the kvstore fuses the gradient sum into them
@@ -701,6 +744,7 @@ pub fn blockwise_update(name: &str) -> bool {
             | "lamb_update_phase2"
             | "adagrad_update"
             | "adadelta_update"
+            | "ftml_update"
     )
 }
 
@@ -785,6 +829,16 @@ pub(super) fn register(r: &mut Registry) {
     add(r, "lamb_update_phase2", "Phase II of the LAMB update: weight = weight - lr * (r1 / r2) * g, with r1 clipped to [lower_bound, upper_bound] and a ratio of 1 where r1 or r2 is 0.", &["weight", "g", "r1", "r2"], LAMB2_P, infer_lamb2, lamb2_c, &[]);
     add(r, "adagrad_update", "Fused update of the AdaGrad optimizer (oxnet).\n\n    g = clip(rescale_grad * grad)\n    history = history + g^2\n    weight = weight - lr * (g / sqrt(history + epsilon) + wd * weight)", &["weight", "grad", "history"], ADAGRAD_P, infer_plain, adagrad_c, &[2]);
     add(r, "adadelta_update", "Fused update of the AdaDelta optimizer (oxnet).\n\n    g = clip(rescale_grad * grad)\n    acc_g = rho * acc_g + (1 - rho) * g^2\n    delta = sqrt(acc_delta + epsilon) / sqrt(acc_g + epsilon) * g\n    acc_delta = rho * acc_delta + (1 - rho) * delta^2\n    weight = weight - (delta + wd * weight)", &["weight", "grad", "acc_g", "acc_delta"], ADADELTA_P, infer_plain, adadelta_c, &[2, 3]);
+    add(
+        r,
+        "ftml_update",
+        "The FTML optimizer described in *FTML - Follow the Moving Leader in Deep Learning*.\n\n    g = clip(rescale_grad * grad + wd * weight, clip_grad)\n    v = beta2 * v + (1 - beta2) * g^2\n    d_t = (1 - beta1^t) / lr * (sqrt(v / (1 - beta2^t)) + epsilon)\n    z = beta1 * z + (1 - beta1) * g - (d_t - beta1 * d) * weight\n    d = d_t\n    weight = - z / d_t",
+        &["weight", "grad", "d", "v", "z"],
+        FTML_P,
+        infer_plain,
+        ftml_c,
+        &[2, 3, 4],
+    );
 }
 
 #[cfg(test)]

@@ -108,11 +108,7 @@ fn parse_bool(s: &str) -> Option<bool> {
 
 fn parse_tuple_items(s: &str) -> Option<Vec<Option<i64>>> {
     let t = s.trim();
-    let inner = if (t.starts_with('(') && t.ends_with(')')) || (t.starts_with('[') && t.ends_with(']')) {
-        &t[1..t.len() - 1]
-    } else {
-        t
-    };
+    let inner = if (t.starts_with('(') && t.ends_with(')')) || (t.starts_with('[') && t.ends_with(']')) { &t[1..t.len() - 1] } else { t };
     let mut out = Vec::new();
     for item in inner.split(',') {
         let item = item.trim();
@@ -233,7 +229,10 @@ impl Params {
             let spec = &specs[i];
             let shown = format!("{v:?}");
             let val = coerce(spec, v).map_err(|_| {
-                Error::op(op, format!("Invalid Parameter format for {} expect {} but value='{}'", spec.name, spec.type_doc(), show_value(&shown)))
+                Error::op(
+                    op,
+                    format!("Invalid Parameter format for {} expect {} but value='{}'", spec.name, spec.type_doc(), show_value(&shown)),
+                )
             })?;
             slots[i] = Some(val);
         }
@@ -244,9 +243,7 @@ impl Params {
                 None => match spec.default {
                     Some(d) => coerce(spec, Value::Str(d.to_string()))
                         .map_err(|_| Error::op(op, format!("bad default for parameter {}", spec.name)))?,
-                    None => {
-                        return Err(Error::op(op, format!("Required parameter {} of {} is not presented", spec.name, spec.type_doc())))
-                    }
+                    None => return Err(Error::op(op, format!("Required parameter {} of {} is not presented", spec.name, spec.type_doc()))),
                 },
             };
             vals.push((spec.name, v));
@@ -341,8 +338,7 @@ pub fn value_to_string(v: &Value) -> String {
         Value::Int(i) => i.to_string(),
         Value::Float(f) => format_float(*f),
         Value::Tuple(t) => {
-            let items: Vec<String> =
-                t.iter().map(|x| if *x == i64::MIN { "None".to_string() } else { x.to_string() }).collect();
+            let items: Vec<String> = t.iter().map(|x| if *x == i64::MIN { "None".to_string() } else { x.to_string() }).collect();
             if items.len() == 1 {
                 format!("({},)", items[0])
             } else {
@@ -376,12 +372,8 @@ mod tests {
     ];
     #[test]
     fn strings_and_values() {
-        let p = Params::parse(
-            "t",
-            SPECS,
-            vec![("axis".into(), Value::Str("(0, 1)".into())), ("shape".into(), Value::Str("[2,3]".into()))],
-        )
-        .unwrap();
+        let p = Params::parse("t", SPECS, vec![("axis".into(), Value::Str("(0, 1)".into())), ("shape".into(), Value::Str("[2,3]".into()))])
+            .unwrap();
         assert_eq!(p.opt_tuple("axis"), Some(vec![0, 1]));
         assert!(!p.bool("keepdims"));
         assert_eq!(p.tuple("shape"), vec![2, 3]);

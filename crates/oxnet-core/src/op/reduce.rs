@@ -33,19 +33,19 @@ const AXIS_DOC: &str = "The axis or axes along which to perform the reduction.
 
 const REDUCE_PARAMS: &[ParamSpec] = &[
     ParamSpec::new("axis", PType::OptTuple, Some("None"), AXIS_DOC),
-    ParamSpec::new("keepdims", PType::Bool, Some("False"), "If this is set to `True`, the reduced axes are left in the result as dimension with size one."),
+    ParamSpec::new(
+        "keepdims",
+        PType::Bool,
+        Some("False"),
+        "If this is set to `True`, the reduced axes are left in the result as dimension with size one.",
+    ),
     ParamSpec::new("exclude", PType::Bool, Some("False"), "Whether to perform reduction on axis that are NOT in axis instead."),
 ];
 
 /// Which axes of `shape` are reduced, MXNet's rules: None or `()` reduces all (with
 /// or without `exclude`); negative axes count from the end; out-of-range and
 /// duplicate axes are errors.
-pub(super) fn reduce_mask(
-    op: &str,
-    shape: &[usize],
-    axis: Option<&[i64]>,
-    exclude: bool,
-) -> Result<Vec<bool>> {
+pub(super) fn reduce_mask(op: &str, shape: &[usize], axis: Option<&[i64]>, exclude: bool) -> Result<Vec<bool>> {
     let nd = shape.len();
     let axes = match axis {
         None | Some([]) => return Ok(vec![true; nd]),
@@ -57,7 +57,11 @@ pub(super) fn reduce_mask(
         if v < 0 || v >= nd as i64 {
             return Err(Error::op(
                 op,
-                format!("reduction axis {a} is out of bounds for input of shape {} (valid range is [-{nd}, {}])", fmt_shape(shape), nd as i64 - 1),
+                format!(
+                    "reduction axis {a} is out of bounds for input of shape {} (valid range is [-{nd}, {}])",
+                    fmt_shape(shape),
+                    nd as i64 - 1
+                ),
             ));
         }
         norm.push(v as usize);
@@ -65,7 +69,10 @@ pub(super) fn reduce_mask(
     let mut mask = vec![false; nd];
     for (&v, &a) in norm.iter().zip(axes) {
         if mask[v] {
-            return Err(Error::op(op, format!("reduction axes have duplicates: axis {a} refers to axis {v}, which is already in {axes:?}")));
+            return Err(Error::op(
+                op,
+                format!("reduction axes have duplicates: axis {a} refers to axis {v}, which is already in {axes:?}"),
+            ));
         }
         mask[v] = true;
     }
@@ -79,18 +86,9 @@ pub(super) fn reduce_mask(
 /// axis left gives `(1,)`.
 pub(super) fn reduced_shape(shape: &[usize], mask: &[bool], keepdims: bool) -> Shape {
     let s: Shape = if keepdims {
-        shape
-            .iter()
-            .zip(mask)
-            .map(|(&d, &m)| if m { 1 } else { d })
-            .collect()
+        shape.iter().zip(mask).map(|(&d, &m)| if m { 1 } else { d }).collect()
     } else {
-        shape
-            .iter()
-            .zip(mask)
-            .filter(|(_, &m)| !m)
-            .map(|(&d, _)| d)
-            .collect()
+        shape.iter().zip(mask).filter(|(_, &m)| !m).map(|(&d, _)| d).collect()
     };
     if s.is_empty() && !keepdims {
         Shape::from_slice(&[1])
@@ -105,18 +103,8 @@ fn mask_of(op: &str, p: &super::Params, shape: &[usize]) -> Result<Vec<bool>> {
 
 /// Reductions without an identity (max, min, argmax) cannot reduce an empty extent.
 fn check_nonempty(a: &InferArgs, shape: &[usize], mask: &[bool]) -> Result<()> {
-    let red: usize = shape
-        .iter()
-        .zip(mask)
-        .filter(|(_, &m)| m)
-        .map(|(&d, _)| d)
-        .product();
-    let kept: usize = shape
-        .iter()
-        .zip(mask)
-        .filter(|(_, &m)| !m)
-        .map(|(&d, _)| d)
-        .product();
+    let red: usize = shape.iter().zip(mask).filter(|(_, &m)| m).map(|(&d, _)| d).product();
+    let kept: usize = shape.iter().zip(mask).filter(|(_, &m)| !m).map(|(&d, _)| d).product();
     if red == 0 && kept > 0 {
         return Err(a.err(format!(
             "cannot reduce over a zero-size extent of input shape {} ({} has no identity)",
@@ -133,10 +121,7 @@ fn infer_reduce<const NEEDS_ELEMENTS: bool>(a: &InferArgs) -> Result<Vec<(Shape,
     if NEEDS_ELEMENTS {
         check_nonempty(a, shape, &mask)?;
     }
-    Ok(vec![(
-        reduced_shape(shape, &mask, a.params.bool("keepdims")),
-        a.dtypes[0],
-    )])
+    Ok(vec![(reduced_shape(shape, &mask, a.params.bool("keepdims")), a.dtypes[0])])
 }
 
 /// Binds `$T` to the element type of `$d`, running `$f` for float types and `$i`
@@ -176,12 +161,7 @@ macro_rules! by_kind {
     };
 }
 
-fn run<T: Num, R: Reducer<T>, F: Fn(R::A) -> T + Sync + Send + Copy>(
-    c: &OpCall,
-    plan: &Plan,
-    rd: R,
-    fin: F,
-) {
+fn run<T: Num, R: Reducer<T>, F: Fn(R::A) -> T + Sync + Send + Copy>(c: &OpCall, plan: &Plan, rd: R, fin: F) {
     // SAFETY: the engine gives this op read access to the input and exclusive write
     // access to the output, which does not alias it (invoke copies when it would).
     let (x, o) = unsafe { (c.inputs[0].slice::<T>(), c.outputs[0].slice_mut::<T>()) };
@@ -223,9 +203,7 @@ fn reduce_compute<const OP: u8>(c: &mut OpCall) -> Result<()> {
         },
         {
             match OP {
-                SUM | NANSUM => {
-                    run::<T, _, _>(c, &plan, k::SumI, move |a| int_out::<T>(a, is_bool))
-                }
+                SUM | NANSUM => run::<T, _, _>(c, &plan, k::SumI, move |a| int_out::<T>(a, is_bool)),
                 MEAN => run::<T, _, _>(c, &plan, k::SumI, move |a| {
                     if is_bool {
                         int_out::<T>(a, true)
@@ -235,9 +213,7 @@ fn reduce_compute<const OP: u8>(c: &mut OpCall) -> Result<()> {
                         T::wrap_i64(if n == 0 { 0 } else { s / n as i64 })
                     }
                 }),
-                PROD | NANPROD => {
-                    run::<T, _, _>(c, &plan, k::ProdI, move |a| int_out::<T>(a, is_bool))
-                }
+                PROD | NANPROD => run::<T, _, _>(c, &plan, k::ProdI, move |a| int_out::<T>(a, is_bool)),
                 MAX => run::<T, _, _>(c, &plan, k::MaxR, |a| a),
                 _ => run::<T, _, _>(c, &plan, k::MinR, |a| a),
             }
@@ -250,15 +226,30 @@ fn reduce_compute<const OP: u8>(c: &mut OpCall) -> Result<()> {
 
 const NORM_PARAMS: &[ParamSpec] = &[
     ParamSpec::new("ord", PType::Int, Some("2"), "Order of the norm. Currently ord=1 and ord=2 is supported."),
-    ParamSpec::new("axis", PType::OptTuple, Some("None"), "The axis or axes along which to perform the reduction.
+    ParamSpec::new(
+        "axis",
+        PType::OptTuple,
+        Some("None"),
+        "The axis or axes along which to perform the reduction.
 
       The default, `axis=()`, will compute over all elements into a
       scalar array with shape `(1,)`.
       If `axis` is int, a reduction is performed on a particular axis.
       If `axis` is a 2-tuple, it specifies the axes that hold 2-D matrices,
-      and the matrix norms of these matrices are computed."),
-    ParamSpec::new("out_dtype", PType::OptDType, Some("None"), "The data type of the output (one of None, 'float16', 'float32', 'float64', 'int32', 'int64', 'int8')."),
-    ParamSpec::new("keepdims", PType::Bool, Some("False"), "If this is set to `True`, the reduced axis is left in the result as dimension with size one."),
+      and the matrix norms of these matrices are computed.",
+    ),
+    ParamSpec::new(
+        "out_dtype",
+        PType::OptDType,
+        Some("None"),
+        "The data type of the output (one of None, 'float16', 'float32', 'float64', 'int32', 'int64', 'int8').",
+    ),
+    ParamSpec::new(
+        "keepdims",
+        PType::Bool,
+        Some("False"),
+        "If this is set to `True`, the reduced axis is left in the result as dimension with size one.",
+    ),
 ];
 
 fn infer_norm(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
@@ -277,26 +268,13 @@ fn infer_norm(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
         }
     };
     let shape = a.shapes[0];
-    let mask = reduce_mask(
-        a.op.name,
-        shape,
-        a.params.opt_tuple("axis").as_deref(),
-        false,
-    )?;
-    Ok(vec![(
-        reduced_shape(shape, &mask, a.params.bool("keepdims")),
-        out,
-    )])
+    let mask = reduce_mask(a.op.name, shape, a.params.opt_tuple("axis").as_deref(), false)?;
+    Ok(vec![(reduced_shape(shape, &mask, a.params.bool("keepdims")), out)])
 }
 
 fn norm_compute(c: &mut OpCall) -> Result<()> {
     let (x, o) = (&c.inputs[0], &c.outputs[0]);
-    let mask = reduce_mask(
-        c.op.name,
-        &x.shape,
-        c.params.opt_tuple("axis").as_deref(),
-        false,
-    )?;
+    let mask = reduce_mask(c.op.name, &x.shape, c.params.opt_tuple("axis").as_deref(), false)?;
     let plan = Plan::new(&x.shape, &mask);
     let ord1 = c.params.int("ord") == 1;
     let mut tmp = vec![0.0f64; o.size()];
@@ -315,11 +293,7 @@ fn norm_compute(c: &mut OpCall) -> Result<()> {
         // SAFETY: exclusive write access to the output.
         let os = unsafe { o.slice_mut::<U>() };
         for (d, &v) in os.iter_mut().zip(&tmp) {
-            *d = if <U as Num>::FLOAT {
-                <U as Element>::from_f64(v)
-            } else {
-                U::wrap_i64(v as i64)
-            };
+            *d = if <U as Num>::FLOAT { <U as Element>::from_f64(v) } else { U::wrap_i64(v as i64) };
         }
     });
     Ok(())
@@ -343,15 +317,9 @@ fn arg_mask(op: &str, shape: &[usize], axis: Option<i64>) -> Result<Vec<bool>> {
     })
 }
 
-fn infer_arg_common(
-    a: &InferArgs,
-    axis: Option<i64>,
-    keepdims: bool,
-) -> Result<Vec<(Shape, DType)>> {
+fn infer_arg_common(a: &InferArgs, axis: Option<i64>, keepdims: bool) -> Result<Vec<(Shape, DType)>> {
     if a.dtypes[0] == DType::Bool {
-        return Err(
-            a.err("bool input is not supported (positions are returned in the input's dtype)")
-        );
+        return Err(a.err("bool input is not supported (positions are returned in the input's dtype)"));
     }
     let shape = a.shapes[0];
     let mask = arg_mask(a.op.name, shape, axis)?;
@@ -370,11 +338,7 @@ fn infer_argmax_channel(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
 fn arg_run<const MAXIMUM: bool>(c: &OpCall, axis: Option<i64>) -> Result<()> {
     let x = &c.inputs[0];
     let plan = Plan::new(&x.shape, &arg_mask(c.op.name, &x.shape, axis)?);
-    crate::with_dtype!(x.dtype, T, {
-        run::<T, _, _>(c, &plan, ArgR::<MAXIMUM>, |a: (T, usize)| {
-            T::from_index(a.1)
-        })
-    });
+    crate::with_dtype!(x.dtype, T, { run::<T, _, _>(c, &plan, ArgR::<MAXIMUM>, |a: (T, usize)| { T::from_index(a.1) }) });
     Ok(())
 }
 
@@ -395,30 +359,9 @@ pub(super) fn register(r: &mut Registry) {
                cpu: super::ComputeFn| {
         r.add(OpDef::new(name, doc, DATA, REDUCE_PARAMS, infer, cpu).aliases(aliases));
     };
-    reg(
-        r,
-        "sum",
-        &["sum_axis"],
-        "Computes the sum of array elements over given axes.",
-        infer_reduce::<false>,
-        reduce_compute::<SUM>,
-    );
-    reg(
-        r,
-        "mean",
-        &[],
-        "Computes the mean of array elements over given axes.",
-        infer_reduce::<false>,
-        reduce_compute::<MEAN>,
-    );
-    reg(
-        r,
-        "prod",
-        &[],
-        "Computes the product of array elements over given axes.",
-        infer_reduce::<false>,
-        reduce_compute::<PROD>,
-    );
+    reg(r, "sum", &["sum_axis"], "Computes the sum of array elements over given axes.", infer_reduce::<false>, reduce_compute::<SUM>);
+    reg(r, "mean", &[], "Computes the mean of array elements over given axes.", infer_reduce::<false>, reduce_compute::<MEAN>);
+    reg(r, "prod", &[], "Computes the product of array elements over given axes.", infer_reduce::<false>, reduce_compute::<PROD>);
     reg(
         r,
         "nansum",
@@ -435,22 +378,8 @@ pub(super) fn register(r: &mut Registry) {
         infer_reduce::<false>,
         reduce_compute::<NANPROD>,
     );
-    reg(
-        r,
-        "max",
-        &["max_axis"],
-        "Computes the max of array elements over given axes.",
-        infer_reduce::<true>,
-        reduce_compute::<MAX>,
-    );
-    reg(
-        r,
-        "min",
-        &["min_axis"],
-        "Computes the min of array elements over given axes.",
-        infer_reduce::<true>,
-        reduce_compute::<MIN>,
-    );
+    reg(r, "max", &["max_axis"], "Computes the max of array elements over given axes.", infer_reduce::<true>, reduce_compute::<MAX>);
+    reg(r, "min", &["min_axis"], "Computes the min of array elements over given axes.", infer_reduce::<true>, reduce_compute::<MIN>);
     r.add(OpDef::new(
         "norm",
         "Computes the norm on an NDArray.
@@ -463,22 +392,8 @@ array. Currently only ord=2 supports sparse ndarrays.",
         infer_norm,
         norm_compute,
     ));
-    r.add(OpDef::new(
-        "argmax",
-        "Returns indices of the maximum values along an axis.",
-        DATA,
-        ARG_PARAMS,
-        infer_arg,
-        arg_compute::<true>,
-    ));
-    r.add(OpDef::new(
-        "argmin",
-        "Returns indices of the minimum values along an axis.",
-        DATA,
-        ARG_PARAMS,
-        infer_arg,
-        arg_compute::<false>,
-    ));
+    r.add(OpDef::new("argmax", "Returns indices of the maximum values along an axis.", DATA, ARG_PARAMS, infer_arg, arg_compute::<true>));
+    r.add(OpDef::new("argmin", "Returns indices of the minimum values along an axis.", DATA, ARG_PARAMS, infer_arg, arg_compute::<false>));
     r.add(OpDef::new(
         "argmax_channel",
         "Returns argmax indices of each channel from the input array (the argmax along axis 1).",
@@ -523,25 +438,15 @@ pub(super) mod test_util {
 
     /// Any array's values as f64.
     pub fn vals(a: &NDArray) -> Vec<f64> {
-        crate::with_dtype!(a.dtype(), T, {
-            a.to_vec::<T>()
-                .unwrap()
-                .into_iter()
-                .map(|v| v.to_f64())
-                .collect()
-        })
+        crate::with_dtype!(a.dtype(), T, { a.to_vec::<T>().unwrap().into_iter().map(|v| v.to_f64()).collect() })
     }
 
     #[track_caller]
     pub fn close(what: &str, got: &[f64], want: &[f64], rtol: f64) {
         assert_eq!(got.len(), want.len(), "{what}: length");
         for (i, (g, w)) in got.iter().zip(want).enumerate() {
-            let ok =
-                (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= rtol * w.abs().max(1e-3);
-            assert!(
-                ok,
-                "{what}: element {i}: got {g}, want {w}\n got {got:?}\nwant {want:?}"
-            );
+            let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= rtol * w.abs().max(1e-3);
+            assert!(ok, "{what}: element {i}: got {g}, want {w}\n got {got:?}\nwant {want:?}");
         }
     }
 
@@ -565,26 +470,14 @@ mod tests {
     use crate::op::{call1, Value};
 
     #[track_caller]
-    fn case(
-        op: &str,
-        shape: &[usize],
-        kind: &str,
-        attrs: &[(&str, Value)],
-        want_shape: &[usize],
-        want: &[f64],
-    ) {
+    fn case(op: &str, shape: &[usize], kind: &str, attrs: &[(&str, Value)], want_shape: &[usize], want: &[f64]) {
         let n = shape.iter().product();
         for dt in [DType::F32, DType::F64] {
             let x = arr(shape, &pattern(n, kind), dt);
             let y = call1(op, &[x], attrs).unwrap();
             assert_eq!(y.shape(), want_shape, "{op} {attrs:?}");
             assert_eq!(y.dtype(), dt);
-            close(
-                &format!("{op} {attrs:?} {}", dt.name()),
-                &vals(&y),
-                want,
-                if dt == DType::F32 { 2e-6 } else { 1e-12 },
-            );
+            close(&format!("{op} {attrs:?} {}", dt.name()), &vals(&y), want, if dt == DType::F32 { 2e-6 } else { 1e-12 });
         }
     }
 
@@ -694,25 +587,14 @@ mod tests {
     }
 
     #[track_caller]
-    fn arg_case(
-        op: &str,
-        shape: &[usize],
-        attrs: &[(&str, Value)],
-        want_shape: &[usize],
-        want: &[f64],
-    ) {
+    fn arg_case(op: &str, shape: &[usize], attrs: &[(&str, Value)], want_shape: &[usize], want: &[f64]) {
         let n: usize = shape.iter().product();
         let data: Vec<f64> = (0..n).map(|i| ((i * 7) % 5) as f64).collect();
         for dt in [DType::F32, DType::F16, DType::I32, DType::I64, DType::U8] {
             let y = call1(op, &[arr(shape, &data, dt)], attrs).unwrap();
             assert_eq!(y.shape(), want_shape, "{op} {attrs:?}");
             assert_eq!(y.dtype(), dt, "{op} returns positions in the input dtype");
-            close(
-                &format!("{op} {attrs:?} {}", dt.name()),
-                &vals(&y),
-                want,
-                0.0,
-            );
+            close(&format!("{op} {attrs:?} {}", dt.name()), &vals(&y), want, 0.0);
         }
     }
 
@@ -762,100 +644,45 @@ mod tests {
         // int64 sums are exact beyond 2^53.
         let big = (1i64 << 60) + 1;
         let x = crate::NDArray::from_vec(&[2], &[big, 1i64], crate::Context::cpu(0)).unwrap();
-        assert_eq!(
-            call1("sum", std::slice::from_ref(&x), &[])
-                .unwrap()
-                .to_vec::<i64>()
-                .unwrap(),
-            vec![big + 1]
-        );
-        assert_eq!(
-            call1("prod", std::slice::from_ref(&x), &[])
-                .unwrap()
-                .to_vec::<i64>()
-                .unwrap(),
-            vec![big]
-        );
-        assert_eq!(
-            call1("max", &[x], &[]).unwrap().to_vec::<i64>().unwrap(),
-            vec![big]
-        );
+        assert_eq!(call1("sum", std::slice::from_ref(&x), &[]).unwrap().to_vec::<i64>().unwrap(), vec![big + 1]);
+        assert_eq!(call1("prod", std::slice::from_ref(&x), &[]).unwrap().to_vec::<i64>().unwrap(), vec![big]);
+        assert_eq!(call1("max", &[x], &[]).unwrap().to_vec::<i64>().unwrap(), vec![big]);
         // bool: sum/mean/max are "any", prod/min are "all" (MXNet gives True for sum([1,0,1])).
         let b = arr(&[3], &[1.0, 0.0, 1.0], DType::Bool);
-        for (op, want) in [
-            ("sum", 1.0),
-            ("mean", 1.0),
-            ("max", 1.0),
-            ("prod", 0.0),
-            ("min", 0.0),
-        ] {
+        for (op, want) in [("sum", 1.0), ("mean", 1.0), ("max", 1.0), ("prod", 0.0), ("min", 0.0)] {
             let y = call1(op, std::slice::from_ref(&b), &[]).unwrap();
             assert_eq!((y.dtype(), vals(&y)), (DType::Bool, vec![want]), "{op}");
         }
         let many = arr(&[256], &[1.0; 256], DType::Bool);
-        assert_eq!(
-            vals(&call1("sum", &[many], &[]).unwrap()),
-            vec![1.0],
-            "256 trues do not wrap to false"
-        );
+        assert_eq!(vals(&call1("sum", &[many], &[]).unwrap()), vec![1.0], "256 trues do not wrap to false");
         // float16 accumulates in f64: 10000 ones sum to 10000 (f16 accumulation would stall at 2048).
         let h = arr(&[10000], &[1.0; 10000], DType::F16);
-        assert_eq!(
-            vals(&call1("sum", std::slice::from_ref(&h), &[]).unwrap()),
-            vec![10000.0]
-        );
+        assert_eq!(vals(&call1("sum", std::slice::from_ref(&h), &[]).unwrap()), vec![10000.0]);
         assert_eq!(vals(&call1("mean", &[h], &[]).unwrap()), vec![1.0]);
         // Integer prod wraps: int8 100 * 3 = 44.
-        assert_eq!(
-            vals(&call1("prod", &[arr(&[2], &[100.0, 3.0], DType::I8)], &[]).unwrap()),
-            vec![44.0]
-        );
+        assert_eq!(vals(&call1("prod", &[arr(&[2], &[100.0, 3.0], DType::I8)], &[]).unwrap()), vec![44.0]);
         // nansum / nanprod on integers are sum / prod.
-        assert_eq!(
-            vals(&call1("nansum", &[arr(&[2], &[1.0, 2.0], DType::I32)], &[]).unwrap()),
-            vec![3.0]
-        );
-        assert_eq!(
-            vals(&call1("nanprod", &[arr(&[2], &[3.0, 2.0], DType::I32)], &[]).unwrap()),
-            vec![6.0]
-        );
+        assert_eq!(vals(&call1("nansum", &[arr(&[2], &[1.0, 2.0], DType::I32)], &[]).unwrap()), vec![3.0]);
+        assert_eq!(vals(&call1("nanprod", &[arr(&[2], &[3.0, 2.0], DType::I32)], &[]).unwrap()), vec![6.0]);
     }
 
     #[test]
     fn nan_handling() {
         let x = arr(&[4], &[1.0, f64::NAN, 3.0, f64::NAN], DType::F32);
-        for (op, want) in [
-            ("sum", f64::NAN),
-            ("max", f64::NAN),
-            ("min", f64::NAN),
-            ("nansum", 4.0),
-            ("nanprod", 3.0),
-            ("argmax", 1.0),
-            ("argmin", 1.0),
-        ] {
-            close(
-                op,
-                &vals(&call1(op, std::slice::from_ref(&x), &[]).unwrap()),
-                &[want],
-                0.0,
-            );
+        for (op, want) in
+            [("sum", f64::NAN), ("max", f64::NAN), ("min", f64::NAN), ("nansum", 4.0), ("nanprod", 3.0), ("argmax", 1.0), ("argmin", 1.0)]
+        {
+            close(op, &vals(&call1(op, std::slice::from_ref(&x), &[]).unwrap()), &[want], 0.0);
         }
         let inf = arr(&[2], &[f64::NEG_INFINITY, f64::NEG_INFINITY], DType::F32);
-        assert_eq!(
-            vals(&call1("max", std::slice::from_ref(&inf), &[]).unwrap()),
-            vec![f64::NEG_INFINITY]
-        );
+        assert_eq!(vals(&call1("max", std::slice::from_ref(&inf), &[]).unwrap()), vec![f64::NEG_INFINITY]);
         assert_eq!(vals(&call1("argmax", &[inf], &[]).unwrap()), vec![0.0]);
     }
 
     #[test]
     fn aliases() {
         let x = arr(&[2, 3], &pattern(6, "a"), DType::F32);
-        for (alias, op) in [
-            ("sum_axis", "sum"),
-            ("max_axis", "max"),
-            ("min_axis", "min"),
-        ] {
+        for (alias, op) in [("sum_axis", "sum"), ("max_axis", "max"), ("min_axis", "min")] {
             let a = call1(alias, std::slice::from_ref(&x), &[("axis", Value::Int(1))]).unwrap();
             let b = call1(op, std::slice::from_ref(&x), &[("axis", Value::Int(1))]).unwrap();
             assert_eq!(vals(&a), vals(&b));
@@ -865,25 +692,9 @@ mod tests {
     #[test]
     fn norm_dtypes() {
         let x = arr(&[2, 2], &[3.0, 4.0, 6.0, 8.0], DType::F32);
-        let y = call1(
-            "norm",
-            std::slice::from_ref(&x),
-            &[
-                ("axis", Value::Int(1)),
-                ("out_dtype", Value::DType(DType::F64)),
-            ],
-        )
-        .unwrap();
+        let y = call1("norm", std::slice::from_ref(&x), &[("axis", Value::Int(1)), ("out_dtype", Value::DType(DType::F64))]).unwrap();
         assert_eq!((y.dtype(), vals(&y)), (DType::F64, vec![5.0, 10.0]));
-        let y = call1(
-            "norm",
-            &[x],
-            &[
-                ("ord", Value::Int(1)),
-                ("out_dtype", Value::DType(DType::I32)),
-            ],
-        )
-        .unwrap();
+        let y = call1("norm", &[x], &[("ord", Value::Int(1)), ("out_dtype", Value::DType(DType::I32))]).unwrap();
         assert_eq!((y.dtype(), vals(&y)), (DType::I32, vec![21.0]));
         // Integer input: the L2 norm truncated to the type (MXNet's own int kernel is inexact).
         let y = call1("norm", &[arr(&[2], &[3.0, 4.0], DType::I32)], &[]).unwrap();
@@ -893,24 +704,9 @@ mod tests {
         close("norm big", &vals(&y), &[1.4142135e30], 1e-6);
         // float64 values whose squares overflow f64: scaled accumulation.
         let y = call1("norm", &[arr(&[2], &[1e200, 1e200], DType::F64)], &[]).unwrap();
-        close(
-            "norm huge",
-            &vals(&y),
-            &[std::f64::consts::SQRT_2 * 1e200],
-            1e-14,
-        );
-        let y = call1(
-            "norm",
-            &[arr(&[3], &[1e-200, 1e-200, 0.0], DType::F64)],
-            &[],
-        )
-        .unwrap();
-        close(
-            "norm tiny",
-            &vals(&y),
-            &[std::f64::consts::SQRT_2 * 1e-200],
-            1e-14,
-        );
+        close("norm huge", &vals(&y), &[std::f64::consts::SQRT_2 * 1e200], 1e-14);
+        let y = call1("norm", &[arr(&[3], &[1e-200, 1e-200, 0.0], DType::F64)], &[]).unwrap();
+        close("norm tiny", &vals(&y), &[std::f64::consts::SQRT_2 * 1e-200], 1e-14);
     }
 
     /// A sum over 10^7 float32 elements runs in parallel chunks and accumulates in
@@ -920,144 +716,48 @@ mod tests {
         let n = 10_000_000;
         let data: Vec<f32> = pattern(n, "a").into_iter().map(|v| v as f32).collect();
         let x = crate::NDArray::from_vec(&[n], &data, crate::Context::cpu(0)).unwrap();
-        assert_eq!(
-            call1("sum", std::slice::from_ref(&x), &[])
-                .unwrap()
-                .to_vec::<f32>()
-                .unwrap(),
-            vec![-1.75]
-        );
+        assert_eq!(call1("sum", std::slice::from_ref(&x), &[]).unwrap().to_vec::<f32>().unwrap(), vec![-1.75]);
         let x2 = x.reshape_view(&[1000, 10_000]).unwrap();
-        let rows = call1("sum", std::slice::from_ref(&x2), &[("axis", Value::Int(1))])
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap();
-        let cols = call1("sum", &[x2], &[("axis", Value::Int(0))])
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap();
+        let rows = call1("sum", std::slice::from_ref(&x2), &[("axis", Value::Int(1))]).unwrap().to_vec::<f32>().unwrap();
+        let cols = call1("sum", &[x2], &[("axis", Value::Int(0))]).unwrap().to_vec::<f32>().unwrap();
         let total: f64 = rows.iter().map(|v| *v as f64).sum();
         let total2: f64 = cols.iter().map(|v| *v as f64).sum();
         assert_eq!((rows.len(), cols.len()), (1000, 10_000));
-        assert!(
-            (total + 1.75).abs() < 1e-6 && (total2 + 1.75).abs() < 1e-6,
-            "{total} {total2}"
-        );
-        let tenth =
-            crate::NDArray::from_vec(&[n], &vec![0.1f32; n], crate::Context::cpu(0)).unwrap();
-        assert_eq!(
-            call1("sum", &[tenth], &[])
-                .unwrap()
-                .to_vec::<f32>()
-                .unwrap(),
-            vec![1_000_000.0]
-        );
+        assert!((total + 1.75).abs() < 1e-6 && (total2 + 1.75).abs() < 1e-6, "{total} {total2}");
+        let tenth = crate::NDArray::from_vec(&[n], &vec![0.1f32; n], crate::Context::cpu(0)).unwrap();
+        assert_eq!(call1("sum", &[tenth], &[]).unwrap().to_vec::<f32>().unwrap(), vec![1_000_000.0]);
     }
 
     #[test]
     fn errors_name_the_op_and_the_problem() {
         let x = arr(&[2, 3, 4], &pattern(24, "a"), DType::F32);
         let e = err_of("sum", std::slice::from_ref(&x), &[("axis", Value::Int(3))]);
-        assert!(
-            e.contains("operator sum") && e.contains("axis 3") && e.contains("(2, 3, 4)"),
-            "{e}"
-        );
-        let e = err_of(
-            "mean",
-            std::slice::from_ref(&x),
-            &[("axis", Value::Int(-4))],
-        );
+        assert!(e.contains("operator sum") && e.contains("axis 3") && e.contains("(2, 3, 4)"), "{e}");
+        let e = err_of("mean", std::slice::from_ref(&x), &[("axis", Value::Int(-4))]);
         assert!(e.contains("operator mean") && e.contains("axis -4"), "{e}");
-        let e = err_of(
-            "max",
-            std::slice::from_ref(&x),
-            &[("axis", Value::Tuple(vec![0, -3]))],
-        );
-        assert!(
-            e.contains("operator max") && e.contains("duplicates"),
-            "{e}"
-        );
-        let e = err_of(
-            "sum",
-            std::slice::from_ref(&x),
-            &[
-                ("axis", Value::Tuple(vec![1, 1])),
-                ("exclude", Value::Bool(true)),
-            ],
-        );
+        let e = err_of("max", std::slice::from_ref(&x), &[("axis", Value::Tuple(vec![0, -3]))]);
+        assert!(e.contains("operator max") && e.contains("duplicates"), "{e}");
+        let e = err_of("sum", std::slice::from_ref(&x), &[("axis", Value::Tuple(vec![1, 1])), ("exclude", Value::Bool(true))]);
         assert!(e.contains("duplicates"), "{e}");
         let e = err_of("norm", std::slice::from_ref(&x), &[("ord", Value::Int(3))]);
         assert!(e.contains("operator norm") && e.contains("ord=3"), "{e}");
-        let e = err_of(
-            "norm",
-            std::slice::from_ref(&x),
-            &[("out_dtype", Value::DType(DType::U8))],
-        );
+        let e = err_of("norm", std::slice::from_ref(&x), &[("out_dtype", Value::DType(DType::U8))]);
         assert!(e.contains("operator norm") && e.contains("uint8"), "{e}");
-        let e = err_of(
-            "argmax",
-            std::slice::from_ref(&x),
-            &[("axis", Value::Int(3))],
-        );
+        let e = err_of("argmax", std::slice::from_ref(&x), &[("axis", Value::Int(3))]);
         assert!(e.contains("operator argmax") && e.contains("axis 3"), "{e}");
         let e = err_of("argmax", &[arr(&[2], &[1.0, 0.0], DType::Bool)], &[]);
         assert!(e.contains("operator argmax") && e.contains("bool"), "{e}");
-        let e = err_of(
-            "argmax_channel",
-            &[arr(&[3], &[1.0, 3.0, 2.0], DType::F32)],
-            &[],
-        );
-        assert!(
-            e.contains("operator argmax_channel") && e.contains("axis 1"),
-            "{e}"
-        );
+        let e = err_of("argmax_channel", &[arr(&[3], &[1.0, 3.0, 2.0], DType::F32)], &[]);
+        assert!(e.contains("operator argmax_channel") && e.contains("axis 1"), "{e}");
         let e = err_of("sum", &[x], &[("axis", Value::Str("(a)".into()))]);
         assert!(e.contains("operator sum") && e.contains("axis"), "{e}");
         // Reductions without an identity reject empty extents; sum/prod/mean do not.
         let empty = crate::NDArray::empty(&[0, 3], crate::Context::cpu(0), DType::F32).unwrap();
-        let e = err_of(
-            "max",
-            std::slice::from_ref(&empty),
-            &[("axis", Value::Int(0))],
-        );
+        let e = err_of("max", std::slice::from_ref(&empty), &[("axis", Value::Int(0))]);
         assert!(e.contains("operator max") && e.contains("zero-size"), "{e}");
-        assert_eq!(
-            vals(
-                &call1(
-                    "sum",
-                    std::slice::from_ref(&empty),
-                    &[("axis", Value::Int(0))]
-                )
-                .unwrap()
-            ),
-            vec![0.0; 3]
-        );
-        assert_eq!(
-            vals(
-                &call1(
-                    "prod",
-                    std::slice::from_ref(&empty),
-                    &[("axis", Value::Int(0))]
-                )
-                .unwrap()
-            ),
-            vec![1.0; 3]
-        );
-        assert!(vals(
-            &call1(
-                "mean",
-                std::slice::from_ref(&empty),
-                &[("axis", Value::Int(0))]
-            )
-            .unwrap()
-        )
-        .iter()
-        .all(|v| v.is_nan()));
-        assert_eq!(
-            call1("max", &[empty], &[("axis", Value::Int(1))])
-                .unwrap()
-                .shape(),
-            &[0]
-        );
+        assert_eq!(vals(&call1("sum", std::slice::from_ref(&empty), &[("axis", Value::Int(0))]).unwrap()), vec![0.0; 3]);
+        assert_eq!(vals(&call1("prod", std::slice::from_ref(&empty), &[("axis", Value::Int(0))]).unwrap()), vec![1.0; 3]);
+        assert!(vals(&call1("mean", std::slice::from_ref(&empty), &[("axis", Value::Int(0))]).unwrap()).iter().all(|v| v.is_nan()));
+        assert_eq!(call1("max", &[empty], &[("axis", Value::Int(1))]).unwrap().shape(), &[0]);
     }
 }

@@ -67,10 +67,30 @@ fn copy_all(c: &mut OpCall) -> Result<()> {
 // ---------------------------------------------------------------- reshape_like
 
 const RESHAPE_LIKE_PARAMS: &[ParamSpec] = &[
-    ParamSpec::new("lhs_begin", PType::OptInt, Some("None"), "Defaults to 0. The beginning index along which the lhs dimensions are to be reshaped. Supports negative indices."),
-    ParamSpec::new("lhs_end", PType::OptInt, Some("None"), "Defaults to None. The ending index along which the lhs dimensions are to be used for reshaping. Supports negative indices."),
-    ParamSpec::new("rhs_begin", PType::OptInt, Some("None"), "Defaults to 0. The beginning index along which the rhs dimensions are to be used for reshaping. Supports negative indices."),
-    ParamSpec::new("rhs_end", PType::OptInt, Some("None"), "Defaults to None. The ending index along which the rhs dimensions are to be used for reshaping. Supports negative indices."),
+    ParamSpec::new(
+        "lhs_begin",
+        PType::OptInt,
+        Some("None"),
+        "Defaults to 0. The beginning index along which the lhs dimensions are to be reshaped. Supports negative indices.",
+    ),
+    ParamSpec::new(
+        "lhs_end",
+        PType::OptInt,
+        Some("None"),
+        "Defaults to None. The ending index along which the lhs dimensions are to be used for reshaping. Supports negative indices.",
+    ),
+    ParamSpec::new(
+        "rhs_begin",
+        PType::OptInt,
+        Some("None"),
+        "Defaults to 0. The beginning index along which the rhs dimensions are to be used for reshaping. Supports negative indices.",
+    ),
+    ParamSpec::new(
+        "rhs_end",
+        PType::OptInt,
+        Some("None"),
+        "Defaults to None. The ending index along which the rhs dimensions are to be used for reshaping. Supports negative indices.",
+    ),
 ];
 
 /// `[begin, end)` of an axis range with optional, possibly negative, bounds.

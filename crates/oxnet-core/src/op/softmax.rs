@@ -70,16 +70,15 @@ fn infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     }
     let d = a.dtypes[0];
     if !d.is_float() {
-        return Err(a.err(format!(
-            "This operation only support floating point types, not {}",
-            d.name()
-        )));
+        return Err(a.err(format!("This operation only support floating point types, not {}", d.name())));
     }
     let out = match a.params.dtype("dtype") {
         None => d,
         Some(o) if o.is_float() => o,
         Some(o) => {
-            return Err(a.err(format!("Invalid Input: '{}' for dtype, valid values are: {{None, 'float16', 'float32', 'float64'}}", o.name())))
+            return Err(
+                a.err(format!("Invalid Input: '{}' for dtype, valid values are: {{None, 'float16', 'float32', 'float64'}}", o.name()))
+            )
         }
     };
     norm_axis(a.params.int("axis"), a.shapes[0].len(), a.op.name)?;

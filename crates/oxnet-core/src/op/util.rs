@@ -30,11 +30,7 @@ pub fn check_same_shape(a: &InferArgs) -> Result<Shape> {
     let s = a.shapes[0];
     for (i, t) in a.shapes.iter().enumerate().skip(1) {
         if *t != s {
-            return Err(a.err(format!(
-                "shape mismatch: input 0 has shape {} but input {i} has shape {}",
-                fmt_shape(s),
-                fmt_shape(t)
-            )));
+            return Err(a.err(format!("shape mismatch: input 0 has shape {} but input {i} has shape {}", fmt_shape(s), fmt_shape(t))));
         }
     }
     Ok(Shape::from_slice(s))

@@ -94,8 +94,7 @@ pub(crate) fn alloc(bytes: usize) -> Result<(NonNull<u8>, usize)> {
         pool.stats.os_allocs += 1;
         pool.stats.in_use_bytes += class as u64;
     }
-    let layout = Layout::from_size_align(class, ALIGN)
-        .map_err(|_| Error::new(format!("cannot allocate {bytes} bytes: size too large")))?;
+    let layout = Layout::from_size_align(class, ALIGN).map_err(|_| Error::new(format!("cannot allocate {bytes} bytes: size too large")))?;
     // SAFETY: layout has non-zero size.
     let p = unsafe { std::alloc::alloc(layout) };
     match NonNull::new(p) {

@@ -6,8 +6,8 @@
 mod cpu;
 pub mod cuda;
 
-pub use cpu::{host_pool_release, host_pool_stats, PoolStats};
 pub(crate) use cpu::{fork_child, fork_parent, fork_prepare};
+pub use cpu::{host_pool_release, host_pool_stats, PoolStats};
 
 use crate::context::Context;
 use crate::error::Result;
@@ -46,7 +46,8 @@ impl Storage {
             Ok(Storage { ptr: AtomicPtr::new(std::ptr::null_mut()), bytes, class, ctx })
         } else {
             let (p, class) = cuda::device(ctx)?.alloc(bytes)?;
-            let ptr = NonNull::new(p as *mut u8).ok_or_else(|| crate::error::Error::new(format!("{ctx}: the driver returned a null block")))?;
+            let ptr =
+                NonNull::new(p as *mut u8).ok_or_else(|| crate::error::Error::new(format!("{ctx}: the driver returned a null block")))?;
             Ok(Storage { ptr: AtomicPtr::new(ptr.as_ptr()), bytes, class, ctx })
         }
     }

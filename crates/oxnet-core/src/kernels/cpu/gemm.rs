@@ -84,32 +84,8 @@ macro_rules! gemm_elem {
                 threads: usize,
             ) {
                 // The crate computes dst := alpha·dst + beta·lhs·rhs: its alpha is our beta.
-                let par = if threads > 1 {
-                    gemm::Parallelism::Rayon(threads)
-                } else {
-                    gemm::Parallelism::None
-                };
-                gemm::gemm(
-                    m,
-                    n,
-                    k,
-                    c,
-                    1,
-                    ldc as isize,
-                    !beta.is_zero(),
-                    a,
-                    csa,
-                    rsa,
-                    b,
-                    csb,
-                    rsb,
-                    beta,
-                    alpha,
-                    false,
-                    false,
-                    false,
-                    par,
-                );
+                let par = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+                gemm::gemm(m, n, k, c, 1, ldc as isize, !beta.is_zero(), a, csa, rsa, b, csb, rsb, beta, alpha, false, false, false, par);
             }
         }
     };
@@ -159,14 +135,8 @@ pub unsafe fn gemm<T: GemmElem>(
     c: *mut T,
     ldc: usize,
 ) {
-    let threads = if m.saturating_mul(n).saturating_mul(k) >= PAR_MNK {
-        crate::engine::threads()
-    } else {
-        1
-    };
-    gemm_threads(
-        m, n, k, alpha, a, lda, trans_a, b, ldb, trans_b, beta, c, ldc, threads,
-    )
+    let threads = if m.saturating_mul(n).saturating_mul(k) >= PAR_MNK { crate::engine::threads() } else { 1 };
+    gemm_threads(m, n, k, alpha, a, lda, trans_a, b, ldb, trans_b, beta, c, ldc, threads)
 }
 
 /// [`gemm`] on an explicit number of threads (1: on the calling thread, for
@@ -219,11 +189,7 @@ unsafe fn scale_rows<T: GemmElem>(m: usize, n: usize, beta: T, c: *mut T, ldc: u
         let row = c.add(i * ldc);
         for j in 0..n {
             let p = row.add(j);
-            *p = if beta.is_zero() {
-                T::zero()
-            } else {
-                T::from_f64((*p).to_f64() * beta.to_f64())
-            };
+            *p = if beta.is_zero() { T::zero() } else { T::from_f64((*p).to_f64() * beta.to_f64()) };
         }
     }
 }
@@ -260,21 +226,7 @@ pub unsafe fn gemm_batched<T: GemmElem, F: Fn(usize) -> [usize; 3] + Sync>(
     if batch <= 1 || mnk >= PAR_MNK && batch < 2 * threads {
         for i in 0..batch {
             let [oa, ob, oc] = offsets(i);
-            gemm(
-                m,
-                n,
-                k,
-                alpha,
-                a.add(oa),
-                lda,
-                trans_a,
-                b.add(ob),
-                ldb,
-                trans_b,
-                beta,
-                c.add(oc),
-                ldc,
-            );
+            gemm(m, n, k, alpha, a.add(oa), lda, trans_a, b.add(ob), ldb, trans_b, beta, c.add(oc), ldc);
         }
         return;
     }
@@ -287,22 +239,7 @@ pub unsafe fn gemm_batched<T: GemmElem, F: Fn(usize) -> [usize; 3] + Sync>(
             // SAFETY: the caller guarantees each matrix of the batch is valid and the
             // outputs are disjoint, so tasks write disjoint memory.
             unsafe {
-                gemm_threads(
-                    m,
-                    n,
-                    k,
-                    alpha,
-                    pa.get().add(oa),
-                    lda,
-                    trans_a,
-                    pb.get().add(ob),
-                    ldb,
-                    trans_b,
-                    beta,
-                    pc.get().add(oc),
-                    ldc,
-                    1,
-                )
+                gemm_threads(m, n, k, alpha, pa.get().add(oa), lda, trans_a, pb.get().add(ob), ldb, trans_b, beta, pc.get().add(oc), ldc, 1)
             };
         }
     };

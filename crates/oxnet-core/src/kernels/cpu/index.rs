@@ -25,13 +25,7 @@ pub fn gather_rows(data: &[u8], row_bytes: usize, rows: &[usize], out: &mut [u8]
         for (k, &r) in rows[s..e].iter().enumerate() {
             // SAFETY: every source row is inside `data` (checked by the callers' index
             // resolution) and each output row is written once.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    d.add(r * row_bytes),
-                    o.add((s + k) * row_bytes),
-                    row_bytes,
-                )
-            };
+            unsafe { std::ptr::copy_nonoverlapping(d.add(r * row_bytes), o.add((s + k) * row_bytes), row_bytes) };
         }
     });
 }
@@ -40,8 +34,7 @@ pub fn gather_rows(data: &[u8], row_bytes: usize, rows: &[usize], out: &mut [u8]
 pub fn scatter_rows(src: &[u8], row_bytes: usize, rows: &[usize], out: &mut [u8]) {
     debug_assert_eq!(src.len(), rows.len() * row_bytes);
     for (k, &r) in rows.iter().enumerate() {
-        out[r * row_bytes..(r + 1) * row_bytes]
-            .copy_from_slice(&src[k * row_bytes..(k + 1) * row_bytes]);
+        out[r * row_bytes..(r + 1) * row_bytes].copy_from_slice(&src[k * row_bytes..(k + 1) * row_bytes]);
     }
 }
 
@@ -61,23 +54,13 @@ pub fn pick<T: Copy + Send + Sync>(x: &[T], n: usize, inner: usize, idx: &[usize
 
 /// `out[j] = if cond[j / group] { x[j] } else { y[j] }`.
 pub fn select<T: Copy + Send + Sync>(cond: &[bool], group: usize, x: &[T], y: &[T], out: &mut [T]) {
-    let (px, py, po) = (
-        SendPtr(x.as_ptr() as *mut T),
-        SendPtr(y.as_ptr() as *mut T),
-        SendPtr(out.as_mut_ptr()),
-    );
+    let (px, py, po) = (SendPtr(x.as_ptr() as *mut T), SendPtr(y.as_ptr() as *mut T), SendPtr(out.as_mut_ptr()));
     let n = out.len();
     par_for(n, GRAIN, move |s, e| {
         let (px, py, po) = (px.get(), py.get(), po.get());
         for j in s..e {
             // SAFETY: j < n for all three arrays; j / group < cond.len().
-            unsafe {
-                *po.add(j) = if cond[j / group] {
-                    *px.add(j)
-                } else {
-                    *py.add(j)
-                }
-            };
+            unsafe { *po.add(j) = if cond[j / group] { *px.add(j) } else { *py.add(j) } };
         }
     });
 }

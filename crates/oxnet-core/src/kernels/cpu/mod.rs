@@ -4,16 +4,16 @@
 //! inside [`crate::engine::install`] (a direct call on a pool thread), so that a
 //! forked child, which gets a fresh pool, never waits on its parent's threads.
 
+pub mod conv;
+pub mod conv_direct;
 pub mod elemwise;
-pub mod layout;
+pub mod gemm;
 pub mod index;
+pub mod layout;
+pub mod nn;
 pub mod reduce;
 pub mod softmax;
 pub mod sort;
-pub mod gemm;
-pub mod nn;
-pub mod conv;
-pub mod conv_direct;
 
 /// A pointer that may cross to rayon workers: the engine guarantees exclusive access.
 #[derive(Clone, Copy)]

@@ -313,17 +313,10 @@ impl<T: Num, const MAX: bool> Reducer<T> for ArgR<MAX> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Plan {
     /// `out[o, i] = reduce_r x[o, r, i]` over `x` of shape `(outer, red, inner)`.
-    Block {
-        outer: usize,
-        red: usize,
-        inner: usize,
-    },
+    Block { outer: usize, red: usize, inner: usize },
     /// Interleaved kept and reduced axes: `(extent, stride)` of each merged kept axis
     /// (in output order) and of each merged reduced axis.
-    General {
-        kept: Vec<(usize, usize)>,
-        red: Vec<(usize, usize)>,
-    },
+    General { kept: Vec<(usize, usize)>, red: Vec<(usize, usize)> },
 }
 
 impl Plan {
@@ -344,36 +337,12 @@ impl Plan {
         let kinds: Vec<bool> = segs.iter().map(|s| s.1).collect();
         let sz = |i: usize| segs[i].0;
         match kinds.as_slice() {
-            [] => Plan::Block {
-                outer: 1,
-                red: 1,
-                inner: 1,
-            },
-            [false] => Plan::Block {
-                outer: sz(0),
-                red: 1,
-                inner: 1,
-            },
-            [true] => Plan::Block {
-                outer: 1,
-                red: sz(0),
-                inner: 1,
-            },
-            [false, true] => Plan::Block {
-                outer: sz(0),
-                red: sz(1),
-                inner: 1,
-            },
-            [true, false] => Plan::Block {
-                outer: 1,
-                red: sz(0),
-                inner: sz(1),
-            },
-            [false, true, false] => Plan::Block {
-                outer: sz(0),
-                red: sz(1),
-                inner: sz(2),
-            },
+            [] => Plan::Block { outer: 1, red: 1, inner: 1 },
+            [false] => Plan::Block { outer: sz(0), red: 1, inner: 1 },
+            [true] => Plan::Block { outer: 1, red: sz(0), inner: 1 },
+            [false, true] => Plan::Block { outer: sz(0), red: sz(1), inner: 1 },
+            [true, false] => Plan::Block { outer: 1, red: sz(0), inner: sz(1) },
+            [false, true, false] => Plan::Block { outer: sz(0), red: sz(1), inner: sz(2) },
             _ => {
                 let mut stride = 1;
                 let mut strided = vec![(0, 0, false); segs.len()];
@@ -382,11 +351,7 @@ impl Plan {
                     stride *= segs[i].0;
                 }
                 Plan::General {
-                    kept: strided
-                        .iter()
-                        .filter(|s| !s.2)
-                        .map(|s| (s.0, s.1))
-                        .collect(),
+                    kept: strided.iter().filter(|s| !s.2).map(|s| (s.0, s.1)).collect(),
                     red: strided.iter().filter(|s| s.2).map(|s| (s.0, s.1)).collect(),
                 }
             }
@@ -501,33 +466,18 @@ where
     }
     if n_out < 4 * threads {
         // Few outputs over a long extent: split the extent, merge partials in order.
-        let chunks = (threads * 4)
-            .min(red.div_ceil((GRAIN / n_out).max(1)))
-            .max(1);
+        let chunks = (threads * 4).min(red.div_ceil((GRAIN / n_out).max(1))).max(1);
         let per = red.div_ceil(chunks);
         let mut partials = vec![rd.init(); chunks * n_out];
         crate::engine::install(|| {
-            partials
-                .par_chunks_mut(n_out)
-                .enumerate()
-                .for_each(|(c, p)| {
-                    let (r0, r1) = ((c * per).min(red), ((c + 1) * per).min(red));
-                    if r0 < r1 {
-                        for o in 0..outer {
-                            acc_range(
-                                x,
-                                red,
-                                inner,
-                                o,
-                                r0,
-                                r1,
-                                0,
-                                &mut p[o * inner..(o + 1) * inner],
-                                rd,
-                            );
-                        }
+            partials.par_chunks_mut(n_out).enumerate().for_each(|(c, p)| {
+                let (r0, r1) = ((c * per).min(red), ((c + 1) * per).min(red));
+                if r0 < r1 {
+                    for o in 0..outer {
+                        acc_range(x, red, inner, o, r0, r1, 0, &mut p[o * inner..(o + 1) * inner], rd);
                     }
-                })
+                }
+            })
         });
         for (j, o) in out.iter_mut().enumerate() {
             let mut a = partials[j];
@@ -544,35 +494,26 @@ where
     let min_len = (GRAIN / (ib * red).max(1)).max(1);
     let po = SendPtr(out.as_mut_ptr());
     crate::engine::install(|| {
-        (0..tasks)
-            .into_par_iter()
-            .with_min_len(min_len)
-            .for_each_init(
-                || vec![rd.init(); ib],
-                |acc, t| {
-                    let (o, b) = (t / nb, t % nb);
-                    let i0 = b * ib;
-                    let w = ib.min(inner - i0);
-                    let acc = &mut acc[..w];
-                    acc.fill(rd.init());
-                    acc_range(x, red, inner, o, 0, red, i0, acc, rd);
-                    for (k, a) in acc.iter().enumerate() {
-                        // SAFETY: tasks write disjoint output ranges within `out`.
-                        unsafe { *po.get().add(o * inner + i0 + k) = fin(*a) };
-                    }
-                },
-            )
+        (0..tasks).into_par_iter().with_min_len(min_len).for_each_init(
+            || vec![rd.init(); ib],
+            |acc, t| {
+                let (o, b) = (t / nb, t % nb);
+                let i0 = b * ib;
+                let w = ib.min(inner - i0);
+                let acc = &mut acc[..w];
+                acc.fill(rd.init());
+                acc_range(x, red, inner, o, 0, red, i0, acc, rd);
+                for (k, a) in acc.iter().enumerate() {
+                    // SAFETY: tasks write disjoint output ranges within `out`.
+                    unsafe { *po.get().add(o * inner + i0 + k) = fin(*a) };
+                }
+            },
+        )
     });
 }
 
-fn general<T, R, U, F>(
-    x: &[T],
-    kept: &[(usize, usize)],
-    red: &[(usize, usize)],
-    out: &mut [U],
-    rd: R,
-    fin: F,
-) where
+fn general<T, R, U, F>(x: &[T], kept: &[(usize, usize)], red: &[(usize, usize)], out: &mut [U], rd: R, fin: F)
+where
     T: Copy + Send + Sync,
     R: Reducer<T>,
     U: Copy + Send + Sync,
@@ -592,12 +533,7 @@ fn general<T, R, U, F>(
         let mut idx: smallvec::SmallVec<[usize; 8]> = smallvec::smallvec![0usize; outer_red.len()];
         let mut r = 0usize;
         loop {
-            let off: usize = base
-                + idx
-                    .iter()
-                    .zip(outer_red)
-                    .map(|(i, (_, s))| i * s)
-                    .sum::<usize>();
+            let off: usize = base + idx.iter().zip(outer_red).map(|(i, (_, s))| i * s).sum::<usize>();
             for k in 0..last_n {
                 a = rd.step(a, x[off + k * last_s], r);
                 r += 1;
@@ -623,12 +559,7 @@ fn general<T, R, U, F>(
         }
     } else {
         let min_len = (GRAIN / n_red.max(1)).max(1);
-        crate::engine::install(|| {
-            out.par_iter_mut()
-                .with_min_len(min_len)
-                .enumerate()
-                .for_each(|(j, o)| *o = one(j))
-        });
+        crate::engine::install(|| out.par_iter_mut().with_min_len(min_len).enumerate().for_each(|(j, o)| *o = one(j)));
     }
 }
 
@@ -637,11 +568,7 @@ mod tests {
     use super::*;
 
     fn naive(x: &[f64], shape: &[usize], mask: &[bool]) -> Vec<f64> {
-        let oshape: Vec<usize> = shape
-            .iter()
-            .zip(mask)
-            .map(|(&d, &m)| if m { 1 } else { d })
-            .collect();
+        let oshape: Vec<usize> = shape.iter().zip(mask).map(|(&d, &m)| if m { 1 } else { d }).collect();
         let mut out = vec![0.0; oshape.iter().product()];
         let st = crate::shape::strides(shape);
         let ost = crate::shape::strides(&oshape);
@@ -660,48 +587,16 @@ mod tests {
 
     #[test]
     fn plans() {
-        assert_eq!(
-            Plan::new(&[2, 3, 4], &[false, true, true]),
-            Plan::Block {
-                outer: 2,
-                red: 12,
-                inner: 1
-            }
-        );
-        assert_eq!(
-            Plan::new(&[2, 1, 4], &[true, false, false]),
-            Plan::Block {
-                outer: 1,
-                red: 2,
-                inner: 4
-            }
-        );
-        assert_eq!(
-            Plan::new(&[2, 3, 4], &[false, true, false]),
-            Plan::Block {
-                outer: 2,
-                red: 3,
-                inner: 4
-            }
-        );
-        assert_eq!(
-            Plan::new(&[2, 3, 4], &[true, false, true]),
-            Plan::General {
-                kept: vec![(3, 4)],
-                red: vec![(2, 12), (4, 1)]
-            }
-        );
+        assert_eq!(Plan::new(&[2, 3, 4], &[false, true, true]), Plan::Block { outer: 2, red: 12, inner: 1 });
+        assert_eq!(Plan::new(&[2, 1, 4], &[true, false, false]), Plan::Block { outer: 1, red: 2, inner: 4 });
+        assert_eq!(Plan::new(&[2, 3, 4], &[false, true, false]), Plan::Block { outer: 2, red: 3, inner: 4 });
+        assert_eq!(Plan::new(&[2, 3, 4], &[true, false, true]), Plan::General { kept: vec![(3, 4)], red: vec![(2, 12), (4, 1)] });
     }
 
     #[test]
     fn all_layouts_match_naive() {
         // Small and large (parallel) shapes, every mask.
-        for shape in [
-            vec![3usize, 5, 7, 2],
-            vec![40, 3, 700, 2],
-            vec![2, 100_000],
-            vec![100_000, 3],
-        ] {
+        for shape in [vec![3usize, 5, 7, 2], vec![40, 3, 700, 2], vec![2, 100_000], vec![100_000, 3]] {
             let n: usize = shape.iter().product();
             let x: Vec<f64> = (0..n).map(|i| ((i * 7919) % 1000) as f64 - 500.0).collect();
             for m in 0..(1u32 << shape.len()) {
@@ -719,56 +614,16 @@ mod tests {
     fn argmax_ties_and_nan() {
         let x = [1.0f32, 5.0, 5.0, 2.0, f32::NAN, 3.0, f32::NAN];
         let mut o = [(0.0f32, 0usize)];
-        reduce(
-            &x[..4],
-            &Plan::Block {
-                outer: 1,
-                red: 4,
-                inner: 1,
-            },
-            &mut o,
-            ArgR::<true>,
-            |a| a,
-        );
+        reduce(&x[..4], &Plan::Block { outer: 1, red: 4, inner: 1 }, &mut o, ArgR::<true>, |a| a);
         assert_eq!(o[0].1, 1);
-        reduce(
-            &x,
-            &Plan::Block {
-                outer: 1,
-                red: 7,
-                inner: 1,
-            },
-            &mut o,
-            ArgR::<true>,
-            |a| a,
-        );
+        reduce(&x, &Plan::Block { outer: 1, red: 7, inner: 1 }, &mut o, ArgR::<true>, |a| a);
         assert_eq!(o[0].1, 4);
-        reduce(
-            &x,
-            &Plan::Block {
-                outer: 1,
-                red: 7,
-                inner: 1,
-            },
-            &mut o,
-            ArgR::<false>,
-            |a| a,
-        );
+        reduce(&x, &Plan::Block { outer: 1, red: 7, inner: 1 }, &mut o, ArgR::<false>, |a| a);
         assert_eq!(o[0].1, 4);
         // Ties across lanes and parallel chunks: the first position wins.
         let big = vec![7i32; 300_000];
         let mut oi = [(0i32, 0usize)];
-        reduce(
-            &big,
-            &Plan::Block {
-                outer: 1,
-                red: big.len(),
-                inner: 1,
-            },
-            &mut oi,
-            ArgR::<true>,
-            |a| a,
-        );
+        reduce(&big, &Plan::Block { outer: 1, red: big.len(), inner: 1 }, &mut oi, ArgR::<true>, |a| a);
         assert_eq!(oi[0].1, 0);
     }
 
@@ -776,56 +631,16 @@ mod tests {
     fn nrm2_is_robust() {
         let x = [1e200f64, 1e200, 3.0];
         let mut o = [0.0];
-        reduce(
-            &x,
-            &Plan::Block {
-                outer: 1,
-                red: 3,
-                inner: 1,
-            },
-            &mut o,
-            Nrm2,
-            Nrm2::value,
-        );
+        reduce(&x, &Plan::Block { outer: 1, red: 3, inner: 1 }, &mut o, Nrm2, Nrm2::value);
         assert!((o[0] / (2f64.sqrt() * 1e200) - 1.0).abs() < 1e-15);
         let x = [3.0f64, 4.0, 0.0];
-        reduce(
-            &x,
-            &Plan::Block {
-                outer: 1,
-                red: 3,
-                inner: 1,
-            },
-            &mut o,
-            Nrm2,
-            Nrm2::value,
-        );
+        reduce(&x, &Plan::Block { outer: 1, red: 3, inner: 1 }, &mut o, Nrm2, Nrm2::value);
         assert!((o[0] - 5.0).abs() < 1e-15);
         let x = [f64::INFINITY, 1.0, f64::INFINITY];
-        reduce(
-            &x,
-            &Plan::Block {
-                outer: 1,
-                red: 3,
-                inner: 1,
-            },
-            &mut o,
-            Nrm2,
-            Nrm2::value,
-        );
+        reduce(&x, &Plan::Block { outer: 1, red: 3, inner: 1 }, &mut o, Nrm2, Nrm2::value);
         assert_eq!(o[0], f64::INFINITY);
         let x = [1.0, f64::NAN, f64::INFINITY];
-        reduce(
-            &x,
-            &Plan::Block {
-                outer: 1,
-                red: 3,
-                inner: 1,
-            },
-            &mut o,
-            Nrm2,
-            Nrm2::value,
-        );
+        reduce(&x, &Plan::Block { outer: 1, red: 3, inner: 1 }, &mut o, Nrm2, Nrm2::value);
         assert!(o[0].is_nan());
     }
 }

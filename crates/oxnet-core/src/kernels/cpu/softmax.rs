@@ -9,13 +9,7 @@ use rayon::prelude::*;
 
 /// The compute type of the exponentials.
 pub trait Real:
-    Copy
-    + Send
-    + Sync
-    + PartialOrd
-    + std::ops::Sub<Output = Self>
-    + std::ops::Div<Output = Self>
-    + std::ops::Neg<Output = Self>
+    Copy + Send + Sync + PartialOrd + std::ops::Sub<Output = Self> + std::ops::Div<Output = Self> + std::ops::Neg<Output = Self>
 {
     const NEG_INF: Self;
     fn exp(self) -> Self;
@@ -75,15 +69,7 @@ fn load<T: Num, C: Real>(x: T, t: C, neg: bool) -> C {
 
 /// `out = kind(x)` along the middle axis of `(outer, n, inner)`.
 #[allow(clippy::too_many_arguments)]
-pub fn softmax<T: Num, U: Num, C: Real>(
-    x: &[T],
-    out: &mut [U],
-    outer: usize,
-    n: usize,
-    inner: usize,
-    temperature: f64,
-    kind: Kind,
-) {
+pub fn softmax<T: Num, U: Num, C: Real>(x: &[T], out: &mut [U], outer: usize, n: usize, inner: usize, temperature: f64, kind: Kind) {
     debug_assert_eq!(x.len(), outer * n * inner);
     debug_assert_eq!(out.len(), x.len());
     if x.is_empty() {
@@ -134,12 +120,7 @@ pub fn softmax<T: Num, U: Num, C: Real>(
             }
         } else {
             let min_len = (GRAIN / n.max(1)).max(1);
-            crate::engine::install(|| {
-                (0..outer)
-                    .into_par_iter()
-                    .with_min_len(min_len)
-                    .for_each_init(|| Vec::with_capacity(n), row)
-            });
+            crate::engine::install(|| (0..outer).into_par_iter().with_min_len(min_len).for_each_init(|| Vec::with_capacity(n), row));
         }
         return;
     }
@@ -176,18 +157,9 @@ pub fn softmax<T: Num, U: Num, C: Real>(
         for r in 0..n {
             // SAFETY: this task alone writes out[o, r, i0..i0 + w].
             let or = unsafe { std::slice::from_raw_parts_mut(po.get().add(at(r)), w) };
-            for (((ov, &si), &mi), &v) in or
-                .iter_mut()
-                .zip(s.iter())
-                .zip(m.iter())
-                .zip(&x[at(r)..at(r) + w])
-            {
+            for (((ov, &si), &mi), &v) in or.iter_mut().zip(s.iter()).zip(m.iter()).zip(&x[at(r)..at(r) + w]) {
                 let d = load(v, t, neg) - mi;
-                *ov = if log {
-                    U::from_f64(d.to_f64() - si)
-                } else {
-                    U::from_f64((d.exp() / C::from_f64(si)).to_f64())
-                };
+                *ov = if log { U::from_f64(d.to_f64() - si) } else { U::from_f64((d.exp() / C::from_f64(si)).to_f64()) };
             }
         }
     };
@@ -199,11 +171,6 @@ pub fn softmax<T: Num, U: Num, C: Real>(
         }
     } else {
         let min_len = (GRAIN / (ib * n).max(1)).max(1);
-        crate::engine::install(|| {
-            (0..tasks)
-                .into_par_iter()
-                .with_min_len(min_len)
-                .for_each_init(|| (Vec::new(), Vec::new()), col)
-        });
+        crate::engine::install(|| (0..tasks).into_par_iter().with_min_len(min_len).for_each_init(|| (Vec::new(), Vec::new()), col));
     }
 }

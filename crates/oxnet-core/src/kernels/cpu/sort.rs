@@ -21,14 +21,7 @@ const GRAIN: usize = 1 << 14;
 
 /// For every line `(o, i)` (in `o * inner + i` order), the positions along the axis
 /// of its first `k` elements in ascending (or descending) order.
-pub fn top_positions<T: Num>(
-    x: &[T],
-    outer: usize,
-    n: usize,
-    inner: usize,
-    k: usize,
-    ascend: bool,
-) -> Vec<usize> {
+pub fn top_positions<T: Num>(x: &[T], outer: usize, n: usize, inner: usize, k: usize, ascend: bool) -> Vec<usize> {
     debug_assert!(k <= n);
     let lines = outer * inner;
     let mut perm = vec![0usize; lines * k];
@@ -42,11 +35,7 @@ pub fn top_positions<T: Num>(
         pos.clear();
         pos.extend(0..n);
         let cmp = |a: &usize, b: &usize| {
-            let c = if ascend {
-                total_cmp(keys[*a], keys[*b])
-            } else {
-                total_cmp(keys[*b], keys[*a])
-            };
+            let c = if ascend { total_cmp(keys[*a], keys[*b]) } else { total_cmp(keys[*b], keys[*a]) };
             c.then(a.cmp(b))
         };
         if k < n {
@@ -67,10 +56,7 @@ pub fn top_positions<T: Num>(
             perm.par_chunks_mut(k)
                 .enumerate()
                 .with_min_len(min_len)
-                .for_each_init(
-                    || (Vec::with_capacity(n), Vec::with_capacity(n)),
-                    |(keys, pos), item| line(item, keys, pos),
-                )
+                .for_each_init(|| (Vec::with_capacity(n), Vec::with_capacity(n)), |(keys, pos), item| line(item, keys, pos))
         });
     }
     perm
