@@ -501,3 +501,35 @@ def test_legacy_python_ops(cls, f, df):
     if not hasattr(mx.sym, 'Custom'):
         with pytest.raises(MXNetError, match="sym.Custom"):
             op.get_symbol(mx.sym.Variable('x'))
+
+
+# ---------------------------------------------------------------------------
+# _CustomSpec: the checked calls a symbolic Custom op will make (the Rust hook's contract)
+
+
+def test_custom_spec_contract():
+    spec = mx.operator._CustomSpec('test_sumprod', {})
+    assert (spec.arguments, spec.outputs, spec.aux_states) == (['a', 'b'], ['sum', 'prod'], [])
+    assert spec.need_top_grad is True
+    assert spec.infer_shape([(2, 3), [2, 3]]) == [[(2, 3), (2, 3)], [(2, 3), (2, 3)], []]
+    assert spec.infer_type([np.float64, np.float64]) == [[np.dtype('float64')] * 2,
+                                                         [np.dtype('float64')] * 2, []]
+    # ids: out_grad 0-1, in_data 2-3, out_data 4-5
+    assert spec.backward_dependency() == [0, 1, 2, 3, 4, 5]
+    loss = mx.operator._CustomSpec('test_softmax_loss', {})
+    assert loss.need_top_grad is False and loss.backward_dependency() == [1, 2, 3]
+    a, b = nd.array([1., 2.]), nd.array([3., 4.])
+    op = spec.create_operator(mx.cpu(), [(2,), (2,)], [np.float32, np.float32])
+    s, p = nd.zeros((2,)), nd.zeros((2,))
+    spec.forward(op, True, ['write', 'write'], [a, b], [s, p], [])
+    np.testing.assert_allclose(p.asnumpy(), [3, 8])
+    ga, gb = nd.ones((2,)), nd.zeros((2,))
+    spec.backward(op, ['add', 'write'], [nd.ones((2,)), nd.ones((2,))], [a, b], [s, p],
+                  [ga, gb], [])
+    np.testing.assert_allclose(ga.asnumpy(), [1 + 1 + 3, 1 + 1 + 4])
+    np.testing.assert_allclose(gb.asnumpy(), [2, 3])
+    with pytest.raises(MXNetError, match='test_sumprod'):
+        spec.infer_shape([(2, 3)])
+    scale = mx.operator._CustomSpec('test_scale', {'scale': 2, 'nin': 1})
+    assert _SEEN['kwargs'] == ('2', '1')
+    assert scale.arguments == ['data']
