@@ -233,3 +233,38 @@ def test_lenet_trains_one_step_like_numpy():
     mx.nd.sgd_update(ex.arg_dict["conv1_weight"], ex.grad_dict["conv1_weight"], lr=0.1,
                      out=ex.arg_dict["conv1_weight"])
     np.testing.assert_allclose(ex.arg_dict["conv1_weight"].asnumpy(), w - 0.1 * gw, rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------
+# MXNet's executor leniencies that MXNet code relies on
+
+
+def test_backward_ignores_extra_head_grads_and_casts_their_dtype():
+    x = mx.sym.Variable("x")
+    y = x * 2
+    xa = mx.nd.array([1.0, 2.0, 3.0])
+    gx = mx.nd.zeros((3,))
+    ex = y.bind(mx.cpu(), args={"x": xa}, args_grad={"x": gx})
+    ex.forward(is_train=True)
+    # a second head gradient for a one-output symbol is ignored, as in MXNet
+    ex.backward([mx.nd.ones((3,)), mx.nd.ones((5,))])
+    np.testing.assert_allclose(gx.asnumpy(), [2, 2, 2])
+    # an int32 head gradient is copied into the float32 output's dtype
+    ex.forward(is_train=True)
+    ex.backward(mx.nd.array([1, 2, 3], dtype="int32"))
+    np.testing.assert_allclose(gx.asnumpy(), [2, 4, 6])
+
+
+def test_grad_req_dict_and_simple_bind_ignore_names_that_are_not_arguments():
+    x, w = mx.sym.Variable("x"), mx.sym.Variable("w")
+    y = x * w
+    ex = y.bind(mx.cpu(), args={"x": mx.nd.ones((2,)), "w": mx.nd.ones((2,)) * 3},
+                args_grad={"x": mx.nd.zeros((2,)), "w": mx.nd.zeros((2,))},
+                grad_req={"x": "write", "w": "null", "b": "write"})
+    ex.forward(is_train=True)
+    ex.backward(mx.nd.ones((2,)))
+    np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), [3, 3])
+    assert "w" not in ex.grad_dict
+    # simple_bind: only tuple shapes count; other keywords (axis=1, mode='clip') are ignored
+    ex = y.simple_bind(mx.cpu(), x=(2, 3), w=(2, 3), axis=1, mode="clip", other=(4,))
+    assert ex.arg_dict["x"].shape == (2, 3) and ex.arg_dict["w"].shape == (2, 3)

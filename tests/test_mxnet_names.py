@@ -25,7 +25,6 @@ _RANDOM_OPS = "random sampling ops: issue 16 (operator surface, random)"
 EXCLUDED = {
     "mx": {
         "contrib": "issue 20 (contrib ops, AMP, ...)",
-        "operator": "issue 20 (mx.operator.CustomOp)",
         "profiler": "issue 20 (profiler)",
         "library": "issue 20 (external operator libraries, with CustomOp)",
         "image": "issue 18 (data pipeline: mx.image)",

@@ -204,3 +204,17 @@ def test_download_of_an_unreachable_url_names_it(tmp_path):
     existing.write_text("x")
     assert tu.download("http://doesnotexist.invalid/kept.txt",
                        fname=str(existing)) == str(existing)
+
+
+def test_check_symbolic_dtype_asnumpy_keeps_numpy_dtypes():
+    data, length = mx.sym.Variable("data"), mx.sym.Variable("length")
+    sym = mx.sym.broadcast_add(data, mx.sym.Cast(length, dtype="float64"))
+    d = np.random.uniform(size=(2, 3))  # float64
+    n = np.array([1, 2, 3], dtype=np.int32)
+    outs = tu.check_symbolic_forward(sym, {"data": d, "length": n}, [d + n], dtype="asnumpy")
+    assert outs[0].dtype == np.float64
+    grads = tu.check_symbolic_backward(sym, {"data": d, "length": n}, [np.ones((2, 3))],
+                                       {"data": np.ones((2, 3))},
+                                       grad_req={"data": "write", "length": "null"},
+                                       dtype="asnumpy")
+    assert grads["data"].dtype == np.float64

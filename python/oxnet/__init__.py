@@ -30,6 +30,7 @@ from .attribute import AttrScope
 from . import symbol
 from . import symbol as sym
 from . import executor
+from . import operator
 from . import monitor
 from . import monitor as mon
 from . import visualization

@@ -23,7 +23,8 @@ def _nd():
 
 def _parse_location(sym, location, ctx, dtype=default_dtype()):
     """``location`` (a list in ``list_arguments`` order, or a dict by name) as a dict of
-    NDArrays on ``ctx``: NumPy inputs take ``dtype``, NDArrays keep theirs."""
+    NDArrays on ``ctx``: NumPy inputs take ``dtype`` (their own with ``"asnumpy"``),
+    NDArrays keep theirs."""
     nd = _nd()
     names = sym.list_arguments()
     if isinstance(location, dict):
@@ -42,8 +43,19 @@ def _parse_location(sym, location, ctx, dtype=default_dtype()):
         if isinstance(v, nd.NDArray):
             out[k] = v.as_in_context(ctx) if v.context != ctx else v
         else:
-            out[k] = nd.array(np.asarray(v), ctx=ctx, dtype=dtype)
+            out[k] = _to_nd(v, ctx, dtype)
     return out
+
+
+def _to_nd(v, ctx, dtype):
+    """A NumPy input as an NDArray of ``dtype``; MXNet's ``dtype="asnumpy"`` keeps the
+    NumPy array's own dtype."""
+    v = np.asarray(v)
+    return _nd().array(v, ctx=ctx, dtype=v.dtype if _is_asnumpy(dtype) else dtype)
+
+
+def _is_asnumpy(dtype):
+    return isinstance(dtype, str) and dtype == "asnumpy"
 
 
 def _parse_aux_states(sym, aux_states, ctx, dtype=default_dtype()):
@@ -61,7 +73,7 @@ def _parse_aux_states(sym, aux_states, ctx, dtype=default_dtype()):
     else:
         items = zip(names, aux_states)
     return {k: v.as_in_context(ctx) if isinstance(v, nd.NDArray)
-            else nd.array(np.asarray(v), ctx=ctx, dtype=dtype) for k, v in items}
+            else _to_nd(v, ctx, dtype) for k, v in items}
 
 
 def numeric_grad(executor, location, aux_states=None, eps=1e-4, use_forward_train=True,
@@ -317,7 +329,7 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
         out_grads = [out_grads[k] for k in sym.list_outputs()]
     if out_grads is not None:
         out_grads = [g if isinstance(g, nd.NDArray) or g is None
-                     else nd.array(np.asarray(g), ctx=ctx, dtype=dtype) for g in out_grads]
+                     else _to_nd(g, ctx, dtype) for g in out_grads]
     ex.backward(out_grads)
     grads = {k: g.asnumpy() for k, g in ex.grad_dict.items() if g is not None}
     for k, exp in expected.items():

@@ -82,9 +82,7 @@ def _reqs(grad_req, names):
     if isinstance(grad_req, str):
         reqs = [grad_req] * len(names)
     elif isinstance(grad_req, dict):
-        extra = [k for k in grad_req if k not in names]
-        if extra:
-            raise MXNetError("grad_req: unknown argument names %s" % extra)
+        # names that are not arguments are ignored, as in MXNet
         reqs = [grad_req.get(n, "null") for n in names]
     else:
         reqs = list(grad_req)
@@ -145,6 +143,10 @@ class Executor:
         names = symbol.list_arguments()
         symbol.handle.check_unique_names()
         reqs = _reqs(grad_req, names)
+        # As in MXNet, only tuple (here also list) values are shapes, and names that are
+        # not inputs of the symbol are ignored (MXNet code passes other keywords here).
+        inputs = set(symbol.list_inputs())
+        shapes = {k: v for k, v in shapes.items() if isinstance(v, (tuple, list)) and k in inputs}
         arg_shapes, _, aux_shapes = symbol.infer_shape_partial(**shapes)
         missing = [n for n, s in zip(names, arg_shapes) if s == ()]
         missing += [n for n, s in zip(symbol.list_auxiliary_states(), aux_shapes) if s == ()]
@@ -239,6 +241,10 @@ class Executor:
             grads = [out_grads.get(n) for n in self._symbol.list_outputs()]
         else:
             grads = list(out_grads)
+        # As MXNet's executor: head gradients past the outputs are ignored, and one of
+        # another dtype is copied (cast) into the output's dtype.
+        grads = [g.astype(o.dtype) if g is not None and np.dtype(g.dtype) != np.dtype(o.dtype) else g
+                 for g, o in zip(grads, self.outputs)]
         if not self.grad_dict:
             # nothing to compute (MXNet: a no-op), e.g. a module without parameters
             return

@@ -29,6 +29,24 @@ _STORAGE_TYPE_STR_TO_ID = {
 }
 _STORAGE_TYPE_ID_TO_STR = {v: k for k, v in _STORAGE_TYPE_STR_TO_ID.items()}
 
+# MXNet's dtype codes (the ints its C API and a CustomOpProp's create_operator use).
+_DTYPE_NP_TO_MX = {
+    None: -1,
+    np.float32: 0,
+    np.float64: 1,
+    np.float16: 2,
+    np.uint8: 3,
+    np.int32: 4,
+    np.int8: 5,
+    np.int64: 6,
+    np.bool_: 7,
+    np.int16: 8,
+    np.uint16: 9,
+    np.uint32: 10,
+    np.uint64: 11,
+}
+_DTYPE_MX_TO_NP = {v: k for k, v in _DTYPE_NP_TO_MX.items()}
+
 _internal = None  # set by oxnet.ndarray.__init__ to the generated _internal module
 _op = None  # set by oxnet.ndarray.__init__ to the generated op namespace
 
