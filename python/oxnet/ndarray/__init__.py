@@ -34,3 +34,6 @@ from . import numpy_scalars  # noqa: E402,F401
 from . import py_ops as _py_ops  # noqa: E402
 _py_ops.install(_internal, op)
 from .py_ops import moveaxis, linspace, split_v2, histogram, onehot_encode  # noqa: E402,F401
+
+from . import contrib_funcs as _contrib_funcs  # noqa: E402
+_contrib_funcs.install(contrib)
