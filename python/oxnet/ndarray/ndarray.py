@@ -236,8 +236,8 @@ def _iter(self):
 
 
 def _getstate(self):
-    """MXNet's pickle state: ``{'handle': bytes}`` in the single-array .params format."""
-    return {"handle": _core.save_raw(self)}
+    """MXNet's pickle state: ``{'handle': bytearray}`` in the single-array .params format."""
+    return {"handle": bytearray(_core.save_raw(self))}
 
 
 def _reduce(self):
@@ -245,8 +245,33 @@ def _reduce(self):
 
 
 def _from_state(state):
-    """Rebuilds an array from ``__getstate__``'s dict (MXNet loads it on cpu(0))."""
-    return _core.load_raw(state["handle"])
+    """Rebuilds an array from ``__getstate__``'s dict (MXNet loads it on cpu(0); a gpu
+    array loads onto its GPU when there is one, else onto cpu(0))."""
+    handle = state["handle"]
+    if handle is None:
+        raise MXNetError("cannot unpickle an NDArray saved without data (handle None): "
+                         "oxnet has no handle-less NDArray")
+    return _core.load_raw(bytes(handle))
+
+
+def _setstate(self, state):
+    """Loads ``__getstate__``'s dict into this array.
+
+    MXNet points the array at a new handle. oxnet's array handle is fixed at creation,
+    so the loaded values are copied in instead: this works when the loaded array has
+    this array's shape, dtype and context (as when restoring a state into an array
+    made alike), and raises an MXNetError otherwise. Unlike MXNet, views taken of this
+    array before see the new values."""
+    loaded = _from_state(state)
+    if loaded.shape != self.shape or np.dtype(loaded.dtype) != np.dtype(self.dtype) or \
+            loaded._ctx != self._ctx:
+        raise MXNetError(
+            "__setstate__: the state holds an array of shape %s, dtype %s on %s; this array "
+            "is %s, %s on %s, and oxnet cannot rebind an existing NDArray to another "
+            "shape, dtype or context (unpickle with pickle.loads instead)"
+            % (loaded.shape, np.dtype(loaded.dtype).name, loaded.context, self.shape,
+               np.dtype(self.dtype).name, self.context))
+    _core.copyto(loaded, self)
 
 
 def _array(self, dtype=None, copy=None):
@@ -441,6 +466,7 @@ def _install():
     NDArray.__iter__ = _iter
     NDArray.__reduce__ = _reduce
     NDArray.__getstate__ = _getstate
+    NDArray.__setstate__ = _setstate
     NDArray.__array__ = _array
     from . import indexing
     indexing.install()
