@@ -221,3 +221,45 @@ def test_setitem_of_recorded_value_while_recording_is_refused():
         x[:] = mx.nd.ones((3, 4)) * 2  # not recorded: nothing to refuse
         x[None] = y.reshape((1, 4)) * 1  # the whole array: a recorded copy, as in MXNet
     assert (x.asnumpy() == 1).all()
+
+
+def test_boolean_numpy_key_selects_nonzero_positions():
+    x, a = _arr((3, 4))
+    m = x % 3 == 0
+    np.testing.assert_array_equal(a[m].asnumpy(), x[m])
+    row = np.array([True, False, True])
+    np.testing.assert_array_equal(a[row].asnumpy(), x[row])
+    np.testing.assert_array_equal(a[row, 1:3].asnumpy(), x[row, 1:3])
+    a[m] = -1
+    x[m] = -1
+    np.testing.assert_array_equal(a.asnumpy(), x)
+    with pytest.raises(IndexError, match="boolean index did not match"):
+        a[np.array([True, False])]
+
+
+def test_mxnet_indexing_helpers():
+    f = mx.nd.indexing_key_expand_implicit_axes
+    s = slice(None)
+    assert f(np.s_[2, 1, 1], (3, 4, 5)) == (2, 1, 1)
+    assert f(np.s_[0], (3, 4, 5)) == (0, s, s)
+    assert f(np.s_[0, ...], (3, 4, 5)) == (0, s, s)
+    assert f(np.s_[:2, None, 0, ...], (3, 4, 5)) == (slice(None, 2), None, 0, s)
+    m = np.array([[True, False, True, False], [False, True, False, True], [True, False, True, False]])
+    k = f(np.s_[m, None, 0:2], (3, 4, 5))
+    np.testing.assert_array_equal(k[0], [0, 0, 1, 1, 2, 2])
+    np.testing.assert_array_equal(k[1], [0, 2, 1, 3, 0, 2])
+    assert k[2:] == (None, slice(0, 2))
+    with pytest.raises(IndexError):
+        f((Ellipsis, 0, Ellipsis), (3, 4))
+    with pytest.raises(IndexError):
+        f((0, 0, 0), (3, 4))
+    g = mx.nd.get_indexing_dispatch_code
+    assert g((0, slice(None), None)) == 0
+    assert g((0, [1, 2])) == 1 and g((mx.nd.array([1]),)) == 1 and g((np.array([1]), 0)) == 1
+    assert g(((), 0)) == 2
+    with pytest.raises(ValueError):
+        g((1.5,))
+    with pytest.raises(ValueError):
+        mx.nd.zeros((2, 2))["a"]
+    assert mx.nd.get_oshape_of_gather_nd_op((5, 6, 7), (2, 3, 4)) == (3, 4, 7)
+    assert mx.nd.get_oshape_of_gather_nd_op((5, 6), (2, 3)) == (3,)

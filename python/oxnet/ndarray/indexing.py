@@ -62,21 +62,94 @@ def _norm_int(i, size, axis):
     return i + size if i < 0 else i
 
 
-def _expand_key(key, ndim):
-    """The key as a tuple with ``Ellipsis`` (or the missing trailing axes) replaced by
-    full slices; ``None`` entries are kept where they are."""
+# MXNet's dispatch codes (``get_indexing_dispatch_code``)
+_NDARRAY_UNSUPPORTED_INDEXING = -1
+_NDARRAY_BASIC_INDEXING = 0
+_NDARRAY_ADVANCED_INDEXING = 1
+_NDARRAY_EMPTY_TUPLE_INDEXING = 2
+
+
+def indexing_key_expand_implicit_axes(key, shape):
+    """Makes implicit axes explicit (MXNet's helper): ``Ellipsis``, or the missing
+    trailing axes, become ``slice(None)``; ``None`` entries stay where they are; a
+    boolean NumPy array becomes the integer arrays of its ``nonzero()``.
+
+    Examples
+    --------
+    >>> indexing_key_expand_implicit_axes(np.s_[0], (3, 4, 5))
+    (0, slice(None, None, None), slice(None, None, None))
+    >>> indexing_key_expand_implicit_axes(np.s_[:2, None, 0, ...], (3, 4, 5))
+    (slice(None, 2, None), None, 0, slice(None, None, None))
+    """
     if not isinstance(key, tuple):
         key = (key,)
-    ell = [i for i, k in enumerate(key) if k is Ellipsis]
-    if len(ell) > 1:
-        raise MXNetIndexError("an index can only have a single ellipsis ('...')")
-    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
-    if n_real > ndim:
-        raise MXNetIndexError("too many indices (%d) for an array of %d dimensions" % (n_real, ndim))
-    fill = (slice(None),) * (ndim - n_real)
-    if ell:
-        return key[:ell[0]] + fill + key[ell[0] + 1:]
-    return key + fill
+    # Explicit loops: tuple.index/count compare with ==, which arrays overload.
+    ell, out, axis = None, [], 0
+    for idx in key:
+        if idx is Ellipsis:
+            if ell is not None:
+                raise MXNetIndexError("Cannot use more than one ellipsis (`...`) for indexing")
+            ell = len(out)
+        elif idx is None:
+            out.append(None)
+        elif isinstance(idx, np.ndarray) and idx.dtype == np.bool_:
+            if idx.ndim == 0 or axis + idx.ndim > len(shape):
+                raise MXNetIndexError("boolean index of shape %s does not fit an array of shape %s "
+                                      "from axis %d" % (idx.shape, tuple(shape), axis))
+            for i, n in enumerate(idx.shape):
+                if shape[axis + i] != n:
+                    raise MXNetIndexError(
+                        "boolean index did not match indexed array along axis %d; size is %d but "
+                        "corresponding boolean size is %d" % (axis + i, shape[axis + i], n))
+            out.extend(idx.nonzero())
+            axis += idx.ndim
+        else:
+            out.append(idx)
+            axis += 1
+    if axis > len(shape):
+        raise MXNetIndexError("too many indices (%d) for an array of %d dimensions" % (axis, len(shape)))
+    if ell is None:
+        ell = len(out)
+    return tuple(out[:ell]) + (slice(None),) * (len(shape) - axis) + tuple(out[ell:])
+
+
+def get_indexing_dispatch_code(key):
+    """MXNet's dispatch code of an expanded key (a tuple): 0 basic (ints, slices,
+    None), 1 advanced (an array-like entry), 2 an empty tuple entry; a ValueError for an
+    entry of another type."""
+    if not isinstance(key, tuple):
+        raise MXNetValueError("get_indexing_dispatch_code expects a tuple, got %s" % type(key))
+    for idx in key:
+        if isinstance(idx, (NDArray, np.ndarray, list, tuple, range)) and _as_int(idx) is None:
+            if isinstance(idx, tuple) and len(idx) == 0:
+                return _NDARRAY_EMPTY_TUPLE_INDEXING
+            return _NDARRAY_ADVANCED_INDEXING
+        if not (isinstance(idx, slice) or _as_int(idx) is not None or idx is None):
+            raise MXNetValueError("NDArray does not support slicing with key %r of type %s."
+                                  % (idx, type(idx)))
+    return _NDARRAY_BASIC_INDEXING
+
+
+def get_oshape_of_gather_nd_op(dshape, ishape):
+    """The output shape of ``gather_nd`` for data of shape ``dshape`` and indices of
+    shape ``ishape`` (MXNet's helper)."""
+    if not dshape or not ishape:
+        raise MXNetValueError("gather_nd needs non-scalar data and indices, got shapes %s and %s"
+                              % (tuple(dshape), tuple(ishape)))
+    oshape = list(ishape[1:])
+    if ishape[0] < len(dshape):
+        oshape.extend(dshape[ishape[0]:])
+    return tuple(oshape)
+
+
+def _expand_key(key, shape):
+    """The key expanded (:func:`indexing_key_expand_implicit_axes`) and whether it is
+    advanced."""
+    key = indexing_key_expand_implicit_axes(key, shape)
+    code = get_indexing_dispatch_code(key)
+    if code == _NDARRAY_EMPTY_TUPLE_INDEXING:
+        raise MXNetIndexError("an empty tuple inside an index is not supported: %r" % (key,))
+    return key, code == _NDARRAY_ADVANCED_INDEXING
 
 
 def _slice_len(slc, n):
@@ -252,12 +325,13 @@ def getitem(self, key):
         return self._slice(start, max(start, stop))
     if isinstance(key, tuple) and not key:
         return self
-    if _is_advanced(key) and not isinstance(key, tuple):
+    if not isinstance(key, tuple) and _is_advanced(key) and \
+            not (isinstance(key, np.ndarray) and key.dtype == np.bool_):
         # One index array: rows along axis 0 (NumPy's result shape: key.shape + rest).
         idx = _index_array(key, self.shape[0], 0)
         return nd._op.take(self, nd.array(idx, ctx=self.context, dtype=np.int64), axis=0)
-    key = _expand_key(key, self.ndim)
-    if any(_is_advanced(k) for k in key):
+    key, advanced = _expand_key(key, self.shape)
+    if advanced:
         out_shape, idx = _advanced_plan(self.shape, key)
         res = nd._op.gather_nd(self, nd.array(idx, ctx=self.context, dtype=np.int64))
         return res if res.shape == out_shape else res.reshape(out_shape)
@@ -359,8 +433,8 @@ def setitem(self, key, value):
         return
     if self.size == 0:
         return
-    key = _expand_key(key, self.ndim)
-    if any(_is_advanced(k) for k in key):
+    key, advanced = _expand_key(key, self.shape)
+    if advanced:
         out_shape, idx = _advanced_plan(self.shape, key)
         if int(np.prod(out_shape)) == 0:
             return
