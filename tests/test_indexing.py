@@ -263,3 +263,15 @@ def test_mxnet_indexing_helpers():
         mx.nd.zeros((2, 2))["a"]
     assert mx.nd.get_oshape_of_gather_nd_op((5, 6, 7), (2, 3, 4)) == (3, 4, 7)
     assert mx.nd.get_oshape_of_gather_nd_op((5, 6), (2, 3)) == (3,)
+
+
+def test_assign_overlapping_rows_of_same_array():
+    x, a = _arr((5, 3))
+    a[0:3] = a[1:4]
+    x[0:3] = x[1:4].copy()
+    np.testing.assert_array_equal(a.asnumpy(), x)
+    a[1:4] = a[0:3]
+    x[1:4] = x[0:3].copy()
+    np.testing.assert_array_equal(a.asnumpy(), x)
+    a[2] = a[2]
+    np.testing.assert_array_equal(a.asnumpy(), x)

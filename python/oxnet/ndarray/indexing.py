@@ -23,6 +23,8 @@ This module computes index arrays (their size is the result's) on the host with
 NumPy; it never loops over elements in Python.
 """
 
+from math import prod
+
 import numpy as np
 
 from .. import _core
@@ -167,7 +169,7 @@ def basic_indexing_slice_is_contiguous(slc_key, shape):
         raise MXNetValueError("slc_key has %d entries for an array of %d dimensions"
                               % (len(slc_key), len(shape)))
     lens = [_slice_len(s, n) for s, n in zip(slc_key, shape)]
-    if int(np.prod(lens)) in (0, 1):
+    if prod(lens) in (0, 1):
         return True
     partial = False
     for slc, n, m in zip(reversed(slc_key), reversed(shape), reversed(lens)):
@@ -238,7 +240,8 @@ def _index_array(k, size, axis):
         if lo < -size or hi >= size:
             bad = lo if lo < -size else hi
             raise MXNetIndexError("index %d is out of bounds for axis %d with size %d" % (bad, axis, size))
-        a = np.where(a < 0, a + size, a)
+        if lo < 0:
+            a = np.where(a < 0, a + size, a)
     return a
 
 
@@ -337,9 +340,12 @@ def getitem(self, key):
         return res if res.shape == out_shape else res.reshape(out_shape)
     slcs, out_shape, region = _basic_plan(self.shape, key)
     if basic_indexing_slice_is_contiguous(slcs, self.shape) and self.size:
-        strides = np.cumprod((1,) + tuple(self.shape[:0:-1]))[::-1]
-        total = int(np.prod(region))
-        begin = 0 if total == 0 else int(sum(s.indices(n)[0] * st for s, n, st in zip(slcs, self.shape, strides)))
+        total = prod(region)
+        begin, stride = 0, 1
+        if total:
+            for slc, n in zip(reversed(slcs), reversed(self.shape)):
+                begin += slc.indices(n)[0] * stride
+                stride *= n
         res = self._reshape_view([self.size])._slice(begin, begin + total)
     else:
         begin, end, step = _begin_end_step(slcs, self.shape)
@@ -433,10 +439,32 @@ def setitem(self, key, value):
         return
     if self.size == 0:
         return
+    if isinstance(key, slice) and key == slice(None):
+        _assign_all(self, value, self.shape)
+        return
+    i = _as_int(key)
+    if i is not None or (isinstance(key, slice) and (key.step is None or key.step == 1)):
+        # A row or a block of rows: a contiguous view, written like the whole array
+        # (but refused while recording if the value is in the graph, as the
+        # _slice_assign MXNet runs here would be).
+        if i is not None:
+            i = _norm_int(i, self.shape[0], 0)
+            view = self._at(i) if self.ndim > 1 else self._slice(i, i + 1)
+            out_shape = tuple(self.shape[1:])
+        else:
+            start, stop, _ = key.indices(self.shape[0])
+            view = self._slice(start, max(start, stop))
+            out_shape = tuple(view.shape)
+        if view.size == 0:
+            return
+        if isinstance(value, NDArray) and view.shape != self.shape:
+            _check_recording("_slice_assign", value)
+        _assign_all(view, value, out_shape)
+        return
     key, advanced = _expand_key(key, self.shape)
     if advanced:
         out_shape, idx = _advanced_plan(self.shape, key)
-        if int(np.prod(out_shape)) == 0:
+        if prod(out_shape) == 0:
             return
         if _is_scalar(value):
             v = nd.full(out_shape, value, ctx=self.context, dtype=self.dtype)
@@ -450,7 +478,7 @@ def setitem(self, key, value):
         nd._op.where(mask, new, self, out=self)
         return
     slcs, out_shape, region = _basic_plan(self.shape, key)
-    if int(np.prod(region)) == 0:
+    if prod(region) == 0:
         return
     begin, end, step = _begin_end_step(slcs, self.shape)
     if tuple(region) == tuple(self.shape) and all(s > 0 for s in step):
