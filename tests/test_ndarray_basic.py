@@ -187,6 +187,35 @@ def test_pickle_roundtrip():
     assert b.context == mx.cpu(0) and b.dtype == np.int64
     np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
     assert set(a.__getstate__()) == {"handle"}
+    assert isinstance(a.__getstate__()["handle"], bytearray)  # as MXNet's ctypes2buffer
+
+
+def test_setstate_loads_values_into_an_array_made_alike():
+    src = mx.nd.array([[1.5, -2], [3, 4]])
+    dst = mx.nd.zeros((2, 2))
+    dst.__setstate__(src.__getstate__())
+    np.testing.assert_array_equal(dst.asnumpy(), src.asnumpy())
+    # MXNet's state for mx.nd.arange(1, ctx=mx.gpu()) loads without a GPU (onto cpu(0))
+    gpu_state = {"handle": bytearray(
+        b"\xc9\xfa\x93\xf9\x00\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00"
+        b"\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")}
+    if mx.context.num_gpus() == 0:
+        a = mx.nd.arange(1) + 5
+        a.__setstate__(gpu_state)
+        np.testing.assert_array_equal(a.asnumpy(), [0.0])
+
+
+def test_setstate_refuses_what_it_cannot_rebind():
+    state = mx.nd.ones((3,), dtype="int32").__getstate__()
+    for dst in [mx.nd.zeros((2,), dtype="int32"), mx.nd.zeros((3,)), mx.nd.zeros((3,), ctx=mx.cpu(1), dtype="int32")]:
+        before = dst.asnumpy().copy()
+        with pytest.raises(mx.base.MXNetError, match="__setstate__"):
+            dst.__setstate__(state)
+        np.testing.assert_array_equal(dst.asnumpy(), before)
+    with pytest.raises(mx.base.MXNetError):
+        mx.nd.zeros((3,)).__setstate__({"handle": None})
+    with pytest.raises(mx.base.MXNetError):
+        mx.nd.zeros((3,)).__setstate__({"handle": bytearray(b"\x01\x02")})
 
 
 def test_scalar_access_and_conversions():

@@ -26,8 +26,7 @@ _BOTH = {
 }
 NOT_YET = {
     "nd": _BOTH | {
-        "from_dlpack", "from_numpy", "get_indexing_dispatch_code", "get_oshape_of_gather_nd_op", "imdecode",
-        "indexing_key_expand_implicit_axes", "to_dlpack_for_read", "to_dlpack_for_write",
+        "from_dlpack", "imdecode", "to_dlpack_for_read", "to_dlpack_for_write",
     },
     # mx.sym.Custom needs a Custom op in the Rust registry (mx.nd.Custom is Python's)
     "sym": _BOTH | {"Custom"},

@@ -37,3 +37,7 @@ from .py_ops import moveaxis, linspace, split_v2, histogram, onehot_encode  # no
 
 from .custom import Custom  # noqa: E402,F401
 op.Custom = Custom
+from . import contrib_funcs as _contrib_funcs  # noqa: E402
+_contrib_funcs.install(contrib)
+from .indexing import (indexing_key_expand_implicit_axes, get_indexing_dispatch_code,  # noqa: E402,F401
+                       get_oshape_of_gather_nd_op)

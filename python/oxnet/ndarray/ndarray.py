@@ -3,12 +3,10 @@ is defined in Rust (``oxnet._core.NDArray``); this module adds the rest of MXNet
 methods to it (indexing, repr, pickling, fluent methods) and defines the creation
 functions (``array``, ``zeros``, ``arange``...) over the registry's ops."""
 
-import numbers
-
 import numpy as np
 
 from .. import _core
-from ..base import MXNetError, MXNetIndexError, MXNetValueError, _Null, mx_real_t, numeric_types
+from ..base import MXNetError, MXNetValueError, _Null, mx_real_t, numeric_types
 from ..context import Context, current_context, _ctx_from_tuple
 
 NDArray = _core.NDArray
@@ -110,6 +108,39 @@ def array(source_array, ctx=None, dtype=None):
     arr = empty(source_array.shape, ctx, dtype)
     arr[:] = source_array
     return arr
+
+
+def from_numpy(ndarray, zero_copy=True, array_cls=None):
+    """Returns an NDArray with the values of a NumPy array.
+
+    Parameters
+    ----------
+    ndarray : numpy.ndarray
+        The source array.
+    zero_copy : bool, default True
+        In MXNet, True makes the NDArray take the NumPy array's memory without a copy
+        (the NumPy array becomes read-only). oxnet's storage cannot adopt foreign
+        memory yet, so ``zero_copy=True`` raises an MXNetError (after MXNet's own
+        check: only C-contiguous arrays, else ValueError); pass ``zero_copy=False``
+        for a copy with the source's dtype.
+    array_cls : type, optional
+        Only NDArray is supported.
+
+    Returns
+    -------
+    NDArray
+    """
+    if array_cls not in (None, NDArray):
+        raise MXNetValueError("from_numpy: array_cls must be NDArray, got %r" % (array_cls,))
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError("from_numpy expects a numpy.ndarray, got %s" % type(ndarray))
+    if not zero_copy:
+        return array(ndarray, dtype=ndarray.dtype)
+    if not ndarray.flags["C_CONTIGUOUS"]:
+        raise ValueError("Only c-contiguous arrays are supported for zero-copy")
+    raise MXNetError("from_numpy(zero_copy=True): oxnet cannot adopt a NumPy array's memory "
+                     "yet (its storage holds only memory it allocated); use zero_copy=False "
+                     "to copy the values")
 
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=mx_real_t):
@@ -223,8 +254,8 @@ def _iter(self):
 
 
 def _getstate(self):
-    """MXNet's pickle state: ``{'handle': bytes}`` in the single-array .params format."""
-    return {"handle": _core.save_raw(self)}
+    """MXNet's pickle state: ``{'handle': bytearray}`` in the single-array .params format."""
+    return {"handle": bytearray(_core.save_raw(self))}
 
 
 def _reduce(self):
@@ -232,8 +263,33 @@ def _reduce(self):
 
 
 def _from_state(state):
-    """Rebuilds an array from ``__getstate__``'s dict (MXNet loads it on cpu(0))."""
-    return _core.load_raw(state["handle"])
+    """Rebuilds an array from ``__getstate__``'s dict (MXNet loads it on cpu(0); a gpu
+    array loads onto its GPU when there is one, else onto cpu(0))."""
+    handle = state["handle"]
+    if handle is None:
+        raise MXNetError("cannot unpickle an NDArray saved without data (handle None): "
+                         "oxnet has no handle-less NDArray")
+    return _core.load_raw(bytes(handle))
+
+
+def _setstate(self, state):
+    """Loads ``__getstate__``'s dict into this array.
+
+    MXNet points the array at a new handle. oxnet's array handle is fixed at creation,
+    so the loaded values are copied in instead: this works when the loaded array has
+    this array's shape, dtype and context (as when restoring a state into an array
+    made alike), and raises an MXNetError otherwise. Unlike MXNet, views taken of this
+    array before see the new values."""
+    loaded = _from_state(state)
+    if loaded.shape != self.shape or np.dtype(loaded.dtype) != np.dtype(self.dtype) or \
+            loaded._ctx != self._ctx:
+        raise MXNetError(
+            "__setstate__: the state holds an array of shape %s, dtype %s on %s; this array "
+            "is %s, %s on %s, and oxnet cannot rebind an existing NDArray to another "
+            "shape, dtype or context (unpickle with pickle.loads instead)"
+            % (loaded.shape, np.dtype(loaded.dtype).name, loaded.context, self.shape,
+               np.dtype(self.dtype).name, self.context))
+    _core.copyto(loaded, self)
 
 
 def _array(self, dtype=None, copy=None):
@@ -254,8 +310,7 @@ def _copyto(self, other):
     """Copies the value of this array to another array (returned) or to a new array
     on context ``other``."""
     if isinstance(other, NDArray):
-        if other._same_chunk(self) and other.shape == self.shape and other.size and \
-                other._ctx == self._ctx and _same_offset(self, other):
+        if other is self:
             import warnings
             warnings.warn("You are attempting to copy an array to itself", RuntimeWarning)
             return False
@@ -266,10 +321,6 @@ def _copyto(self, other):
         _core.copyto(self, hret)
         return hret
     raise TypeError("copyto does not support type " + str(type(other)))
-
-
-def _same_offset(a, b):
-    return _core.same_offset(a, b) if hasattr(_core, "same_offset") else True
 
 
 def _as_in_context(self, context):
@@ -319,215 +370,6 @@ def _reshape(self, *shape, **kwargs):
 
 def _reshape_like(self, *args, **kwargs):
     return _op.reshape_like(self, *args, **kwargs)
-
-
-# -- indexing ---------------------------------------------------------------
-
-
-def _index_error(index, axis, size):
-    return MXNetIndexError("index %d is out of bounds for axis %d with size %d" % (index, axis, size))
-
-
-def _norm_int(i, size, axis):
-    i = int(i)
-    if i < -size or i >= size:
-        raise _index_error(i, axis, size)
-    return i + size if i < 0 else i
-
-
-def _expand_key(self, key):
-    """The key as a tuple of per-axis ints and slices (Ellipsis and missing axes filled)."""
-    if not isinstance(key, tuple):
-        key = (key,)
-    if any(k is None for k in key):
-        raise MXNetIndexError("NDArray does not support None (newaxis) in indexing")
-    n_ell = sum(1 for k in key if k is Ellipsis)
-    if n_ell > 1:
-        raise MXNetIndexError("an index can only have a single ellipsis ('...')")
-    if n_ell:
-        i = key.index(Ellipsis)
-        fill = self.ndim - (len(key) - 1)
-        key = key[:i] + (slice(None),) * fill + key[i + 1:]
-    if len(key) > self.ndim:
-        raise MXNetIndexError("too many indices (%d) for an array of %d dimensions" % (len(key), self.ndim))
-    return key
-
-
-def _slice_component(k, size):
-    """(begin, end, step, length) of a slice on an axis of `size`, as the slice op
-    takes them: an empty selection becomes (0, 0, 1); a negative step that runs
-    through index 0 gets end None."""
-    b, e, s = k.indices(size)
-    n = len(range(b, e, s))
-    if n == 0:
-        return 0, 0, 1, 0
-    if s < 0 and e < 0:
-        e = None
-    return b, e, s, n
-
-
-def _is_basic(key):
-    ks = key if isinstance(key, tuple) else (key,)
-    return all(isinstance(k, (numbers.Integral, slice)) or k is Ellipsis or k is None for k in ks)
-
-
-def _getitem(self, key):
-    if isinstance(key, numbers.Integral):
-        if self.ndim == 0:
-            raise MXNetIndexError("too many indices for a 0-d array")
-        i = _norm_int(key, self.shape[0], 0)
-        if self.ndim == 1:
-            return self._slice(i, i + 1)  # MXNet keeps shape (1,)
-        return self._at(i)
-    if isinstance(key, slice) and (key.step is None or key.step == 1):
-        if self.ndim == 0:
-            raise MXNetIndexError("cannot slice a 0-d array")
-        start, stop, _ = key.indices(self.shape[0])
-        return self._slice(start, max(start, stop))
-    if _is_basic(key) and isinstance(key, tuple) and any(k is None for k in key) or key is None:
-        return _getitem_newaxis(self, key)
-    if _is_basic(key):
-        key = _expand_key(self, key)
-        # leading ints then full slices: a view
-        view, i = self, 0
-        while i < len(key) and isinstance(key[i], numbers.Integral):
-            i += 1
-        if all(isinstance(k, slice) and k == slice(None) for k in key[i:]) and 0 < i < self.ndim:
-            for d, k in enumerate(key[:i]):
-                view = view._at(_norm_int(k, view.shape[0], d))
-            return view
-        begin, end, step, drop = [], [], [], []
-        for ax, k in enumerate(key):
-            size = self.shape[ax]
-            if isinstance(k, numbers.Integral):
-                k = _norm_int(k, size, ax)
-                begin.append(k), end.append(k + 1), step.append(1)
-                drop.append(ax)
-            else:
-                b, e, s, _ = _slice_component(k, size)
-                begin.append(b), end.append(e), step.append(s)
-        res = _op.slice(self, begin=tuple(begin), end=tuple(end), step=tuple(step))
-        if drop:
-            shape = [d for ax, d in enumerate(res.shape) if ax not in drop]
-            res = res._reshape_view(shape if shape else [1])
-        return res
-    # advanced indexing
-    if isinstance(key, (list, np.ndarray)):
-        key = array(key, ctx=self.context, dtype=np.int64 if np.asarray(key).dtype.kind in "iub" else None)
-    if isinstance(key, NDArray):
-        return _op.take(self, key, axis=0, mode="raise")
-    if isinstance(key, tuple) and all(isinstance(k, (NDArray, list, np.ndarray)) for k in key):
-        idx = [k.asnumpy() if isinstance(k, NDArray) else np.asarray(k) for k in key]
-        idx = np.stack(np.broadcast_arrays(*idx))
-        return _op.gather_nd(self, array(idx, ctx=self.context, dtype=np.int64))
-    raise MXNetIndexError("NDArray does not support indexing with key %r" % (key,))
-
-
-def _getitem_newaxis(self, key):
-    """Basic indexing with None (newaxis): index without the Nones, then reshape
-    (a view) to insert the new axes of size 1 where NumPy puts them."""
-    ks = key if isinstance(key, tuple) else (key,)
-    n_real = sum(1 for k in ks if k is not None and k is not Ellipsis)
-    if sum(1 for k in ks if k is Ellipsis) > 1:
-        raise MXNetIndexError("an index can only have a single ellipsis ('...')")
-    if n_real > self.ndim:
-        raise MXNetIndexError("too many indices (%d) for an array of %d dimensions" % (n_real, self.ndim))
-    fill = (slice(None),) * (self.ndim - n_real)
-    if Ellipsis in ks:
-        i = ks.index(Ellipsis)
-        ks = ks[:i] + fill + ks[i + 1:]
-    else:
-        ks = ks + fill
-    shape, ax = [], 0
-    for k in ks:
-        if k is None:
-            shape.append(1)
-        elif isinstance(k, slice):
-            shape.append(len(range(*k.indices(self.shape[ax]))))
-            ax += 1
-        else:
-            _norm_int(k, self.shape[ax], ax)
-            ax += 1
-    real = tuple(k for k in ks if k is not None)
-    res = self[real] if real else self
-    return res.reshape(shape)
-
-
-def _set_all(dst, value):
-    """Writes `value` (scalar, NDArray or array-like) into all of `dst`."""
-    if not dst.writable:
-        raise ValueError("Cannot assign to readonly NDArray")
-    if isinstance(value, numeric_types) and not isinstance(value, np.ndarray):
-        _internal._full(shape=dst.shape, ctx=dst.context, dtype=np.dtype(dst.dtype).name,
-                        value=float(value), out=dst)
-    elif isinstance(value, NDArray):
-        if value._same_chunk(dst) and value.shape == dst.shape and _same_offset(value, dst):
-            return
-        if value.shape != dst.shape:
-            extra = value.ndim - dst.ndim
-            if extra > 0 and all(d == 1 for d in value.shape[:extra]):
-                value = value.reshape(tuple(value.shape[extra:]))
-            if value.ndim < dst.ndim:
-                value = value.reshape((1,) * (dst.ndim - value.ndim) + tuple(value.shape))
-            value = _op.broadcast_to(value, shape=dst.shape)
-        _core.copyto(value, dst)
-    else:
-        src = np.asarray(value, dtype=dst.dtype)
-        while src.ndim > dst.ndim and src.shape[0] == 1:
-            src = src.reshape(src.shape[1:])  # NumPy drops leading 1-axes on assignment
-        if src.shape != tuple(dst.shape):
-            try:
-                src = np.broadcast_to(src, dst.shape)
-            except ValueError:
-                raise MXNetError("cannot assign an array of shape %s to an NDArray of shape %s"
-                                 % (src.shape, dst.shape)) from None
-        dst._sync_copyfrom(np.ascontiguousarray(src))
-
-
-def _setitem(self, key, value):
-    if not self.writable:
-        raise ValueError("Cannot assign to readonly NDArray")
-    if isinstance(key, slice) and key == slice(None):
-        _set_all(self, value)
-        return
-    if isinstance(key, numbers.Integral) or (isinstance(key, slice) and (key.step is None or key.step == 1)):
-        _set_all(self[key], value)
-        return
-    if _is_basic(key):
-        key = _expand_key(self, key)
-        if all(isinstance(k, slice) and k == slice(None) for k in key):
-            _set_all(self, value)
-            return
-        begin, end, step, shape = [], [], [], []
-        for ax, k in enumerate(key):
-            size = self.shape[ax]
-            if isinstance(k, numbers.Integral):
-                k = _norm_int(k, size, ax)
-                begin.append(k), end.append(k + 1), step.append(1)
-                shape.append(1)
-            else:
-                b, e, s, n = _slice_component(k, size)
-                begin.append(b), end.append(e), step.append(s)
-                shape.append(n)
-        shape += list(self.shape[len(key):])
-        if int(np.prod(shape)) == 0:
-            return  # nothing selected, nothing to write
-        if isinstance(value, numeric_types) and not isinstance(value, np.ndarray):
-            _internal._slice_assign_scalar(self, scalar=float(value), begin=tuple(begin),
-                                           end=tuple(end), step=tuple(step), out=self)
-            return
-        if not isinstance(value, NDArray):
-            value = array(np.broadcast_to(np.asarray(value, dtype=self.dtype), shape).copy(),
-                          ctx=self.context, dtype=self.dtype)
-        elif tuple(value.shape) != tuple(shape):
-            if value.size == np.prod(shape) and value.ndim != len(shape):
-                value = value.reshape(shape)
-            else:
-                value = _op.broadcast_to(value.reshape((1,) * (len(shape) - value.ndim) + tuple(value.shape))
-                                         if value.ndim < len(shape) else value, shape=tuple(shape))
-        _internal._slice_assign(self, value, begin=tuple(begin), end=tuple(end), step=tuple(step), out=self)
-        return
-    raise MXNetIndexError("NDArray does not support assignment with key %r" % (key,))
 
 
 _FLUENT = """reshape_like zeros_like ones_like broadcast_axes repeat pad swapaxes split split_v2
@@ -642,9 +484,10 @@ def _install():
     NDArray.__iter__ = _iter
     NDArray.__reduce__ = _reduce
     NDArray.__getstate__ = _getstate
+    NDArray.__setstate__ = _setstate
     NDArray.__array__ = _array
-    NDArray.__getitem__ = _getitem
-    NDArray.__setitem__ = _setitem
+    from . import indexing
+    indexing.install()
     NDArray.tolist = _tolist
     NDArray.copy = _copy
     NDArray.copyto = _copyto
@@ -667,4 +510,4 @@ _install()
 __all__ = ["NDArray", "empty", "zeros", "ones", "full", "array", "arange", "eye", "waitall",
            "add", "subtract", "multiply", "divide", "true_divide", "modulo", "power", "maximum",
            "minimum", "hypot", "equal", "not_equal", "greater", "greater_equal", "lesser",
-           "lesser_equal", "logical_and", "logical_or", "logical_xor", "concatenate"]
+           "lesser_equal", "logical_and", "logical_or", "logical_xor", "concatenate", "from_numpy"]
