@@ -233,3 +233,23 @@ def test_lenet_trains_one_step_like_numpy():
     mx.nd.sgd_update(ex.arg_dict["conv1_weight"], ex.grad_dict["conv1_weight"], lr=0.1,
                      out=ex.arg_dict["conv1_weight"])
     np.testing.assert_allclose(ex.arg_dict["conv1_weight"].asnumpy(), w - 0.1 * gw, rtol=1e-4, atol=1e-5)
+
+
+def test_reshape_shrunk_array_views_the_old_memory():
+    # MXNet: an argument that shrinks is a view of the original array's first elements
+    x = mx.sym.Variable("x")
+    y = mx.sym.FullyConnected(x, num_hidden=4, name="fc")
+    exe = y.simple_bind(mx.cpu(), x=(5, 4), grad_req="null")
+    exe.arg_dict["x"][:] = 1
+    exe.arg_dict["fc_weight"][:] = 1
+    exe.arg_dict["fc_bias"][:] = 0
+    small = exe.reshape(x=(3, 4))
+    assert small.arg_dict["fc_weight"] is exe.arg_dict["fc_weight"]
+    small.forward()
+    np.testing.assert_array_equal(small.outputs[0].asnumpy(), np.full((3, 4), 4.0))
+    small.arg_dict["x"][:] = 2
+    np.testing.assert_array_equal(exe.arg_dict["x"].asnumpy()[:, 0], [2, 2, 2, 1, 1])
+    big = exe.reshape(allow_up_sizing=True, x=(7, 4))
+    assert big.arg_dict["x"].shape == (7, 4)
+    with pytest.raises(mx.MXNetError, match="larger"):
+        exe.reshape(x=(7, 4))
