@@ -613,3 +613,20 @@ def test_bucketing_module_group2ctxs_binds():
                                 provide_label=[("label", (5,))]))
     assert mod.get_outputs()[0].shape == (5, 3)
     assert mod._curr_module._execs[0].arg_dict["fc2_weight"].context == mx.cpu(2)
+
+
+def test_bucketing_module_names_arguments_alike_in_every_bucket():
+    # MXNet calls sym_gen under a fresh NameManager: automatic names do not drift
+    def sym_gen(key):
+        embed = mx.sym.Embedding(mx.sym.Variable("data"), input_dim=20, output_dim=4)
+        fc = mx.sym.FullyConnected(mx.sym.Reshape(embed, shape=(-1, 4)), num_hidden=3)
+        out = mx.sym.SoftmaxOutput(fc, mx.sym.Reshape(mx.sym.Variable("softmax_label"),
+                                                      shape=(-1,)), name="softmax")
+        return out, ("data",), ("softmax_label",)
+    mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=6, context=[mx.cpu(0)])
+    mod.bind([("data", (2, 6))], [("softmax_label", (2, 6))])
+    mod.init_params()
+    assert mod.symbol.list_arguments()[1] == "embedding0_weight"
+    mod.switch_bucket(3, [("data", (2, 3))], [("softmax_label", (2, 3))])
+    assert mod.symbol.list_arguments() == mod._buckets[6].symbol.list_arguments()
+    assert mod.symbol.list_arguments()[2] == "fullyconnected0_weight"
