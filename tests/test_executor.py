@@ -253,3 +253,16 @@ def test_reshape_shrunk_array_views_the_old_memory():
     assert big.arg_dict["x"].shape == (7, 4)
     with pytest.raises(mx.MXNetError, match="larger"):
         exe.reshape(x=(7, 4))
+
+
+def test_debug_str_reports_mb_allocated_where_mxnet_code_parses_it():
+    x = mx.sym.Variable("data")
+    y = (x * x) * x
+    ex = y.simple_bind(mx.cpu(), data=(1024, 1024))
+    planned, _ = ex.planned_bytes()
+    line = ex.debug_str().split("\n")[-3]
+    assert line == "Total %d MB allocated" % (planned >> 20)
+    assert int(line.split()[1]) >= 4   # at least the 4 MB intermediate x * x
+    mod = mx.mod.Module(y, data_names=["data"], label_names=None)
+    mod.bind(data_shapes=[("data", (1024, 1024))])
+    assert mod._total_exec_bytes == int(mod._execs[0].debug_str().split("\n")[-3].split()[1])

@@ -300,9 +300,13 @@ class Executor:
         return self._handle.planned_bytes()
 
     def debug_str(self):
+        """A summary of the bound graph. As in MXNet, the third line from the end is
+        ``Total <n> MB allocated`` (the executor's planned intermediate buffers), which
+        MXNet code parses (``debug_str().split('\\n')[-3]``)."""
         planned, naive = self.planned_bytes()
-        return ("Symbol outputs: %s\nTotal %d bytes of intermediate buffers planned "
-                "(%d without reuse)\n" % (self._symbol.list_outputs(), planned, naive))
+        return ("Symbol outputs: %s\nTotal %d MB allocated\nTotal %d bytes of intermediate "
+                "buffers planned (%d without reuse)\n"
+                % (self._symbol.list_outputs(), planned >> 20, planned, naive))
 
 
 __all__ = ["Executor"]

@@ -131,6 +131,8 @@ class DataParallelExecutorGroup:
                 types[d.name] = d.dtype
             shared_exec = None if shared_group is None else shared_group.execs[i]
             self.execs.append(self._bind_ith_exec(i, ctx, shapes, types, shared_exec))
+        # MB of planned buffers over the executors, as MXNet's group totals them
+        self._total_exec_bytes = sum(e.planned_bytes()[0] >> 20 for e in self.execs)
         self.data_arrays = [[(self.slices[i], e.arg_dict[n]) for i, e in enumerate(self.execs)]
                             for n in self.data_names]
         self.label_arrays = [[(self.slices[i], e.arg_dict[n])

@@ -428,6 +428,8 @@ class Module(BaseModule):
                 exe = self._bind_shared(ctx, shapes, types, shared_execs[i],
                                         self._group2ctxs[i])
             self._execs.append(exe)
+        # MB of planned buffers over the executors (MXNet sums its debug_str's figure)
+        self._total_exec_bytes = sum(e.planned_bytes()[0] >> 20 for e in self._execs)
 
     def _bind_shared(self, ctx, shapes, types, shared, group2ctx=None):
         """An executor whose parameters, their gradients and the auxiliary states are
