@@ -268,3 +268,36 @@ def test_grad_req_dict_and_simple_bind_ignore_names_that_are_not_arguments():
     # simple_bind: only tuple shapes count; other keywords (axis=1, mode='clip') are ignored
     ex = y.simple_bind(mx.cpu(), x=(2, 3), w=(2, 3), axis=1, mode="clip", other=(4,))
     assert ex.arg_dict["x"].shape == (2, 3) and ex.arg_dict["w"].shape == (2, 3)
+
+
+def test_reshape_shrunk_array_views_the_old_memory():
+    # MXNet: an argument that shrinks is a view of the original array's first elements
+    x = mx.sym.Variable("x")
+    y = mx.sym.FullyConnected(x, num_hidden=4, name="fc")
+    exe = y.simple_bind(mx.cpu(), x=(5, 4), grad_req="null")
+    exe.arg_dict["x"][:] = 1
+    exe.arg_dict["fc_weight"][:] = 1
+    exe.arg_dict["fc_bias"][:] = 0
+    small = exe.reshape(x=(3, 4))
+    assert small.arg_dict["fc_weight"] is exe.arg_dict["fc_weight"]
+    small.forward()
+    np.testing.assert_array_equal(small.outputs[0].asnumpy(), np.full((3, 4), 4.0))
+    small.arg_dict["x"][:] = 2
+    np.testing.assert_array_equal(exe.arg_dict["x"].asnumpy()[:, 0], [2, 2, 2, 1, 1])
+    big = exe.reshape(allow_up_sizing=True, x=(7, 4))
+    assert big.arg_dict["x"].shape == (7, 4)
+    with pytest.raises(mx.MXNetError, match="larger"):
+        exe.reshape(x=(7, 4))
+
+
+def test_debug_str_reports_mb_allocated_where_mxnet_code_parses_it():
+    x = mx.sym.Variable("data")
+    y = (x * x) * x
+    ex = y.simple_bind(mx.cpu(), data=(1024, 1024))
+    planned, _ = ex.planned_bytes()
+    line = ex.debug_str().split("\n")[-3]
+    assert line == "Total %d MB allocated" % (planned >> 20)
+    assert int(line.split()[1]) >= 4   # at least the 4 MB intermediate x * x
+    mod = mx.mod.Module(y, data_names=["data"], label_names=None)
+    mod.bind(data_shapes=[("data", (1024, 1024))])
+    assert mod._total_exec_bytes == int(mod._execs[0].debug_str().split("\n")[-3].split()[1])

@@ -95,3 +95,17 @@ def test_f1_global_survives_reset_local(average):
     label, pred = batches[0]
     m.update([nd.array(label)], [nd.array(pred)])
     np.testing.assert_allclose(m.get()[1], _np_f1(label, pred), rtol=1e-6)
+
+
+def test_perplexity_clips_out_of_range_labels_and_ignores_padding():
+    # MXNet picks with mode='clip': a label >= classes reads the last class, and the
+    # ignore_label (-1, padding) is left out of the count
+    pred = np.array([[0.2, 0.3, 0.5], [0.6, 0.1, 0.3], [0.25, 0.25, 0.5]], np.float32)
+    label = np.array([7, -1, 1], np.float32)
+    m = mx.metric.Perplexity(ignore_label=-1)
+    m.update([nd.array(label)], [nd.array(pred)])
+    want = np.exp(-(np.log(0.5) + np.log(0.25)) / 2)
+    assert abs(m.get()[1] - want) < 1e-6
+    m = mx.metric.Perplexity(ignore_label=None)
+    m.update([nd.array([5.0, 0.0])], [nd.array(pred[:2])])
+    assert abs(m.get()[1] - np.exp(-(np.log(0.5) + np.log(0.6)) / 2)) < 1e-6

@@ -538,3 +538,95 @@ def test_bucketing_load_dict():
         np.testing.assert_array_equal(got[k].asnumpy(), args[k].asnumpy())
     with pytest.raises(ValueError, match="sym_dict needs to be provided"):
         mx.mod.BucketingModule.load_dict(None, _bucket_sym, 8, args, auxs)
+
+
+# ---- group2ctxs (model parallelism) ---------------------------------------------------
+def _grouped_sum():
+    with mx.AttrScope(ctx_group="dev1"):
+        a = mx.sym.Variable("a") * 2
+    with mx.AttrScope(ctx_group="dev2"):
+        b = mx.sym.Variable("b")
+        c = a + b
+    return c
+
+
+@pytest.mark.parametrize("ctxs, group2ctxs, grad_ctxs", [
+    ([mx.cpu(0)], {"dev1": mx.cpu(1), "dev2": mx.cpu(2)}, [mx.cpu(1), mx.cpu(2)]),
+    ([mx.cpu(0), mx.cpu(1)], [{"dev1": mx.cpu(2), "dev2": mx.cpu(3)},
+                              {"dev1": mx.cpu(4), "dev2": mx.cpu(5)}], None),
+    ([mx.cpu(0), mx.cpu(1)], {"dev1": mx.cpu(2), "dev2": [mx.cpu(3)]}, None),
+    ([mx.cpu(0), mx.cpu(1)], {"dev1": [mx.cpu(2), mx.cpu(2)], "dev2": [mx.cpu(3), mx.cpu(4)]},
+     None),
+])
+def test_module_group2ctxs_places_groups_and_matches_ungrouped(ctxs, group2ctxs, grad_ctxs):
+    shape = (2, 5)
+    a = np.random.uniform(-1, 1, shape).astype(np.float32)
+    b = np.random.uniform(-1, 1, shape).astype(np.float32)
+    head = np.random.uniform(-1, 1, shape).astype(np.float32)
+    grads = []
+    for g2c in (group2ctxs, None):
+        mod = mx.mod.Module(_grouped_sum(), context=ctxs, data_names=["a", "b"],
+                            label_names=None, group2ctxs=g2c)
+        mod.bind(data_shapes=[("a", shape), ("b", shape)], inputs_need_grad=True)
+        mod.init_params()
+        mod.forward(mx.io.DataBatch(data=[mx.nd.array(a), mx.nd.array(b)]), is_train=True)
+        np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), 2 * a + b, rtol=1e-6)
+        mod.backward([mx.nd.array(head)])
+        grads.append(mod.get_input_grads())
+    if grad_ctxs is not None:
+        assert [g.context for g in grads[0]] == grad_ctxs
+    np.testing.assert_allclose(grads[0][0].asnumpy(), 2 * head, rtol=1e-6)
+    np.testing.assert_allclose(grads[0][1].asnumpy(), head, rtol=1e-6)
+    for g, h in zip(grads[0], grads[1]):
+        np.testing.assert_array_equal(g.asnumpy(), h.asnumpy())
+
+
+def test_module_group2ctxs_bad_inputs():
+    sym = _grouped_sum()
+    with pytest.raises(mx.MXNetError, match="one dict per context"):
+        mx.mod.Module(sym, context=[mx.cpu(0), mx.cpu(1)], data_names=["a", "b"],
+                      label_names=None, group2ctxs=[{"dev1": mx.cpu(1), "dev2": mx.cpu(2)}])
+    with pytest.raises(mx.MXNetError, match="needs 1 or 2 contexts"):
+        mx.mod.Module(sym, context=[mx.cpu(0), mx.cpu(1)], data_names=["a", "b"],
+                      label_names=None, group2ctxs={"dev1": [mx.cpu(1)] * 3, "dev2": mx.cpu(2)})
+    mod = mx.mod.Module(sym, context=[mx.cpu(0)], data_names=["a", "b"], label_names=None,
+                        group2ctxs={"dev1": mx.cpu(1)})
+    with pytest.raises(mx.MXNetError, match="group 'dev2'"):
+        mod.bind(data_shapes=[("a", (2, 5)), ("b", (2, 5))])
+
+
+def test_bucketing_module_group2ctxs_binds():
+    def sym_gen(key):
+        with mx.AttrScope(ctx_group="dev1"):
+            fc = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=4, name="fc1")
+        with mx.AttrScope(ctx_group="dev2"):
+            out = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(fc, num_hidden=3, name="fc2"),
+                                       mx.sym.Variable("label"), name="softmax")
+        return out, ("data",), ("label",)
+    mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=10, context=[mx.cpu(0)],
+                                 group2ctxs=[{"dev1": mx.cpu(1), "dev2": mx.cpu(2)}])
+    mod.bind(data_shapes=[("data", (5, 6))], label_shapes=[("label", (5,))],
+             inputs_need_grad=True)
+    mod.init_params()
+    mod.forward(mx.io.DataBatch(data=[mx.nd.ones((5, 6))], label=[mx.nd.zeros((5,))],
+                                bucket_key=10, provide_data=[("data", (5, 6))],
+                                provide_label=[("label", (5,))]))
+    assert mod.get_outputs()[0].shape == (5, 3)
+    assert mod._curr_module._execs[0].arg_dict["fc2_weight"].context == mx.cpu(2)
+
+
+def test_bucketing_module_names_arguments_alike_in_every_bucket():
+    # MXNet calls sym_gen under a fresh NameManager: automatic names do not drift
+    def sym_gen(key):
+        embed = mx.sym.Embedding(mx.sym.Variable("data"), input_dim=20, output_dim=4)
+        fc = mx.sym.FullyConnected(mx.sym.Reshape(embed, shape=(-1, 4)), num_hidden=3)
+        out = mx.sym.SoftmaxOutput(fc, mx.sym.Reshape(mx.sym.Variable("softmax_label"),
+                                                      shape=(-1,)), name="softmax")
+        return out, ("data",), ("softmax_label",)
+    mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=6, context=[mx.cpu(0)])
+    mod.bind([("data", (2, 6))], [("softmax_label", (2, 6))])
+    mod.init_params()
+    assert mod.symbol.list_arguments()[1] == "embedding0_weight"
+    mod.switch_bucket(3, [("data", (2, 3))], [("softmax_label", (2, 3))])
+    assert mod.symbol.list_arguments() == mod._buckets[6].symbol.list_arguments()
+    assert mod.symbol.list_arguments()[2] == "fullyconnected0_weight"

@@ -342,3 +342,14 @@ def test_sample_ops_do_not_check_values_as_mxnet():
     x = mx.nd.sample_normal(mx.nd.array([0.0]), mx.nd.array([-1.0]), shape=1000).asnumpy()
     assert np.isfinite(x).all()
     assert (mx.nd.sample_poisson(mx.nd.array([-1.0]), shape=10).asnumpy() == 0).all()
+
+
+def test_out_on_another_device_than_the_default_context():
+    # the sample goes to `out`'s device, whatever the thread's default context is
+    out = mx.nd.zeros((3, 4), ctx=mx.cpu(0))
+    with mx.cpu(3):
+        mx.nd.random.uniform(-1, 1, out=out)
+        mx.nd.random.normal(0, 1, shape=(3, 4), out=out)
+    assert out.context == mx.cpu(0)
+    v = out.asnumpy()
+    assert v.std() > 0 and np.isfinite(v).all()

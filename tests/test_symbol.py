@@ -265,3 +265,26 @@ def test_symbol_ufuncs_with_scalars_and_symbols():
             args["b"] = mx.nd.array(bv)
         np.testing.assert_allclose(s.eval(**args)[0].asnumpy(), want, rtol=1e-6)
     assert mx.sym.maximum(2, 3) == 3 and mx.sym.pow(2, 3) == 8
+
+
+def test_symbol_truth_value_is_not_implemented_for_symbol():
+    x = mx.sym.Variable("x")
+    with pytest.raises(mx.base.NotImplementedForSymbol) as e:
+        bool(x)
+    assert isinstance(e.value, mx.MXNetError)
+    assert "bool" in str(e.value)
+
+
+def test_tojson_marks_np_shape_graphs():
+    from oxnet.util import np_shape
+    s = mx.sym.FullyConnected(mx.sym.var("data"), mx.sym.var("w", shape=(4, 0)), num_hidden=4)
+    assert "is_np_shape" not in json.loads(s.tojson())["attrs"]
+    with np_shape(True):
+        text = s.tojson()
+        assert json.loads(text)["attrs"]["is_np_shape"] == ["int", 1]
+        # the marked JSON loads back and keeps the mark
+        assert json.loads(mx.sym.load_json(text).tojson())["attrs"]["is_np_shape"] == ["int", 1]
+    # a legacy file (no mark): 0 in a variable's shape is an unknown dim
+    legacy = mx.sym.load_json(s.tojson())
+    args, outs, _ = legacy.infer_shape(data=(3, 5))
+    assert args[1] == (4, 5) and outs[0] == (3, 4)

@@ -48,6 +48,7 @@ from . import model
 from . import callback
 from . import module
 from . import module as mod
+from . import rnn
 from . import gluon
 from . import contrib  # noqa: E402
 from . import recordio  # noqa: E402
@@ -59,5 +60,5 @@ __all__ = ["nd", "ndarray", "random", "autograd", "context", "Context", "cpu", "
            "kv", "kvstore", "optimizer", "lr_scheduler", "name", "initializer", "init", "io",
            "metric", "gluon", "sym", "symbol", "executor", "attribute", "AttrScope", "viz",
            "visualization", "model", "callback", "module", "mod", "util", "runtime",
-           "engine", "is_np_shape", "set_np_shape", "np_shape", "use_np_shape",
+           "engine", "rnn", "is_np_shape", "set_np_shape", "np_shape", "use_np_shape",
            "is_np_array", "np_array", "use_np_array", "use_np"]

@@ -78,6 +78,22 @@ def _from_buffer(buf, key, shape, dtype, ctx):
     return a
 
 
+def _placer(symbol, ctx, groups, what):
+    """``place(name)``: the context of variable ``name`` -- its ``ctx_group``'s device
+    in ``groups`` (a checked group2ctx), else ``ctx`` -- as MXNet places arrays."""
+    attrs = symbol.attr_dict() if groups else {}
+
+    def place(name):
+        g = attrs.get(name, {}).get("__ctx_group__")
+        if g is None:
+            return ctx
+        if g not in groups:
+            raise MXNetError("%s: the device assignment for group '%s' of '%s' is not found "
+                             "in group2ctx (it maps %s)" % (what, g, name, ", ".join(sorted(groups))))
+        return groups[g]
+    return place
+
+
 def _reqs(grad_req, names):
     if isinstance(grad_req, str):
         reqs = [grad_req] * len(names)
@@ -157,17 +173,7 @@ class Executor:
         arg_types = [t or np.float32 for t in arg_types]
         aux_types = [t or np.float32 for t in aux_types]
         groups = _groups(group2ctx)
-        attrs = symbol.attr_dict() if groups else {}
-
-        def place(name):
-            # an array lives on its variable's group's context, as in MXNet
-            g = attrs.get(name, {}).get("__ctx_group__")
-            if g is None:
-                return ctx
-            if g not in groups:
-                raise MXNetError("simple_bind: the device assignment for group '%s' of '%s' is not found "
-                                 "in group2ctx (it maps %s)" % (g, name, ", ".join(sorted(groups))))
-            return groups[g]
+        place = _placer(symbol, ctx, groups, "simple_bind")
 
         # (names that are not arguments are ignored, as in MXNet)
         shared = set(shared_arg_names or ())
@@ -251,7 +257,10 @@ class Executor:
         self._handle.backward(grads)
 
     def reshape(self, partial_shaping=False, allow_up_sizing=False, **kwargs):
-        """A new executor for new input shapes; arrays whose shape is unchanged are shared."""
+        """A new executor for new input shapes. As in MXNet, an array whose shape is
+        unchanged is shared, one that shrinks is a view of the old array's memory
+        (its first elements), one that grows (``allow_up_sizing``) is new, on the
+        old array's context."""
         arg_shapes, _, aux_shapes = self._symbol.infer_shape(**kwargs)
         if arg_shapes is None:
             raise MXNetError("reshape: cannot infer every shape from %s" % kwargs)
@@ -268,7 +277,10 @@ class Executor:
                 raise MXNetError("reshape: new shape of '%s' %s is larger than the original %s; "
                                  "set allow_up_sizing=True to allow it"
                                  % (name, tuple(shape), tuple(old.shape)))
-            return nd.zeros(shape, ctx=self._ctx, dtype=old.dtype)
+            size = int(np.prod(shape))
+            if size <= old.size:
+                return old.reshape((-1,))[:size].reshape(shape)
+            return nd.zeros(shape, ctx=old.context, dtype=old.dtype)
 
         args = [fit(n, a, s) for n, a, s in zip(names, self.arg_arrays, arg_shapes)]
         grads = [None if g is None else fit(n, g, s)
@@ -294,9 +306,13 @@ class Executor:
         return self._handle.planned_bytes()
 
     def debug_str(self):
+        """A summary of the bound graph. As in MXNet, the third line from the end is
+        ``Total <n> MB allocated`` (the executor's planned intermediate buffers), which
+        MXNet code parses (``debug_str().split('\\n')[-3]``)."""
         planned, naive = self.planned_bytes()
-        return ("Symbol outputs: %s\nTotal %d bytes of intermediate buffers planned "
-                "(%d without reuse)\n" % (self._symbol.list_outputs(), planned, naive))
+        return ("Symbol outputs: %s\nTotal %d MB allocated\nTotal %d bytes of intermediate "
+                "buffers planned (%d without reuse)\n"
+                % (self._symbol.list_outputs(), planned >> 20, planned, naive))
 
 
 __all__ = ["Executor"]

@@ -460,8 +460,10 @@ class Perplexity(EvalMetric):
             if label.size != pred.size // pred.shape[-1]:
                 raise ValueError("Perplexity: %d labels for predictions of shape %s"
                                  % (label.size, pred.shape))
+            # labels outside [0, classes) are clipped, as MXNet's pick (mode 'clip') does
+            idx = numpy.clip(label.astype("int64"), 0, pred.shape[self.axis] - 1)
             p = numpy.take_along_axis(numpy.moveaxis(pred, self.axis, -1).reshape(-1, pred.shape[self.axis]),
-                                   label.astype("int64").reshape(-1, 1), axis=1).ravel()
+                                      idx.reshape(-1, 1), axis=1).ravel()
             if self.ignore_label is not None:
                 ignore = (label == self.ignore_label).astype(p.dtype)
                 num -= int(ignore.sum())

@@ -154,7 +154,10 @@ def imresize(src, w, h, *args, **kwargs):
     out : NDArray, optional
     """
     interp = args[0] if args else kwargs.pop("interp", 1)
-    interp = _get_interp_method(interp, (src.shape[0], src.shape[1], h, w))
+    if interp in (9, 10):
+        interp = _get_interp_method(interp, (src.shape[0], src.shape[1], h, w))
+    # any other code goes to the op, which rejects an unknown one with an MXNetError
+    # (MXNet's _cvimresize fails in OpenCV the same way)
     return nd._internal._cvimresize(src, w=w, h=h, interp=interp, **kwargs)
 
 

@@ -9,6 +9,7 @@ import logging
 import numpy as np
 
 from .. import context as _ctx
+from .. import name as _name
 from .. import ndarray as nd
 from .. import symbol as _sym
 from ..initializer import Uniform
@@ -68,7 +69,10 @@ class BucketingModule(BaseModule):
         self._curr_bucket_key = None
 
     def _call_sym_gen(self, *args, **kwargs):
-        return self._sym_gen(*args, **kwargs)
+        # each bucket's symbol gets its automatic names from fresh counters, as in
+        # MXNet, so every bucket names its arguments alike (embedding0_weight, ...)
+        with _name.NameManager():
+            return self._sym_gen(*args, **kwargs)
 
     def _new_module(self, bucket_key):
         symbol, data_names, label_names = self._call_sym_gen(bucket_key)

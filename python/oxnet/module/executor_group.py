@@ -9,9 +9,43 @@ import numpy as np
 
 from .. import ndarray as nd
 from ..base import MXNetError
+from ..executor import _groups, _placer
 from ..io import DataDesc
 
 __all__ = ["DataParallelExecutorGroup"]
+
+
+def _prepare_group2ctxs(group2ctxs, ctx_len):
+    """``group2ctxs`` as one {group: Context} dict (or None) per context, as MXNet
+    reads it: a list of dicts (one per context), or one dict whose values are a
+    Context (the same for every context) or a list of 1 or ``ctx_len`` Contexts."""
+    from ..context import Context
+    if group2ctxs is None:
+        return [None] * ctx_len
+    if isinstance(group2ctxs, (list, tuple)):
+        if len(group2ctxs) != ctx_len:
+            raise MXNetError("group2ctxs: a list needs one dict per context (%d), got %d"
+                             % (ctx_len, len(group2ctxs)))
+        return list(group2ctxs)
+    if isinstance(group2ctxs, dict):
+        ret = [{} for _ in range(ctx_len)]
+        for k, v in group2ctxs.items():
+            if isinstance(v, Context):
+                ctxs = [v] * ctx_len
+            else:
+                v = list(v)
+                if len(v) == 1:
+                    ctxs = v * ctx_len
+                elif len(v) == ctx_len:
+                    ctxs = v
+                else:
+                    raise MXNetError("group2ctxs['%s']: needs 1 or %d contexts, got %d"
+                                     % (k, ctx_len, len(v)))
+            for i in range(ctx_len):
+                ret[i][k] = ctxs[i]
+        return ret
+    raise MXNetError("group2ctxs should be a list of dicts of str to Context, or a dict of "
+                     "str to Context or list of Context; got %s" % type(group2ctxs).__name__)
 
 
 def _split_input_slice(batch_size, work_load_list):
@@ -55,6 +89,7 @@ class DataParallelExecutorGroup:
         self.fixed_param_names = list(fixed_param_names or [])
         self.state_names = list(state_names or [])
         self.logger = logger
+        self.group2ctxs = _prepare_group2ctxs(group2ctxs, len(self.contexts))
         if shared_group is not None:
             self.shared_data_arrays = shared_group.shared_data_arrays
         else:
@@ -96,6 +131,8 @@ class DataParallelExecutorGroup:
                 types[d.name] = d.dtype
             shared_exec = None if shared_group is None else shared_group.execs[i]
             self.execs.append(self._bind_ith_exec(i, ctx, shapes, types, shared_exec))
+        # MB of planned buffers over the executors, as MXNet's group totals them
+        self._total_exec_bytes = sum(e.planned_bytes()[0] >> 20 for e in self.execs)
         self.data_arrays = [[(self.slices[i], e.arg_dict[n]) for i, e in enumerate(self.execs)]
                             for n in self.data_names]
         self.label_arrays = [[(self.slices[i], e.arg_dict[n])
@@ -116,9 +153,12 @@ class DataParallelExecutorGroup:
                              "argument from %s" % shapes)
         arg_types = [t or np.float32 for t in sym.infer_type_partial(**types)[0]]
         shared_data = self.shared_data_arrays[i]
+        group2ctx = self.group2ctxs[i]
+        place = _placer(sym, ctx, _groups(group2ctx), "DataParallelExecutorGroup")
         args, grads = {}, {}
         for name, shape, dtype in zip(self.arg_names, arg_shapes, arg_types):
             req = self.grad_req[name]
+            ctx = place(name)
             if name in self.param_names:
                 if shared_exec is not None and name in shared_exec.arg_dict:
                     arr = shared_exec.arg_dict[name]
@@ -147,8 +187,9 @@ class DataParallelExecutorGroup:
                     tuple(shared_exec.aux_dict[name].shape) == tuple(shape):
                 aux[name] = shared_exec.aux_dict[name]
             else:
-                aux[name] = nd.zeros(shape, ctx=ctx)
-        return sym.bind(ctx, args, args_grad=grads, grad_req=self.grad_req, aux_states=aux)
+                aux[name] = nd.zeros(shape, ctx=place(name))
+        return sym.bind(self.contexts[i], args, args_grad=grads, grad_req=self.grad_req,
+                        aux_states=aux, group2ctx=group2ctx)
 
     def set_params(self, arg_params, aux_params, allow_extra=False):
         """Copies ``arg_params``/``aux_params`` into every executor."""

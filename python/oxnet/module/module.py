@@ -20,10 +20,12 @@ from .. import context as _ctx
 from .. import ndarray as nd
 from .. import optimizer as opt
 from ..base import MXNetError
+from ..executor import _groups, _placer
 from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
 from ..model import load_checkpoint
 from .base_module import BaseModule, _check_input_names, _parse_descs, _require
+from .executor_group import _prepare_group2ctxs
 
 __all__ = ["Module"]
 
@@ -89,9 +91,13 @@ class Module(BaseModule):
         Parameters that are not updated.
     state_names : list of str, optional
         Inputs that are states set with ``set_states`` (not data, not parameters).
-    group2ctxs, compression_params :
-        Accepted for compatibility (model parallelism and gradient compression are
-        not supported; giving them raises).
+    group2ctxs : dict or list of dict, optional
+        Model parallelism: the device of each ``ctx_group`` (``mx.AttrScope``) per
+        context -- one dict per context, or one dict whose values are a Context or a
+        list of 1 or ``len(context)`` Contexts.
+    compression_params :
+        Accepted for compatibility (gradient compression is not supported; giving
+        it raises).
     """
 
     def __init__(self, symbol, data_names=("data",), label_names=("softmax_label",),
@@ -107,8 +113,8 @@ class Module(BaseModule):
         if work_load_list is not None and len(work_load_list) != len(self._context):
             raise ValueError("Module: work_load_list has %d entries for %d contexts"
                              % (len(work_load_list), len(self._context)))
-        if group2ctxs:
-            raise MXNetError("Module: group2ctxs (model parallelism) is not supported")
+        # per context, {ctx_group: Context}: nodes and arrays of a group go there
+        self._group2ctxs = _prepare_group2ctxs(group2ctxs, len(self._context))
         if compression_params:
             raise MXNetError("Module: compression_params (gradient compression) is not "
                              "supported")
@@ -416,16 +422,20 @@ class Module(BaseModule):
                 shapes[d.name] = tuple(shape)
             if shared_execs is None:
                 exe = self._symbol.simple_bind(ctx, grad_req=self._grad_req_by_name,
-                                               type_dict=types,
+                                               type_dict=types, group2ctx=self._group2ctxs[i],
                                                **shapes)
             else:
-                exe = self._bind_shared(ctx, shapes, types, shared_execs[i])
+                exe = self._bind_shared(ctx, shapes, types, shared_execs[i],
+                                        self._group2ctxs[i])
             self._execs.append(exe)
+        # MB of planned buffers over the executors (MXNet sums its debug_str's figure)
+        self._total_exec_bytes = sum(e.planned_bytes()[0] >> 20 for e in self._execs)
 
-    def _bind_shared(self, ctx, shapes, types, shared):
+    def _bind_shared(self, ctx, shapes, types, shared, group2ctx=None):
         """An executor whose parameters, their gradients and the auxiliary states are
         ``shared``'s arrays (as MXNet's bucketing shares them); inputs are new."""
         sym = self._symbol
+        place = _placer(sym, ctx, _groups(group2ctx), "bind")
         arg_shapes, _, aux_shapes = sym.infer_shape(**shapes)
         if arg_shapes is None:
             raise MXNetError("bind: cannot infer every shape of the network from %s" % shapes)
@@ -448,9 +458,9 @@ class Module(BaseModule):
                                          % name)
                     grads[name] = shared.grad_dict[name]
             else:
-                args[name] = nd.zeros(shape, ctx=ctx, dtype=dtype)
+                args[name] = nd.zeros(shape, ctx=place(name), dtype=dtype)
                 if req != "null":
-                    grads[name] = nd.zeros(shape, ctx=ctx, dtype=dtype)
+                    grads[name] = nd.zeros(shape, ctx=place(name), dtype=dtype)
         aux = {}
         for name, shape in zip(sym.list_auxiliary_states(), aux_shapes):
             if name not in shared.aux_dict or tuple(shared.aux_dict[name].shape) != tuple(shape):
@@ -458,7 +468,7 @@ class Module(BaseModule):
                                  "module" % (name, tuple(shape)))
             aux[name] = shared.aux_dict[name]
         return sym.bind(ctx, args, args_grad=grads, grad_req=self._grad_req_by_name,
-                        aux_states=aux)
+                        aux_states=aux, group2ctx=group2ctx)
 
     def reshape(self, data_shapes, label_shapes=None):
         """Rebinds for new input shapes (e.g. another batch size), keeping the

@@ -25,7 +25,8 @@ def _random_helper(random, sampler, params, shape, dtype, ctx, out, kwargs):
         return sampler(*params, shape=shape, dtype=dtype, out=out, **kwargs)
     elif isinstance(params[0], numeric_types):
         if ctx is None:
-            ctx = current_context()
+            # into `out`: sample on out's device (not the thread's default context)
+            ctx = out.context if isinstance(out, NDArray) else current_context()
         if shape is _Null and out is None:
             shape = 1
         for i in params[1:]:

@@ -12,8 +12,9 @@ import numpy as np
 from .. import _core
 from .. import attribute as _attribute
 from .. import name as _name
-from ..base import MXNetError, _Null, numeric_types, string_types
+from ..base import MXNetError, NotImplementedForSymbol, _Null, numeric_types, string_types
 from ..context import Context, current_context
+from ..util import is_np_shape
 
 _DTYPE_CODES = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5,
                 "int64": 6, "bool": 7}
@@ -233,8 +234,18 @@ class Symbol:
 
     # ---- serialisation ----------------------------------------------------------
     def tojson(self):
-        """The graph in MXNet's JSON format."""
-        return self.handle.to_json()
+        """The graph in MXNet's JSON format. Under NumPy shape semantics
+        (``mx.util.np_shape``) the graph attributes carry ``"is_np_shape": ["int", 1]``,
+        as MXNet writes them (a reader then takes a 0 in a shape as a zero-size dim)."""
+        text = self.handle.to_json()
+        if is_np_shape():
+            key = '"attrs": {'
+            at = text.rfind(key)
+            if at < 0:
+                raise MXNetError("tojson: the graph JSON has no attrs object")
+            at += len(key)
+            text = text[:at] + '"is_np_shape": ["int", 1], ' + text[at:]
+        return text
 
     def save(self, fname, remove_amp_cast=True):
         """Writes :meth:`tojson` to ``fname``."""
@@ -351,7 +362,8 @@ class Symbol:
     __hash__ = object.__hash__
 
     def __bool__(self):
-        raise NotImplementedError("The truth value of a Symbol is not defined")
+        # MXNet: NotImplementedForSymbol (an MXNetError), as for other NDArray-only calls
+        raise NotImplementedForSymbol(self.__bool__, "bool")
 
 
 def _from_json_state(text):
