@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -241,3 +242,37 @@ def test_loader_used_from_a_forked_child_is_refused():
     assert os.WEXITSTATUS(status) == 0
     # the parent's workers were not touched by the child
     assert len(list(dl)) == 2
+
+
+def test_iterators_of_one_loader_in_two_threads():
+    ds = SimpleDataset([np.full(20000, i, dtype=np.float32) for i in range(40)])
+    dl = DataLoader(ds, batch_size=4, num_workers=3)
+    want = [np.repeat(np.arange(4 * i, 4 * i + 4)[:, None], 20000, 1) for i in range(10)]
+    results, errors = {}, []
+
+    def run(name):
+        try:
+            results[name] = [b.asnumpy() for b in dl]
+        except Exception as e:  # pylint: disable=broad-except
+            errors.append(e)
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors and not any(t.is_alive() for t in threads)
+    for got in results.values():
+        assert len(got) == 10 and all((g == w).all() for g, w in zip(got, want))
+
+
+def test_worker_with_interrupted_framing_is_replaced():
+    # An exception (Ctrl-C) halfway through reading or writing a pipe leaves its
+    # framing unknown: the worker is replaced at the next call, its batches re-sent.
+    dl = DataLoader(SimpleDataset(list(range(8))), batch_size=2, num_workers=2)
+    it = iter(dl)
+    pool = dl._worker_pool
+    old = {w.pid for w in pool._workers}
+    for w in pool._workers:
+        w.broken = True
+    assert [b.asnumpy().tolist() for b in it] == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert not old & {w.pid for w in pool._workers}

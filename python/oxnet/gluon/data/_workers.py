@@ -170,7 +170,7 @@ def _describe_exit(proc):
 
 class _Worker:
     __slots__ = ("index", "proc", "pid", "task_fd", "result_fd", "out", "queue",
-                 "header", "body", "pos")
+                 "header", "body", "pos", "broken")
 
     def __init__(self, index, proc, task_fd, result_fd):
         self.index = index
@@ -183,6 +183,7 @@ class _Worker:
         self.header = bytearray()       # the result frame being read
         self.body = None
         self.pos = 0
+        self.broken = False             # a pipe's framing was interrupted half-way
 
     def name(self):
         return "DataLoader worker process %d (pid %d)" % (self.index, self.pid)
@@ -192,7 +193,8 @@ class WorkerPool:
     """``num_workers`` forked processes running ``work(task, *args)`` (``args``
     inherited through the fork, never pickled). ``submit(task)`` returns a task id,
     ``get(task_id, timeout)`` its result, ``drop(ids)`` forgets tasks nobody waits
-    for, ``close()`` stops the workers. Used from one thread at a time."""
+    for, ``close()`` stops the workers. Thread-safe (one lock; ``drop`` never waits,
+    so a finalizer can call it from any thread)."""
 
     def __init__(self, num_workers, work, args=()):
         self._work = work
@@ -207,6 +209,8 @@ class WorkerPool:
         self._next_id = 0
         self._turn = 0
         self._closed = False
+        self._lock = threading.RLock()
+        self._to_drop = collections.deque()
         try:
             for i in range(num_workers):
                 self._workers.append(self._spawn(i))
@@ -266,7 +270,12 @@ class WorkerPool:
 
     def submit(self, task):
         """Queues ``task`` on the least busy worker; returns its id."""
-        self._check()
+        with self._lock:
+            self._check()
+            self._housekeep()
+            return self._submit(task)
+
+    def _submit(self, task):
         tid = self._next_id
         self._next_id += 1
         self._tasks[tid] = task
@@ -286,6 +295,7 @@ class WorkerPool:
         self._flush(w)
 
     def _flush(self, w):
+        w.broken = True   # until this returns normally
         try:
             while w.out:
                 del w.out[:os.write(w.task_fd, w.out)]
@@ -293,6 +303,7 @@ class WorkerPool:
             pass
         except OSError:
             pass  # the worker is gone: its sentinel says so
+        w.broken = False
 
     def get(self, tid, timeout):
         """The result of task ``tid``, waiting at most ``timeout`` seconds.
@@ -300,7 +311,12 @@ class WorkerPool:
         Raises ``multiprocessing.TimeoutError`` naming the worker when it does not
         come in time (that worker is stopped and replaced). A lost worker gives a
         ``_Failure`` result for the task it was running."""
-        self._check()
+        with self._lock:
+            self._check()
+            self._housekeep()
+            return self._get(tid, timeout)
+
+    def _get(self, tid, timeout):
         if tid not in self._results and tid not in self._owner:
             raise MXNetError("DataLoader: unknown or already collected task %d" % tid)
         deadline = time.monotonic() + timeout
@@ -309,13 +325,23 @@ class WorkerPool:
             if left <= 0:
                 self._timed_out(tid, timeout)
             self._poll(left)
+            self._housekeep()
         return self._results.pop(tid)
 
     def drop(self, tids):
-        """Forgets tasks whose results nobody will collect."""
-        for tid in tids:
+        """Forgets tasks whose results nobody will collect (applied at the next
+        call: never waits, so it is safe from a finalizer in any thread)."""
+        self._to_drop.extend(tids)
+
+    def _housekeep(self):
+        """Applies pending drops; replaces a worker whose pipe framing an exception
+        (Ctrl-C) interrupted half-way, sending its batches to the others."""
+        while self._to_drop:
+            tid = self._to_drop.popleft()
             if self._results.pop(tid, None) is None and tid in self._owner:
                 self._dropped.add(tid)
+        for w in [w for w in self._workers if w.broken]:
+            self._requeue(self._replace(w))
 
     # -- the event loop --------------------------------------------------------
 
@@ -346,6 +372,11 @@ class WorkerPool:
 
     def _read(self, w):
         """Reads what ``w`` has sent so far; delivers complete results."""
+        w.broken = True   # until this returns normally
+        self._read_frames(w)
+        w.broken = False
+
+    def _read_frames(self, w):
         while True:
             try:
                 if w.body is None:
@@ -472,11 +503,12 @@ class WorkerPool:
 
     def close(self):
         """Stops every worker (idempotent)."""
-        if self._closed:
-            return
-        self._closed = True
-        workers, self._workers = self._workers, []
-        self._stop(workers)
-        self._results.clear()
-        self._owner.clear()
-        self._tasks.clear()
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            workers, self._workers = self._workers, []
+            self._stop(workers)
+            self._results.clear()
+            self._owner.clear()
+            self._tasks.clear()
