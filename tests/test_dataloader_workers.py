@@ -276,3 +276,23 @@ def test_worker_with_interrupted_framing_is_replaced():
         w.broken = True
     assert [b.asnumpy().tolist() for b in it] == [[0, 1], [2, 3], [4, 5], [6, 7]]
     assert not old & {w.pid for w in pool._workers}
+
+
+def test_interpreter_exit_with_a_worker_that_ignores_sigterm():
+    # multiprocessing's exit hook joins daemonic children without a limit; the
+    # loader's own hook stops its workers first (SIGKILL after 2 s).
+    out = _run_script("""
+        import signal, time
+        import oxnet as mx
+        from oxnet.gluon.data import DataLoader, SimpleDataset
+        class Stubborn(SimpleDataset):
+            def __getitem__(self, i):
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                if i >= 2:
+                    time.sleep(3600)
+                return super().__getitem__(i)
+        dl = DataLoader(Stubborn(list(range(8))), batch_size=2, num_workers=2)
+        it = iter(dl)
+        print(next(it).asnumpy().tolist())
+    """, 60)
+    assert out.strip() == "[0, 1]"

@@ -26,6 +26,7 @@ Each forked worker closes the parent's ends of every other worker's pipes (of al
 loaders in the process), so pipes do not leak into siblings.
 """
 
+import atexit
 import collections
 import multiprocessing
 import os
@@ -38,6 +39,7 @@ import threading
 import time
 import traceback
 import warnings
+import weakref
 
 from ...base import MXNetError
 
@@ -46,6 +48,16 @@ _PROTOCOL = pickle.HIGHEST_PROTOCOL
 # The parent's ends of the pipes of every live worker of this process; a new worker
 # closes them all.
 _PARENT_FDS = set()
+# Live pools, stopped at interpreter exit before multiprocessing's own exit hook
+# (which joins daemonic children without a time limit: a worker that ignores SIGTERM
+# would hang the exit).
+_LIVE = weakref.WeakSet()
+_EXIT_HOOK = []
+
+
+def _close_all():
+    for pool in list(_LIVE):
+        pool.close()
 
 
 class _Failure:
@@ -217,6 +229,12 @@ class WorkerPool:
         except BaseException:
             self.close()
             raise
+        _LIVE.add(self)
+        if not _EXIT_HOOK:
+            # registered after multiprocessing's hook (its util module is loaded by
+            # now), so it runs first
+            atexit.register(_close_all)
+            _EXIT_HOOK.append(True)
 
     @property
     def processes(self):
@@ -460,7 +478,12 @@ class WorkerPool:
         self._requeue(tasks[1:])
 
     def _timed_out(self, tid, timeout):
-        w = self._owner[tid]
+        w = self._owner.get(tid)
+        if w is None:  # not on any worker (one could not be started again)
+            self._tasks.pop(tid, None)
+            raise multiprocessing.TimeoutError(
+                "DataLoader: no worker process gave the batch within timeout=%s s"
+                % timeout)
         busy = "" if w.queue[0] == tid else \
             " (it was still loading %d earlier batch(es))" % w.queue.index(tid)
         tasks = self._replace(w)
