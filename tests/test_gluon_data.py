@@ -368,7 +368,7 @@ def test_dataloader_timeout_names_dataloader():
 def test_dataloader_pool_closed_when_collected():
     dl = DataLoader(SimpleDataset(list(range(4))), 2, num_workers=2)
     assert len(list(dl)) == 2
-    procs = list(dl._worker_pool._pool)
+    procs = list(dl._worker_pool.processes)
     assert len(procs) == 2 and all(p.is_alive() for p in procs)
     del dl
     gc.collect()

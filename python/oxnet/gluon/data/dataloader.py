@@ -1,16 +1,20 @@
 """``DataLoader``: batches of a ``Dataset``, loaded in parallel.
 
 With ``num_workers > 0`` batches are loaded by that many worker *processes*, as in
-MXNet: a ``multiprocessing`` pool created with the ``fork`` start method, so the
-workers inherit the dataset and ``batchify_fn`` (nothing is pickled to start them,
-and datasets defined in unguarded scripts or notebooks work). Each task sent to a
-worker is the list of sample indices of one batch; the worker returns the batch with
-its NDArrays as NumPy arrays (lists and tuples kept), and the parent turns those back
-into NDArrays on ``cpu_shared(0)`` as in MXNet (``cpu_pinned(pin_device_id)`` with
-``pin_memory``). Batches come back in order, up to ``prefetch`` requested ahead. A
-worker's exception is raised again in the parent, with the worker's traceback
-attached as its cause. The workers are terminated when the loader is collected, or
-at interpreter exit.
+MXNet, started with ``fork`` so the workers inherit the dataset and ``batchify_fn``
+(nothing is pickled to start them, and datasets defined in unguarded scripts or
+notebooks work). The processes are oxnet's own small pool (``_workers.py``: a private
+pipe pair per worker, no process-shared lock, no handler thread; see there why not
+``multiprocessing.Pool``). Each task sent to a worker is the list of sample indices of
+one batch; the worker returns the batch with its NDArrays as NumPy arrays (lists and
+tuples kept), and the parent turns those back into NDArrays on ``cpu_shared(0)`` as in
+MXNet (``cpu_pinned(pin_device_id)`` with ``pin_memory``). Batches come back in order,
+up to ``prefetch`` requested ahead. A worker's exception is raised again in the
+parent, with the worker's traceback attached as its cause. A worker that dies or gives
+no batch within ``timeout`` seconds makes ``next()`` raise (``MXNetError``, or
+``multiprocessing.TimeoutError``) naming the worker; it is replaced by a fresh worker
+and the iterator goes on with the next batch. The workers are stopped when the loader
+is collected, or at interpreter exit.
 
 Forking is safe after oxnet has run operations: the Rust core registers
 ``pthread_atfork`` handlers that drain the engine before any fork of the process and
@@ -24,21 +28,16 @@ engine without the GIL, so threads overlap too); batches are then not copied.
 
 import multiprocessing
 import multiprocessing.pool
-import os
-import pickle
-import signal
 import threading
-import traceback
-import warnings
 import weakref
 from collections import deque
 
 import numpy as np
 
 from ... import context
-from ...base import MXNetError
 from ...ndarray import NDArray
 from ... import ndarray as nd
+from ._workers import WorkerPool, _Failure, failure_from
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
 
@@ -91,31 +90,6 @@ class _Array:
         return (_Array, (self.data,))
 
 
-class _Failure:
-    """An exception raised in a worker process, with the worker's traceback."""
-
-    def __init__(self, exc, trace, pid, mxnet_error=None):
-        self.exc = exc
-        self.trace = trace
-        self.pid = pid
-        self.mxnet_error = mxnet_error
-
-    def exception(self):
-        """The exception to raise in the parent."""
-        exc = self.exc if self.mxnet_error is None else MXNetError(self.mxnet_error)
-        exc.__cause__ = _RemoteTraceback(
-            "\nin DataLoader worker process %d:\n%s" % (self.pid, self.trace))
-        return exc
-
-
-class _RemoteTraceback(Exception):
-    """The traceback of a worker's exception (shown as the cause of the re-raised
-    exception)."""
-
-    def __str__(self):
-        return self.args[0]
-
-
 def _to_host(batch):
     """A worker's batch with every NDArray replaced by an ``_Array`` (NumPy)."""
     if isinstance(batch, NDArray):
@@ -146,65 +120,31 @@ def _from_host(batch, ctx):
     return batch
 
 
-# Per worker process: set by the pool's initializer from arguments the forked worker
-# inherits (never pickled).
-_worker_dataset = None
-_worker_batchify_fn = None
-
-
-def _worker_initializer(dataset, batchify_fn):
-    global _worker_dataset, _worker_batchify_fn  # pylint: disable=global-statement
-    _worker_dataset = dataset
-    _worker_batchify_fn = batchify_fn
-    # Ctrl-C is for the parent, which terminates the pool.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _worker_fn(samples):
-    """Loads one batch in a worker process."""
+def _worker_fn(samples, dataset, batchify_fn):
+    """Loads one batch in a worker process (``dataset`` and ``batchify_fn`` are the
+    parent's, inherited through the fork)."""
     try:
-        return _to_host(_worker_batchify_fn([_worker_dataset[i] for i in samples]))
+        return _to_host(batchify_fn([dataset[i] for i in samples]))
     except Exception as e:  # pylint: disable=broad-except
-        trace = traceback.format_exc()
-        try:
-            pickle.dumps(e)
-        except Exception:  # pylint: disable=broad-except
-            # not picklable: the same message, as an MXNetError for oxnet's errors
-            if isinstance(e, MXNetError):
-                return _Failure(None, trace, os.getpid(), str(e))
-            e = RuntimeError("%s: %s" % (type(e).__name__, e))
-        return _Failure(e, trace, os.getpid())
-
-
-def _fork_pool(num_workers, dataset, batchify_fn):
-    """A pool of forked worker processes that inherit ``dataset`` and
-    ``batchify_fn``."""
-    ctx = multiprocessing.get_context("fork")
-    main = threading.current_thread() is threading.main_thread()
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
-    try:
-        with warnings.catch_warnings():
-            # Python 3.12+ warns that forking a multi-threaded process may deadlock the
-            # child (a lock held by another thread stays locked there). The threads
-            # here are oxnet's compute threads, which its fork handlers account for:
-            # the engine is drained before the fork (no compute thread holds a lock)
-            # and the child builds a fresh compute pool and engine. The workers only
-            # run the dataset, batchify_fn and oxnet operations.
-            warnings.filterwarnings("ignore", category=DeprecationWarning,
-                                    message=r".*fork\(\).*")
-            return ctx.Pool(num_workers, initializer=_worker_initializer,
-                            initargs=(dataset, batchify_fn))
-    finally:
-        if main:
-            signal.signal(signal.SIGINT, old)
+        return failure_from(e)
 
 
 # ---------------------------------------------------------------------------
 # Worker threads
 
 
-def _thread_worker_fn(samples, dataset, batchify_fn):
-    return batchify_fn([dataset[i] for i in samples])
+def _thread_worker_fn(key, samples, dataset, batchify_fn, running):
+    running[key] = threading.current_thread().name
+    try:
+        return batchify_fn([dataset[i] for i in samples])
+    finally:
+        running.pop(key, None)
+
+
+def _drop_tasks(pool, pending):
+    """Forgets the batches an abandoned iterator had requested (its finalizer)."""
+    if not pool._closed:  # pylint: disable=protected-access
+        pool.drop(list(pending))
 
 
 class _MultiWorkerIter:
@@ -218,7 +158,11 @@ class _MultiWorkerIter:
         self._pinned = context.cpu_pinned(loader._pin_device_id) if loader._pin_memory \
             else None
         self._iter = iter(loader._batch_sampler)
-        self._pending = deque()
+        self._pending = deque()  # task ids (processes) or (key, AsyncResult) (threads)
+        self._running = {}       # threads: key -> name of the thread loading it
+        self._sent = 0
+        if not self._threads:
+            weakref.finalize(self, _drop_tasks, self._pool, self._pending)
         for _ in range(loader._prefetch):
             self._push_next()
 
@@ -227,10 +171,13 @@ class _MultiWorkerIter:
         if samples is None:
             return
         if self._threads:
-            args = (samples, self._loader._dataset, self._loader._batchify_fn)
-            self._pending.append(self._pool.apply_async(_thread_worker_fn, args))
+            key = self._sent
+            args = (key, samples, self._loader._dataset, self._loader._batchify_fn,
+                    self._running)
+            self._pending.append((key, self._pool.apply_async(_thread_worker_fn, args)))
         else:
-            self._pending.append(self._pool.apply_async(_worker_fn, (samples,)))
+            self._pending.append(self._pool.submit(samples))
+        self._sent += 1
 
     def __iter__(self):
         return self
@@ -242,16 +189,19 @@ class _MultiWorkerIter:
         self._push_next()
         if not self._pending:
             raise StopIteration
-        ret = self._pending.popleft()
-        try:
-            batch = ret.get(self._timeout)
-        except multiprocessing.TimeoutError:
-            raise multiprocessing.TimeoutError(
-                "DataLoader: a worker %s gave no batch within timeout=%s s (a slow dataset "
-                "or transform: raise `timeout`)"
-                % ("thread" if self._threads else "process", self._timeout)) from None
         if self._threads:
+            key, ret = self._pending.popleft()
+            try:
+                batch = ret.get(self._timeout)
+            except multiprocessing.TimeoutError:
+                who = self._running.get(key)
+                who = "worker thread %r" % who if who else \
+                    "batch (all %d worker threads busy)" % self._loader._num_workers
+                raise multiprocessing.TimeoutError(
+                    "DataLoader: %s gave no batch within timeout=%s s (a slow dataset or "
+                    "transform: raise `timeout`)" % (who, self._timeout)) from None
             return _as_in_context(batch, self._pinned) if self._pinned is not None else batch
+        batch = self._pool.get(self._pending.popleft(), self._timeout)
         if isinstance(batch, _Failure):
             raise batch.exception()
         return _from_host(batch, self._pinned or context.Context("cpu_shared", 0))
@@ -338,11 +288,13 @@ class DataLoader:
         if self._num_workers > 0:
             if thread_pool:
                 pool = multiprocessing.pool.ThreadPool(self._num_workers)
+                stop = pool.terminate
             else:
-                pool = _fork_pool(self._num_workers, dataset, batchify_fn)
+                pool = WorkerPool(self._num_workers, _worker_fn, (dataset, batchify_fn))
+                stop = pool.close
             self._worker_pool = pool
-            # Terminates the workers when the loader is collected, or at exit.
-            self._finalizer = weakref.finalize(self, pool.terminate)
+            # Stops the workers when the loader is collected, or at exit.
+            self._finalizer = weakref.finalize(self, stop)
 
     def _pin(self, batch):
         if self._pin_memory:

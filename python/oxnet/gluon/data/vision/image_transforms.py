@@ -1,6 +1,8 @@
 """Geometric and colour transforms of ``gluon.data.vision.transforms`` on (H, W, C)
 or (N, H, W, C) images: Resize, CenterCrop, RandomResizedCrop, CropResize,
-RandomCrop, the flips, the colour jitters and RandomLighting, RandomApply.
+RandomCrop, the flips, the colour jitters and RandomLighting, RandomApply; and
+Rotate / RandomRotation on (C, H, W) or (N, C, H, W) float32 tensors (after
+ToTensor, as in MXNet; :func:`oxnet.image.imrotate`).
 
 Resize, crops and flips are the registry's ``_image_*`` ops (``F.image.*``);
 random choices use Python's ``random`` / NumPy's global generator. Colour
@@ -21,7 +23,7 @@ from ...nn import Sequential
 __all__ = ["Resize", "CenterCrop", "RandomResizedCrop", "CropResize", "RandomCrop",
            "RandomFlipLeftRight", "RandomFlipTopBottom", "RandomBrightness",
            "RandomContrast", "RandomSaturation", "RandomHue", "RandomColorJitter",
-           "RandomLighting", "RandomApply"]
+           "RandomLighting", "RandomApply", "Rotate", "RandomRotation"]
 
 
 def _pair(size, what):
@@ -274,3 +276,45 @@ class RandomApply(Sequential):
         if self.p < random.random():
             return x
         return self.transforms(x)
+
+
+def _check_float32(x):
+    if np.dtype(x.dtype) != np.float32:
+        raise TypeError("This transformation only supports float32. Consider calling it "
+                        "after ToTensor")
+
+
+class Rotate(Block):
+    """Rotates a (C, H, W) tensor or an (N, C, H, W) batch (``float32``) by
+    ``rotation_degrees`` counter-clockwise; see :func:`oxnet.image.imrotate` for
+    ``zoom_in`` / ``zoom_out``."""
+
+    def __init__(self, rotation_degrees, zoom_in=False, zoom_out=False):
+        super().__init__()
+        self._args = (rotation_degrees, zoom_in, zoom_out)
+
+    def forward(self, x):
+        _check_float32(x)
+        return image.imrotate(x, *self._args)
+
+
+class RandomRotation(Block):
+    """With probability ``rotate_with_proba``, rotates a (C, H, W) tensor or each
+    image of an (N, C, H, W) batch (``float32``) by an angle drawn uniformly from
+    ``angle_limits`` = (low, high) degrees; see :func:`oxnet.image.random_rotate`."""
+
+    def __init__(self, angle_limits, zoom_in=False, zoom_out=False, rotate_with_proba=1.0):
+        super().__init__()
+        lower, upper = angle_limits
+        if lower >= upper:
+            raise ValueError("`angle_limits` must be an ascending tuple of float numbers")
+        if not 0 <= rotate_with_proba <= 1:
+            raise ValueError("Probability of rotating the image should be between 0 and 1")
+        self._args = (angle_limits, zoom_in, zoom_out)
+        self._rotate_with_proba = rotate_with_proba
+
+    def forward(self, x):
+        if np.random.random() > self._rotate_with_proba:
+            return x
+        _check_float32(x)
+        return image.random_rotate(x, *self._args)

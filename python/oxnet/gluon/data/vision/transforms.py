@@ -92,9 +92,10 @@ class Normalize(_RankDependent):
 from .image_transforms import (Resize, CenterCrop, RandomResizedCrop, CropResize,  # noqa: E402,F401
                                RandomCrop, RandomFlipLeftRight, RandomFlipTopBottom,
                                RandomBrightness, RandomContrast, RandomSaturation, RandomHue,
-                               RandomColorJitter, RandomLighting, RandomApply)
+                               RandomColorJitter, RandomLighting, RandomApply, Rotate,
+                               RandomRotation)
 
 __all__ += ["Resize", "CenterCrop", "RandomResizedCrop", "CropResize", "RandomCrop",
             "RandomFlipLeftRight", "RandomFlipTopBottom", "RandomBrightness", "RandomContrast",
             "RandomSaturation", "RandomHue", "RandomColorJitter", "RandomLighting",
-            "RandomApply"]
+            "RandomApply", "Rotate", "RandomRotation"]
