@@ -24,8 +24,10 @@ demo: build
 
 test: build test-rust test-python
 
+# The Rust tests (oxnet-core's; the PyO3 crate has none and is built by `build`), in
+# the ci-test profile: release code generation without LTO (see Cargo.toml).
 test-rust:
-	$(CARGO) test --workspace --release -q
+	$(CARGO) test -p oxnet-core --profile ci-test -q
 
 test-python:
 	$(PY) -m pytest tests

@@ -28,8 +28,7 @@ NOT_YET = {
     "nd": _BOTH | {
         "from_dlpack", "imdecode", "to_dlpack_for_read", "to_dlpack_for_write",
     },
-    # mx.sym.Custom needs a Custom op in the Rust registry (mx.nd.Custom is Python's)
-    "sym": _BOTH | {"Custom"},
+    "sym": _BOTH,
 }
 
 

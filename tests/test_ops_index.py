@@ -383,3 +383,48 @@ def test_sort_gradient(axis, is_ascend):
     from _gradcheck import grad_check
     x = np.random.RandomState(4).permutation(20).reshape(4, 5).astype("float64")
     grad_check(lambda a: mx.nd.sort(a, axis=axis, is_ascend=is_ascend), x)
+
+
+# ---- gradients of gather_nd / take: repeated indices accumulate ---------------------
+
+def test_gather_nd_gradient_accumulates_repeats():
+    from _gradcheck import grad_check
+    x = np.random.RandomState(5).standard_normal((4, 3, 2))
+    idx = mx.nd.array([[0, 2, 0, 3], [1, 1, 1, 0]])
+    grad_check(lambda a: mx.nd.gather_nd(a, idx), x)
+    a = mx.nd.array(x)
+    a.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.gather_nd(a, idx)
+    y.backward()
+    want = np.zeros_like(x)
+    np.add.at(want, ([0, 2, 0, 3], [1, 1, 1, 0]), 1.0)
+    np.testing.assert_allclose(a.grad.asnumpy(), want)
+
+
+def test_backward_gather_nd_and_scatter_nd():
+    data = mx.nd.array([1.0, 2.0, 3.0])
+    idx = mx.nd.array([[0, 1, 0]])
+    out = mx.nd._internal._backward_gather_nd(data, idx, shape=(3,))
+    np.testing.assert_allclose(out.asnumpy(), [4.0, 2.0, 0.0])
+    from _gradcheck import grad_check
+    grad_check(lambda d: mx.nd.scatter_nd(d, mx.nd.array([[2, 0]]), shape=(4,)), np.array([1.5, -2.0]))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_take_gradient_any_dtype(dtype, axis):
+    x = np.arange(12).reshape(3, 4).astype(dtype)
+    a = mx.nd.array(x, dtype=dtype)
+    idx = mx.nd.array([2, 0, 2])
+    a.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.take(a, idx, axis=axis)
+    y.backward(mx.nd.ones(y.shape, dtype=dtype))
+    want = np.zeros(x.shape)
+    for i in [2, 0, 2]:
+        if axis == 0:
+            want[i] += 1
+        else:
+            want[:, i] += 1
+    np.testing.assert_array_equal(a.grad.asnumpy(), want.astype(dtype))

@@ -353,3 +353,14 @@ def test_out_on_another_device_than_the_default_context():
     assert out.context == mx.cpu(0)
     v = out.asnumpy()
     assert v.std() > 0 and np.isfinite(v).all()
+
+
+def test_bad_parameters_fail_at_the_wait_like_mxnet():
+    # MXNet checks distribution parameters in the kernel: the call returns, the error
+    # comes at the next blocking call, and later independent work is unaffected.
+    b = mx.nd.random.normal(0, -1, (2, 2))
+    c = mx.nd.dot(b, b)
+    with pytest.raises(mx.MXNetError, match="scale"):
+        c.asnumpy()
+    ok = mx.nd.random.normal(0, 1, (2, 2))
+    assert ok.asnumpy().shape == (2, 2)

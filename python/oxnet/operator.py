@@ -588,6 +588,105 @@ def _invoke_ndarray(data, kwargs):
 
 
 # ---------------------------------------------------------------------------
+# mx.sym.Custom: the Rust registry's ``Custom`` op calls back here
+
+
+_SPECS = {}
+_OPERATORS = {}
+
+
+def _spec_for(op_type, kwargs):
+    key = (op_type, tuple(kwargs))
+    spec = _SPECS.get(key)
+    if spec is None:
+        spec = _SPECS[key] = _CustomSpec(op_type, dict(kwargs))
+    return spec
+
+
+def _operator_for(spec, key, ctx, shapes, dtypes):
+    """One CustomOp per op_type, arguments and input shapes/dtypes (MXNet makes one
+    per bound node): forward and backward of a node use the same instance."""
+    k = (key, ctx.device_type, ctx.device_id, tuple(map(tuple, shapes)),
+         tuple(np.dtype(t).name for t in dtypes))
+    op = _OPERATORS.get(k)
+    if op is None:
+        op = _OPERATORS[k] = spec.create_operator(ctx, shapes, dtypes)
+    return op
+
+
+def _sym_host(method, op_type, kwargs, payload):
+    """What the registry's ``Custom`` op asks of Python (see crates/oxnet-python's
+    custom.rs): the names a custom op declares, its shape and dtype inference, and
+    its forward and backward, run on the thread that runs the graph."""
+    spec = _spec_for(op_type, kwargs)
+    if method == 'spec':
+        return (spec.arguments, spec.outputs, spec.aux_states)
+    if method == 'infer_shape':
+        return tuple([list(s) for s in part] for part in spec.infer_shape(payload))
+    if method == 'infer_type':
+        return tuple([np.dtype(t).name for t in part] for part in spec.infer_type(payload))
+    n_arg = len(spec.arguments)
+    key = (op_type, tuple(kwargs))
+    if method == 'forward':
+        inputs, outputs, is_train = payload
+        args, aux = inputs[:n_arg], inputs[n_arg:]
+        ctx = (inputs or outputs)[0].context
+        op = _operator_for(spec, key, ctx, [x.shape for x in inputs], [x.dtype for x in inputs])
+        spec.forward(op, is_train, ['write'] * len(outputs), args, outputs, aux)
+        return None
+    if method == 'backward':
+        from .ndarray.ndarray import zeros
+        out_grads, inputs, outputs = payload
+        args, aux = inputs[:n_arg], inputs[n_arg:]
+        ctx = (inputs or outputs)[0].context
+        op = _operator_for(spec, key, ctx, [x.shape for x in inputs], [x.dtype for x in inputs])
+        in_grad = [zeros(x.shape, ctx=x.context, dtype=x.dtype) for x in args]
+        prev = _core.set_recording(False)
+        try:
+            spec.backward(op, ['write'] * n_arg, out_grads, args, outputs, in_grad, aux)
+        finally:
+            _core.set_recording(prev)
+        return in_grad
+    raise MXNetError("custom operator host: unknown request %r" % (method,))
+
+
+_core.set_custom_host(_sym_host)
+
+
+def _invoke_symbol(data, kwargs):
+    """``mx.sym.Custom(*data, op_type=..., name=None, attr=None, **kwargs)``."""
+    from .symbol.symbol import Symbol, _create_op
+    kwargs = dict(kwargs)
+    op_type = kwargs.pop('op_type', None)
+    name = kwargs.pop('name', None)
+    attr = kwargs.pop('attr', None)
+    if op_type is None:
+        raise MXNetError("Custom: the required argument 'op_type' is missing")
+    op_type = str(op_type)
+    named = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
+    attrs = {k: (v if isinstance(v, str) else str(v)) for k, v in kwargs.items() if k not in named}
+    spec = _spec_for(op_type, tuple(sorted(attrs.items())))
+    names = spec.arguments + spec.aux_states
+    if len(data) > len(names):
+        raise spec._error('inputs', "takes %d inputs (arguments %s, auxiliary states %s), got %d"
+                          % (len(names), spec.arguments, spec.aux_states, len(data)))
+    inputs = dict(zip(names, data))
+    for k, v in named.items():
+        if k not in names:
+            raise spec._error('inputs', "unknown input %r; its inputs are %s" % (k, names))
+        if k in inputs:
+            raise spec._error('inputs', "input %r given twice" % k)
+        inputs[k] = v
+    for i, x in enumerate(data):
+        if not isinstance(x, Symbol):
+            raise spec._error('inputs', "positional input %d must be a Symbol, got %s"
+                              % (i, type(x).__name__))
+    attrs['op_type'] = op_type
+    return _create_op('Custom', 'custom', [(n, inputs.get(n)) for n in names], attrs,
+                      name=name, attr=attr)
+
+
+# ---------------------------------------------------------------------------
 # MXNet's deprecated Python operators, run as custom operators
 
 

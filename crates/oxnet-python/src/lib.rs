@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 mod array;
 mod autograd;
 mod convert;
+mod custom;
 mod dataio;
 mod invoke;
 mod io;
@@ -204,5 +205,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     kvstore::add_functions(m)?;
     autograd::add_functions(m)?;
     symbol::add_functions(m)?;
+    custom::add_functions(m)?;
     Ok(())
 }

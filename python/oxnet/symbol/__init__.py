@@ -112,3 +112,18 @@ random.__all__ += random._attach_like(vars(random))
 from . import py_ops as _py_ops  # noqa: E402
 _py_ops._internal = _internal
 from .py_ops import eye, full, arange, linspace, histogram, split_v2  # noqa: E402,F401,A004
+
+
+def Custom(*data, **kwargs):  # noqa: N802 - MXNet's name
+    """Apply a custom operator implemented in a frontend language (like Python).
+
+    ``data`` are the operator's arguments then its auxiliary states (positional, or
+    by name as keyword Symbols); ``op_type`` names an operator registered with
+    ``mx.operator.register``; other keyword arguments go to its CustomOpProp as
+    strings. The node runs the operator's forward and backward when the graph runs.
+    """
+    from ..operator import _invoke_symbol
+    return _invoke_symbol(data, kwargs)
+
+
+op.Custom = Custom

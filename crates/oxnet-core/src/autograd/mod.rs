@@ -596,10 +596,12 @@ pub fn get_symbol(head: &NDArray) -> Result<crate::graph::Symbol> {
         let (op, params) = match &node.kind {
             Kind::Var => continue,
             Kind::Op { op, params } => (*op, params),
-            Kind::Custom(_) | Kind::NoGrad(_) => return Err(Error::new(format!(
+            Kind::Custom(_) | Kind::NoGrad(_) => {
+                return Err(Error::new(format!(
                 "get_symbol: the recorded history contains {}, a Python autograd.Function or a hybridized block, which has no symbol form",
                 node.name()
-            ))),
+            )))
+            }
         };
         let inputs: Vec<NDArray> = node.state.lock().inputs.clone();
         let ins = inputs

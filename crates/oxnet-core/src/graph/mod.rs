@@ -67,6 +67,8 @@ impl Node {
     pub fn output_name(&self, i: usize) -> String {
         if self.is_var() {
             self.name.clone()
+        } else if let Some(n) = self.op.and_then(|o| o.output_names).and_then(|f| f(&self.params).get(i).cloned()) {
+            format!("{}_{n}", self.name)
         } else if self.num_visible() == 1 {
             format!("{}_output", self.name)
         } else {
@@ -228,7 +230,7 @@ impl Symbol {
         let mut aux = HashSet::new();
         for n in topo {
             if let Some(op) = n.op {
-                for &m in op.mutate {
+                for m in op.mutated(&n.params) {
                     if let Some(e) = n.inputs.get(m) {
                         if e.node.is_var() {
                             aux.insert(ptr(&e.node));

@@ -35,7 +35,7 @@ pub fn to_json(sym: &Symbol) -> String {
         }
         w.key("inputs");
         w.begin_arr(false);
-        let mutate = n.op.map(|o| o.mutate).unwrap_or(&[]);
+        let mutate = n.op.map(|o| o.mutated(&n.params)).unwrap_or_default();
         for (i, e) in n.inputs.iter().enumerate() {
             w.item();
             let ver = usize::from(mutate.contains(&i) && e.node.is_var());

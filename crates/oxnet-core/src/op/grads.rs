@@ -422,6 +422,9 @@ fn fix_indices(idx: &NDArray, n: usize, mode: &str) -> Result<NDArray> {
     };
     Ok(idx)
 }
+/// take: the output gradient is added back at the taken rows of the axis (repeated
+/// indices accumulate), through the accumulating scatter of gather_nd's gradient, so
+/// any dtype works and memory stays the size of the data.
 fn g_take(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
     let (a, idx) = (&i[0], &i[1]);
     let s = a.shape();
@@ -430,11 +433,11 @@ fn g_take(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
     let k = idx.size();
     let pre: usize = s[..ax].iter().product();
     let post: usize = s[ax + 1..].iter().product();
-    let idx = fix_indices(&reshape(idx, &[k])?, n, p.str("mode"))?;
-    let oh = c("one_hot", &[idx], &[("depth", Value::Int(n as i64)), ("dtype", Value::DType(g[0].dtype()))])?;
-    let ohb = c("broadcast_to", &[reshape(&oh, &[1, k, n])?], &[("shape", tuple(&[pre, k, n]))])?;
+    let idx = fix_indices(&un("fix", &reshape(idx, &[1, k])?)?, n, p.str("mode"))?;
     let g3 = reshape(&g[0], &[pre, k, post])?;
-    let ga = c("batch_dot", &[ohb, g3], &[("transpose_a", Value::Bool(true))])?;
+    let gt = c("transpose", &[g3], &[("axes", tuple(&[1, 0, 2]))])?;
+    let acc = c("_backward_gather_nd", &[gt, idx], &[("shape", tuple(&[n, pre, post]))])?;
+    let ga = c("transpose", &[acc], &[("axes", tuple(&[1, 0, 2]))])?;
     Ok(vec![Some(reshape(&ga, s)?), None])
 }
 fn g_pick(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
@@ -484,6 +487,16 @@ fn scatter_selected(axis: Option<i64>, data: &NDArray, idx: &NDArray, g: &NDArra
         c("transpose", &[summed], &[("axes", tuple(&perm))])?
     };
     reshape(&res, &s)
+}
+/// gather_nd: the gradient adds up at the gathered positions (repeats accumulate).
+fn g_gather_nd(_: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
+    let gd = c("_backward_gather_nd", &[g[0].clone(), i[1].clone()], &[("shape", tuple(i[0].shape()))])?;
+    Ok(vec![Some(gd), None])
+}
+/// scatter_nd and its accumulating form: each value's gradient is read back from
+/// the position it went to.
+fn g_scatter_nd(_: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
+    Ok(vec![Some(c("gather_nd", &[g[0].clone(), i[1].clone()], &[])?), None])
 }
 fn axis_value(p: &Params) -> Value {
     match p.opt_int("axis") {
@@ -734,6 +747,8 @@ pub(super) fn lookup(name: &str) -> Option<GradFn> {
         "pick" => g_pick,
         "where" => g_where,
         "topk" => g_topk,
+        "gather_nd" => g_gather_nd,
+        "scatter_nd" | "_backward_gather_nd" => g_scatter_nd,
         "sort" => g_sort,
         "softmax" => g_softmax,
         "log_softmax" => g_log_softmax,

@@ -345,6 +345,28 @@ fn scatter_nd_compute(c: &mut OpCall) -> Result<()> {
     Ok(())
 }
 
+/// `_backward_gather_nd`: like scatter_nd, but the values of repeated indices add up
+/// (the gradient of gather_nd).
+fn scatter_add_nd_compute(c: &mut OpCall) -> Result<()> {
+    let (d, ib, o) = (&c.inputs[0], &c.inputs[1], &c.outputs[0]);
+    let m = ib.shape[0];
+    let idx = read_integer_indices(c.op.name, ib)?;
+    let rows = nd_rows(c.op.name, &idx, m, &o.shape)?;
+    let row: usize = o.shape[m..].iter().product();
+    with_dtype!(o.dtype, T, {
+        // SAFETY: read access to the input, exclusive write access to the output.
+        let (src, dst) = unsafe { (d.slice::<T>(), o.slice_mut::<T>()) };
+        dst.fill(T::from_f64(0.0));
+        for (j, &r) in rows.iter().enumerate() {
+            let (to, from) = (&mut dst[r * row..(r + 1) * row], &src[j * row..(j + 1) * row]);
+            for (t, f) in to.iter_mut().zip(from) {
+                *t = T::from_f64(t.to_f64() + f.to_f64());
+            }
+        }
+    });
+    Ok(())
+}
+
 // ---- topk / sort / argsort ---------------------------------------------------
 
 /// `(outer, n, inner)` around the sorted axis.
@@ -644,6 +666,15 @@ All other entries in output are 0. On duplicate indices the last one wins.",
         SCATTER_ND_PARAMS,
         infer_scatter_nd,
         scatter_nd_compute,
+    ));
+    r.add(OpDef::new(
+        "_backward_gather_nd",
+        "Accumulates data into a new tensor of the given shape at the positions in indices
+(the gradient of gather_nd): unlike scatter_nd, the values of repeated indices add up.",
+        Arity::Fixed(&["data", "indices"]),
+        SCATTER_ND_PARAMS,
+        infer_scatter_nd,
+        scatter_add_nd_compute,
     ));
     r.add(
         OpDef::new(

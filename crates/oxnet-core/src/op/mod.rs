@@ -13,6 +13,7 @@ mod util;
 
 mod copy;
 mod cuda;
+pub mod custom;
 mod dist;
 mod elemwise;
 mod grads;
@@ -229,7 +230,20 @@ pub struct OpDef {
     /// graph::partial); false for ops that, as in MXNet, infer nothing until their
     /// inputs are whole (`where`).
     pub partial: bool,
+    /// Keyword arguments beyond `params` are kept as strings (`Custom`).
+    pub open_params: bool,
+    /// Runs on the calling thread instead of as an engine kernel (`Custom`: the
+    /// user's code pushes its own ops); see [`HostFn`].
+    pub host: Option<HostFn>,
+    /// Like `mutate`, when the written inputs depend on the parameters.
+    pub mutate_fn: Option<fn(&Params) -> Vec<usize>>,
+    /// Output names for `list_outputs` (`{node}_{name}`) when the op declares them.
+    pub output_names: Option<fn(&Params) -> Vec<String>>,
 }
+
+/// A host op's computation: the parameters, the inputs, the outputs to write (already
+/// allocated) and the training flag.
+pub type HostFn = fn(&Params, &[NDArray], &[NDArray], bool) -> Result<()>;
 
 /// See [`OpDef::dtype_fill`].
 pub type DTypeFillFn = fn(&Params, &mut [Option<DType>]);
@@ -264,6 +278,33 @@ impl OpDef {
             num_outputs: None,
             dtype_fill: None,
             partial: true,
+            open_params: false,
+            host: None,
+            mutate_fn: None,
+            output_names: None,
+        }
+    }
+    pub const fn output_names(mut self, f: fn(&Params) -> Vec<String>) -> Self {
+        self.output_names = Some(f);
+        self
+    }
+    pub const fn open_params(mut self) -> Self {
+        self.open_params = true;
+        self
+    }
+    pub const fn host(mut self, f: HostFn) -> Self {
+        self.host = Some(f);
+        self
+    }
+    pub const fn mutate_with(mut self, f: fn(&Params) -> Vec<usize>) -> Self {
+        self.mutate_fn = Some(f);
+        self
+    }
+    /// The inputs a call with these parameters writes (see `mutate`).
+    pub fn mutated(&self, params: &Params) -> Vec<usize> {
+        match self.mutate_fn {
+            Some(f) => f(params),
+            None => self.mutate.to_vec(),
         }
     }
     pub const fn no_partial(mut self) -> Self {
@@ -353,6 +394,9 @@ impl OpDef {
 
     /// Parses `(name, value)` pairs against this op's parameters.
     pub fn parse(&'static self, given: Vec<(String, Value)>) -> Result<Params> {
+        if self.open_params {
+            return Params::parse_open(self.name, self.params, given);
+        }
         Params::parse(self.name, self.params, given)
     }
 
@@ -418,6 +462,7 @@ impl Registry {
         im2col::register(&mut r);
         pad::register(&mut r);
         group_norm::register(&mut r);
+        custom::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).
@@ -562,13 +607,24 @@ pub fn invoke(
         }
     }
 
+    if let Some(h) = op.host {
+        h(&params, inputs, &outputs, crate::autograd::is_training())?;
+        for (tmp, o) in &copy_back {
+            invoke(lookup("_copyto")?, std::slice::from_ref(tmp), Params::default(), Some(std::slice::from_ref(o)), None)?;
+        }
+        if recording {
+            crate::autograd::record(op, &params, inputs, &mut outputs);
+        }
+        return Ok(outputs);
+    }
+
     let work: usize =
         (inputs.iter().map(|a| a.size()).sum::<usize>() + outputs.iter().map(|a| a.size()).sum::<usize>()).saturating_mul(op.cost as usize);
     let inline_ok = work <= INLINE_LIMIT;
 
     let reads: SmallVec<[Arc<engine::Var>; 4]> = inputs.iter().map(|a| a.var().clone()).collect();
     let mut writes: SmallVec<[Arc<engine::Var>; 4]> = outputs.iter().map(|a| a.var().clone()).collect();
-    for &i in op.mutate {
+    for i in op.mutated(&params) {
         if let Some(a) = inputs.get(i) {
             writes.push(a.var().clone());
         }

@@ -205,7 +205,38 @@ fn coerce(spec: &ParamSpec, v: Value) -> std::result::Result<Value, ()> {
     }
 }
 
+/// A `'static` copy of a name, made once per distinct name (parameter names of
+/// open ops, input names of custom ops).
+pub fn intern(name: &str) -> &'static str {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut g = NAMES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = g.get(name) {
+        return n;
+    }
+    let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
+    g.insert(leaked);
+    leaked
+}
+
 impl Params {
+    /// Like [`Params::parse`], but names not in `specs` are kept as they are (strings
+    /// stay strings): the free keyword arguments of `Custom`.
+    pub fn parse_open(op: &str, specs: &[ParamSpec], given: Vec<(String, Value)>) -> Result<Params> {
+        let (known, extra): (Vec<_>, Vec<_>) = given.into_iter().partition(|(n, _)| specs.iter().any(|s| s.name == n));
+        let mut p = Params::parse(op, specs, known)?;
+        for (n, v) in extra {
+            p.vals.push((intern(&n), v));
+        }
+        Ok(p)
+    }
+
+    /// Every (name, value), the declared parameters first.
+    pub fn iter(&self) -> impl Iterator<Item = &(&'static str, Value)> {
+        self.vals.iter()
+    }
+
     /// Builds parameters for `op` from `(name, value)` pairs: unknown names, values
     /// of the wrong type and missing required parameters are errors naming the op.
     pub fn parse(op: &str, specs: &[ParamSpec], given: Vec<(String, Value)>) -> Result<Params> {

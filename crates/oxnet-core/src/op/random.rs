@@ -77,7 +77,8 @@ fn base(name: &str) -> &str {
     name.trim_start_matches("_random_").trim_end_matches("_like")
 }
 
-/// MXNet's checks of the scalar parameters (`Check failed: ...` messages).
+/// MXNet's checks of the scalar parameters (`Check failed: ...` messages), made
+/// when the op runs.
 fn check_params(op: &str, p: &Params) -> Result<()> {
     let e = |m: String| Err(Error::op(op, m));
     match base(op) {
@@ -117,7 +118,6 @@ fn check_params(op: &str, p: &Params) -> Result<()> {
 
 fn infer_random(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     let shape = super::init::shape_param(a)?;
-    check_params(a.op.name, a.params)?;
     let d = a.params.dtype("dtype");
     if a.op.name == "_random_randint" {
         let d = d.unwrap_or(DType::I32);
@@ -134,7 +134,6 @@ fn infer_random(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
 }
 
 fn infer_like(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
-    check_params(a.op.name, a.params)?;
     Ok(vec![(a.shapes[0].into(), a.dtypes[0])])
 }
 
@@ -176,7 +175,10 @@ fn scalar_sampler(op: &str, p: &Params) -> Box<dyn Fn(&mut Stream) -> f64 + Sync
     }
 }
 
+// The parameter checks run with the kernel, as in MXNet: a bad scale is an error on
+// the output, raised at the next wait (asnumpy, wait_to_read, waitall).
 fn random_compute(c: &mut OpCall) -> Result<()> {
+    check_params(c.op.name, c.params)?;
     let k = key(c)?;
     let f = scalar_sampler(c.op.name, c.params);
     let o = &c.outputs[0];
@@ -185,6 +187,7 @@ fn random_compute(c: &mut OpCall) -> Result<()> {
 }
 
 fn randint_compute(c: &mut OpCall) -> Result<()> {
+    check_params(c.op.name, c.params)?;
     let k = key(c)?;
     let (lo, hi) = (c.params.int("low"), c.params.int("high"));
     let span = hi.wrapping_sub(lo) as u64;
