@@ -52,27 +52,9 @@ impl Inferred {
     }
 }
 
-/// A `__shape__` attribute, when fully known (MXNet writes 0 for unknown dims).
-fn attr_shape(n: &Node) -> Option<Shape> {
-    let s = n.attrs.read().get("__shape__").cloned()?;
-    let t = s.trim().trim_start_matches(['(', '[']).trim_end_matches([')', ']']);
-    let mut out = Shape::new();
-    for item in t.split(',') {
-        let item = item.trim();
-        if item.is_empty() {
-            continue;
-        }
-        let d: i64 = item.trim_end_matches('L').parse().ok()?;
-        if d <= 0 {
-            return None;
-        }
-        out.push(d as usize);
-    }
-    Some(out)
-}
-
-/// A `__shape__` attribute with unknown dimensions (0 or negative) as 0.
-fn attr_dims(n: &Node) -> Option<Shape> {
+/// A `__shape__` attribute's dimensions, unknown ones (0 or negative) as 0; an
+/// empty `()` is the scalar shape.
+fn attr_raw(n: &Node) -> Option<Shape> {
     let s = n.attrs.read().get("__shape__").cloned()?;
     let t = s.trim().trim_start_matches(['(', '[']).trim_end_matches([')', ']']);
     let mut out = Shape::new();
@@ -84,10 +66,17 @@ fn attr_dims(n: &Node) -> Option<Shape> {
         let d: i64 = item.trim_end_matches('L').parse().ok()?;
         out.push(d.max(0) as usize);
     }
-    if out.is_empty() {
-        return None;
-    }
     Some(out)
+}
+
+/// A `__shape__` attribute, when fully known (MXNet writes 0 for unknown dims).
+fn attr_shape(n: &Node) -> Option<Shape> {
+    attr_raw(n).filter(|s| !s.contains(&0))
+}
+
+/// A `__shape__` attribute with some dimensions unknown (0).
+fn attr_dims(n: &Node) -> Option<Shape> {
+    attr_raw(n).filter(|s| !s.is_empty())
 }
 
 fn attr_dtype(n: &Node) -> Option<DType> {
