@@ -119,8 +119,14 @@ def test_np_reduce_collapse_sum_like_and_random_helpers():
     assert all(0 <= d <= 2 for d in tu.rand_shape_2d(2, 2, allow_zero_size=True))
     r = tu.rand_ndarray((2, 3), dtype="float16")
     assert r.shape == (2, 3) and r.dtype == np.float16
-    with pytest.raises(NotImplementedError, match="row_sparse"):
-        tu.rand_ndarray((2, 3), stype="row_sparse")
+    rs = tu.rand_ndarray((6, 3), stype="row_sparse", density=0.5)
+    assert rs.stype == "row_sparse" and rs.shape == (6, 3)
+    cs, (indptr, indices, data) = tu.rand_sparse_ndarray((4, 5), "csr", density=0.5)
+    assert cs.stype == "csr" and indptr.shape == (5,) and indices.shape == data.shape
+    pl = tu.rand_ndarray((8, 64), stype="csr", density=0.1, distribution="powerlaw")
+    assert pl.data.shape[0] == int(8 * 64 * 0.1)
+    with pytest.raises(ValueError, match="storage type"):
+        tu.rand_ndarray((2, 3), stype="bogus")
     np.testing.assert_array_equal(tu.create_vector(4).asnumpy(), np.arange(4))
     np.testing.assert_array_equal(tu.create_2d_tensor(2, 3).asnumpy(), [[0, 0, 0], [1, 1, 1]])
 
@@ -151,7 +157,9 @@ def test_symbolic_checks_with_mxnet_signatures():
     s = x * y + x
     a, b = np.random.rand(2, 3), np.random.rand(2, 3)
     out = tu.check_symbolic_forward(s, [a, b], [a * b + a])
-    assert isinstance(out[0], np.ndarray)
+    # MXNet returns the executor's outputs
+    assert isinstance(out[0], mx.nd.NDArray)
+    np.testing.assert_allclose(out[0].asnumpy(), a * b + a, rtol=1e-5)
     tu.check_symbolic_backward(s, {"x": a, "y": b}, [np.ones((2, 3))],
                                {"x": b + 1, "y": a})
     tu.check_symbolic_backward(s, [a, b], [np.ones((2, 3))], [b + 1, a], grad_req="add")

@@ -156,10 +156,9 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
     function of NDArrays returning an NDArray or a list of them (checked through
     autograd). ``numeric_eps``, ``rtol`` and ``atol`` default per ``dtype``."""
     from .symbol import Symbol
-    if grad_stype_dict:
-        if any(s != "default" for s in grad_stype_dict.values()):
-            raise NotImplementedError("check_numeric_gradient: sparse gradient storage types "
-                                      "are not supported yet (issue: sparse storage)")
+    # grad_stype_dict: the gradients' storage types; the values checked are the same
+    # (they are compared densely), so the check runs on dense gradients.
+    del grad_stype_dict
     if numeric_eps is None:
         numeric_eps = default_numeric_eps()[np.dtype(dtype)]
     if isinstance(sym, Symbol):
@@ -214,10 +213,11 @@ def _check_numeric_gradient_fn(fn, location, aux_states, numeric_eps, rtol, atol
                             names=("autograd gradient of %s" % label, "numeric gradient"))
 
 
-def _bind(sym, args, aux, ctx, reqs):
+def _bind(sym, args, aux, ctx, reqs, grad_stypes=None):
     nd = _nd()
-    grads = {k: nd.zeros(v.shape, ctx=ctx, dtype=v.dtype) for k, v in args.items()
-             if reqs.get(k, "null") != "null"}
+    grad_stypes = grad_stypes or {}
+    grads = {k: nd.zeros(v.shape, ctx=ctx, dtype=v.dtype, stype=grad_stypes.get(k, "default"))
+             for k, v in args.items() if reqs.get(k, "null") != "null"}
     if aux is None and sym.list_auxiliary_states():
         _, _, aux_shapes = sym.infer_shape(**{k: v.shape for k, v in args.items()})
         aux = {k: nd.zeros(s, ctx=ctx)
@@ -283,17 +283,17 @@ def _check_numeric_gradient_symbol(sym, location, aux_states, numeric_eps, rtol,
 def check_symbolic_forward(sym, location, expected, rtol=None, atol=None, aux_states=None,
                            ctx=None, equal_nan=False, dtype=default_dtype()):
     """Binds ``sym`` to ``location``, runs forward (inference) and compares each output
-    with ``expected`` (a list, or a dict by output name). Returns the outputs as
-    NumPy arrays."""
+    with ``expected`` (a list, or a dict by output name). Returns the executor's
+    outputs (NDArrays), as MXNet does."""
     ctx = ctx or default_context()
     args = _parse_location(sym, location, ctx, dtype)
     aux = _parse_aux_states(sym, aux_states, ctx, dtype)
     if isinstance(expected, dict):
         expected = [expected[k] for k in sym.list_outputs()]
     ex = _bind(sym, args, aux, ctx, {k: "null" for k in sym.list_arguments()})
-    outputs = [o.asnumpy() for o in ex.forward(is_train=False)]
+    outputs = ex.forward(is_train=False)
     for name, exp, out in zip(sym.list_outputs(), expected, outputs):
-        assert_almost_equal(exp, out, rtol, atol, ("EXPECTED_%s" % name, "FORWARD_%s" % name),
+        assert_almost_equal(exp, out.asnumpy(), rtol, atol, ("EXPECTED_%s" % name, "FORWARD_%s" % name),
                             equal_nan=equal_nan)
     return outputs
 
@@ -307,9 +307,6 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
     'add' the gradient arrays start from random values that the check accounts for.
     Returns the gradients as a dict of NumPy arrays."""
     nd = _nd()
-    if grad_stypes and any(s != "default" for s in grad_stypes.values()):
-        raise NotImplementedError("check_symbolic_backward: sparse gradient storage types "
-                                  "are not supported yet (issue: sparse storage)")
     ctx = ctx or default_context()
     args = _parse_location(sym, location, ctx, dtype)
     aux = _parse_aux_states(sym, aux_states, ctx, dtype)
@@ -318,7 +315,7 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
         expected = dict(zip(names, expected))
     reqs = grad_req if isinstance(grad_req, dict) else {k: grad_req for k in names}
     reqs = {k: reqs.get(k, "null") for k in names}
-    ex = _bind(sym, args, aux, ctx, reqs)
+    ex = _bind(sym, args, aux, ctx, reqs, grad_stypes)
     initial = {}
     for k, g in ex.grad_dict.items():
         if g is not None and reqs.get(k) == "add":
@@ -509,15 +506,22 @@ def compare_optimizer(opt1, opt2, shape, dtype, w_stype="default", g_stype="defa
     (``ntensors`` > 1: ``shape`` is a list of shapes, ``opt2`` updates them all at once
     and ``opt1`` one by one) and compares the states and weights."""
     from . import random as mxrandom
+    from .test_utils import rand_ndarray
     ctx = default_context()
-    if w_stype != "default" or g_stype != "default":
-        raise NotImplementedError("compare_optimizer: sparse weights/gradients are not "
-                                  "supported yet (issue: sparse storage)")
     if ntensors == 1:
-        w2 = mxrandom.uniform(shape=shape, ctx=ctx, dtype=dtype)
-        w1 = w2.copyto(ctx)
-        g2 = mxrandom.uniform(shape=shape, ctx=ctx, dtype=dtype)
-        g1 = g2.copyto(ctx)
+        # opt2 gets the storage types asked for; opt1 the same values, dense
+        if w_stype == "default":
+            w2 = mxrandom.uniform(shape=shape, ctx=ctx, dtype=dtype)
+            w1 = w2.copyto(ctx)
+        else:
+            w2 = rand_ndarray(shape, w_stype, density=1, dtype=dtype)
+            w1 = w2.copyto(ctx).tostype("default")
+        if g_stype == "default":
+            g2 = mxrandom.uniform(shape=shape, ctx=ctx, dtype=dtype)
+            g1 = g2.copyto(ctx)
+        else:
+            g2 = rand_ndarray(shape, g_stype, dtype=dtype)
+            g1 = g2.copyto(ctx).tostype("default")
         state1 = opt1.create_state_multi_precision(0, w1)
         state2 = opt2.create_state_multi_precision(0, w2)
         if compare_states:

@@ -47,6 +47,12 @@ def _as_list(values, names, what, allow_missing=False):
     return out
 
 
+def _dense_args(arrays):
+    """The executor computes on dense storage: sparse arguments are bound as dense
+    copies of their values (graph ops then take their dense forms)."""
+    return [a.tostype("default") if a is not None and a.stype != "default" else a for a in arrays]
+
+
 def _groups(group2ctx):
     """``group2ctx`` checked: {group name: Context}."""
     if not group2ctx:
@@ -125,8 +131,17 @@ class Executor:
         self.aux_arrays = list(aux_arrays)
         self._grad_reqs = list(grad_reqs)
         reqs = [r if g is not None else "null" for r, g in zip(grad_reqs, grad_arrays)]
-        self._handle = _core.ExecutorHandle(symbol.handle, self._ctx, self.arg_arrays,
-                                            self.grad_arrays, reqs, self.aux_arrays,
+        # The graph computes on dense storage: sparse arguments are copied into dense
+        # buffers before each forward; sparse gradient arrays get the gradients cast
+        # after each backward.
+        dense_args = _dense_args(self.arg_arrays)
+        dense_grads = _dense_args(self.grad_arrays)
+        self._sparse_args = [(a, d) for a, d in zip(self.arg_arrays, dense_args) if a is not d]
+        self._sparse_grads = [(g, d) for g, d in zip(self.grad_arrays, dense_grads) if g is not d]
+        dense_aux = _dense_args(self.aux_arrays)
+        self._sparse_aux = [(a, d) for a, d in zip(self.aux_arrays, dense_aux) if a is not d]
+        self._handle = _core.ExecutorHandle(symbol.handle, self._ctx, dense_args,
+                                            dense_grads, reqs, dense_aux,
                                             list(self._group2ctx.items()) or None)
         self.outputs = self._handle.outputs()
         names = symbol.list_arguments()
@@ -230,10 +245,14 @@ class Executor:
                 v.copyto(dst)
             else:
                 dst[:] = v
+        for a, d in self._sparse_args + self._sparse_aux:
+            a.copyto(d)
         if self._monitor_callback is None:
             self._handle.forward(bool(is_train))
         else:
             self._handle.forward(bool(is_train), self._monitor_callback, self._monitor_all)
+        for a, d in self._sparse_aux:
+            d.copyto(a)
         return self.outputs
 
     def backward(self, out_grads=None, is_train=True):
@@ -255,6 +274,9 @@ class Executor:
             # nothing to compute (MXNet: a no-op), e.g. a module without parameters
             return
         self._handle.backward(grads)
+        for g, d in self._sparse_grads:
+            if g.stype != "default":
+                d.copyto(g)
 
     def reshape(self, partial_shaping=False, allow_up_sizing=False, **kwargs):
         """A new executor for new input shapes. As in MXNet, an array whose shape is

@@ -206,41 +206,133 @@ def rand_coord_2d(x_low, x_high, y_low, y_high):
     return rnd.randint(x_low, x_high), rnd.randint(y_low, y_high)
 
 
-_SPARSE_MSG = ("storage type %r is not supported yet: oxnet has dense NDArrays only "
-               "(row_sparse and csr belong to the sparse-storage issue)")
+def _uniform_csr(num_rows, num_cols, density, dtype, data_init=None, shuffle_csr_indices=False):
+    """A random CSRNDArray whose nonzeros are spread uniformly (values in [0, 1))."""
+    import scipy.sparse as spsp
+    sp = spsp.random(num_rows, num_cols, density=density, dtype=np.float64, format="csr",
+                     random_state=rnd.randint(0, 2 ** 31 - 1))
+    sp.sort_indices()
+    data = sp.data.astype(dtype)
+    if data_init is not None:
+        data.fill(data_init)
+    if shuffle_csr_indices:
+        shuffle_csr_column_indices(sp)
+    return mx.nd.sparse.csr_matrix((data, sp.indices, sp.indptr), shape=(num_rows, num_cols),
+                                   dtype=dtype)
 
 
-def rand_ndarray(shape, stype="default", density=None, dtype=None, modifier_func=None,
-                 shuffle_csr_indices=False, distribution=None, ctx=None):
-    """A random NDArray of ``shape``: standard-normal values for dense storage, cast to
-    ``dtype`` (float32 by default), on ``ctx``. Sparse storage types raise
-    NotImplementedError until sparse storage exists."""
-    if stype != "default":
-        raise NotImplementedError(_SPARSE_MSG % (stype,))
-    dtype = default_dtype() if dtype is None else dtype
-    return mx.nd.array(random_arrays(shape), dtype=dtype, ctx=ctx)
+def _powerlaw_csr(num_rows, num_cols, density, dtype):
+    """A random CSRNDArray with a power-law row distribution (MXNet's test generator):
+    every row holds column 0, then row ``r`` fills columns ``0 .. 2**(r+1) - 1`` (a whole
+    row once that reaches the width), until ``density * num_rows * num_cols`` values are
+    placed. Values are uniform in [1.001, 3)."""
+    budget = int(num_rows * num_cols * density)
+    dense = np.zeros((num_rows, num_cols), dtype=dtype)
+    for r in range(num_rows):
+        if budget <= 0:
+            break
+        dense[r, 0] = 1 + rnd.uniform(0.001, 2)
+        budget -= 1
+    width = 2
+    for r in range(num_rows):
+        if budget <= 0:
+            break
+        limit = min(num_cols, width)
+        take = min(limit - 1, budget)
+        if take > 0:
+            dense[r, 1:1 + take] = 1 + rnd.uniform(0.001, 2, size=take)
+            budget -= take
+        width *= 2
+    return mx.nd.array(dense, dtype=dtype).tostype("csr")
 
 
 def rand_sparse_ndarray(shape, stype, density=None, dtype=None, distribution=None,
                         data_init=None, rsp_indices=None, modifier_func=None,
                         shuffle_csr_indices=False, ctx=None):
-    """A random sparse NDArray and its parts (MXNet's signature); sparse storage is not
-    built yet, so every storage type raises NotImplementedError."""
-    raise NotImplementedError(_SPARSE_MSG % (stype,))
+    """A random sparse NDArray and its parts (MXNet's test helper).
+
+    row_sparse: each row is present with probability ``density`` (or the rows
+    ``rsp_indices``), values uniform in [0, 1) (``data_init`` fills them, ``modifier_func``
+    maps them); returns ``(arr, (values, indices))``. csr: ``distribution`` 'uniform'
+    (default) or 'powerlaw'; returns ``(arr, (indptr, indices, data))``."""
+    density = rnd.rand() if density is None else density
+    dtype = default_dtype() if dtype is None else dtype
+    distribution = "uniform" if distribution is None else distribution
+    ctx = current_context() if ctx is None else ctx
+    if stype == "row_sparse":
+        if distribution != "uniform":
+            raise ValueError("row_sparse arrays support the uniform distribution only")
+        if rsp_indices is not None:
+            indices = np.asarray(rsp_indices)
+            assert len(indices) <= shape[0]
+        else:
+            indices = np.argwhere(rnd.rand(shape[0]) < density).flatten()
+        if indices.shape[0] == 0:
+            result = mx.nd.zeros(shape, stype="row_sparse", dtype=dtype, ctx=ctx)
+            return result, (np.array([], dtype=dtype), np.array([]))
+        val = rnd.rand(indices.shape[0], *shape[1:]).astype(dtype)
+        if data_init is not None:
+            val.fill(data_init)
+        if modifier_func is not None:
+            val = assign_each(val, modifier_func)
+        arr = mx.nd.sparse.row_sparse_array((val, indices), shape=shape, dtype=dtype, ctx=ctx)
+        return arr, (val, indices)
+    if stype == "csr":
+        assert len(shape) == 2
+        if distribution == "uniform":
+            csr = _uniform_csr(shape[0], shape[1], density, dtype, data_init=data_init,
+                               shuffle_csr_indices=shuffle_csr_indices)
+        elif distribution == "powerlaw":
+            csr = _powerlaw_csr(shape[0], shape[1], density, dtype)
+        else:
+            raise ValueError("unknown distribution %r" % (distribution,))
+        if modifier_func is not None:
+            data = assign_each(csr.data.asnumpy(), modifier_func)
+            csr = mx.nd.sparse.csr_matrix((data, csr.indices, csr.indptr), shape=shape, dtype=dtype)
+        csr = csr.as_in_context(ctx)
+        return csr, (csr.indptr, csr.indices, csr.data)
+    raise ValueError("unknown storage type %r" % (stype,))
+
+
+def rand_ndarray(shape, stype="default", density=None, dtype=None, modifier_func=None,
+                 shuffle_csr_indices=False, distribution=None, ctx=None):
+    """A random NDArray of ``shape``: standard-normal values for dense storage, cast to
+    ``dtype`` (float32 by default), on ``ctx``; for 'csr'/'row_sparse', see
+    ``rand_sparse_ndarray``."""
+    if stype == "default":
+        dtype = default_dtype() if dtype is None else dtype
+        return mx.nd.array(random_arrays(shape), dtype=dtype, ctx=ctx)
+    return rand_sparse_ndarray(shape, stype, density=density, dtype=dtype,
+                               modifier_func=modifier_func, distribution=distribution,
+                               shuffle_csr_indices=shuffle_csr_indices, ctx=ctx)[0]
 
 
 def create_sparse_array(shape, stype, data_init=None, rsp_indices=None, dtype=None,
                         modifier_func=None, density=.5, shuffle_csr_indices=False):
-    """A sparse array (MXNet's signature); raises NotImplementedError until sparse
-    storage exists."""
-    raise NotImplementedError(_SPARSE_MSG % (stype,))
+    """A random sparse array (see ``rand_sparse_ndarray``)."""
+    if stype == "row_sparse":
+        arr, _ = rand_sparse_ndarray(shape, stype, density=density, data_init=data_init,
+                                     rsp_indices=rsp_indices, dtype=dtype, modifier_func=modifier_func)
+    elif stype == "csr":
+        arr, _ = rand_sparse_ndarray(shape, stype, density=density, data_init=data_init,
+                                     dtype=dtype, modifier_func=modifier_func,
+                                     shuffle_csr_indices=shuffle_csr_indices)
+    else:
+        raise ValueError("unknown storage type %r" % (stype,))
+    return arr
 
 
 def create_sparse_array_zd(shape, stype, density, data_init=None, rsp_indices=None,
                            dtype=None, modifier_func=None, shuffle_csr_indices=False):
-    """A sparse array possibly with zero density (MXNet's signature); raises
-    NotImplementedError until sparse storage exists."""
-    raise NotImplementedError(_SPARSE_MSG % (stype,))
+    """Like ``create_sparse_array``; a row_sparse array has only the rows ``rsp_indices``
+    (none when not given)."""
+    if stype == "row_sparse":
+        density = 0.0
+        if rsp_indices is not None:
+            assert len(rsp_indices) <= shape[0]
+    return create_sparse_array(shape, stype, data_init=data_init, rsp_indices=rsp_indices,
+                               dtype=dtype, modifier_func=modifier_func, density=density,
+                               shuffle_csr_indices=shuffle_csr_indices)
 
 
 def shuffle_csr_column_indices(csr):

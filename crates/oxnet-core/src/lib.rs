@@ -27,4 +27,4 @@ pub mod storage;
 pub use context::Context;
 pub use dtype::DType;
 pub use error::{Error, Result};
-pub use ndarray::NDArray;
+pub use ndarray::{AnyArray, NDArray, SType, SparseArray};

@@ -21,6 +21,10 @@ pub struct NDArray {
     pub(crate) writable: bool,
     /// The autograd entry (set by attach_grad and by recorded ops writing here).
     pub(crate) ag: parking_lot::Mutex<Option<oxnet_core::autograd::Entry>>,
+    /// For a row_sparse or csr array (Python's CSRNDArray/RowSparseNDArray), the
+    /// sparse array; `inner` is then an empty placeholder that nothing reads (the
+    /// Python subclasses override what would touch it; see crate::sparse).
+    pub(crate) sparse: Option<oxnet_core::SparseArray>,
 }
 
 impl NDArray {
@@ -29,16 +33,16 @@ impl NDArray {
         if e.is_some() {
             inner.set_ag_entry(None);
         }
-        NDArray { inner, writable: true, ag: parking_lot::Mutex::new(e) }
+        NDArray { inner, writable: true, ag: parking_lot::Mutex::new(e), sparse: None }
     }
     pub(crate) fn view(inner: oxnet_core::NDArray, writable: bool) -> Self {
-        NDArray { inner, writable, ag: parking_lot::Mutex::new(None) }
+        NDArray { inner, writable, ag: parking_lot::Mutex::new(None), sparse: None }
     }
     /// A view keeping the autograd entry a recorded view got (see `_reshape_view`).
     fn recorded_view(mut inner: oxnet_core::NDArray, writable: bool) -> Self {
         let e = inner.ag_entry().cloned();
         inner.set_ag_entry(None);
-        NDArray { inner, writable, ag: parking_lot::Mutex::new(e) }
+        NDArray { inner, writable, ag: parking_lot::Mutex::new(e), sparse: None }
     }
     /// The array with its autograd entry while recording (the entry matters only
     /// to recorded ops); outside recording, just the array.
@@ -161,7 +165,13 @@ impl NDArray {
         } else {
             None
         };
+        if me.sparse.is_some() {
+            return Ok(py.NotImplemented());
+        }
         let res = if let Ok(o) = other.cast::<NDArray>() {
+            if o.get().sparse.is_some() {
+                return Ok(py.NotImplemented());
+            }
             let o = o.get().arr();
             let ins = if reverse { [o, me.arr()] } else { [me.arr(), o] };
             op::invoke(arr_op, &ins, Params::default(), out, None)
@@ -233,6 +243,16 @@ fn to_numpy<'py>(py: Python<'py>, a: &oxnet_core::NDArray) -> PyResult<Bound<'py
 
 #[pymethods]
 impl NDArray {
+    /// `NDArray(handle)`: the array a sparse handle holds (how the Python sparse
+    /// classes are built); dense arrays come from `mx.nd.array` and the ops.
+    #[new]
+    #[pyo3(signature = (handle=None, writable=true))]
+    fn py_new(handle: Option<PyRef<'_, crate::sparse::SparseHandle>>, writable: bool) -> PyResult<Self> {
+        let h = handle.ok_or_else(|| err(Error::new("NDArray() needs a handle; create arrays with mx.nd.array, mx.nd.zeros, ...")))?;
+        let s = h.inner.clone();
+        let placeholder = oxnet_core::NDArray::empty(&[0], s.ctx(), s.dtype()).py_err()?;
+        Ok(NDArray { inner: placeholder, writable, ag: parking_lot::Mutex::new(None), sparse: Some(s) })
+    }
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         PyTuple::new(py, self.inner.shape())

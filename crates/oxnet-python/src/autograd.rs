@@ -32,8 +32,16 @@ fn set_training(on: bool) -> bool {
 #[pyfunction]
 fn mark_variable(var: &PyND, grad: &PyND, grad_req: &str) -> PyResult<()> {
     let req = GradReq::parse(grad_req).py_err()?;
+    if let Some(vs) = &var.sparse {
+        let g = grad.sparse.clone().ok_or_else(|| crate::err(oxnet_core::Error::new("mark_variables: a sparse variable needs a sparse gradient buffer")))?;
+        vs.set_ag_entry(Some(ag::sparse_variable(vs.shape(), g, req).py_err()?));
+        return Ok(());
+    }
     let mut v = var.inner.clone();
-    ag::mark_variable(&mut v, grad.inner.clone(), req).py_err()?;
+    match &grad.sparse {
+        Some(s) => ag::mark_variable_sparse(&mut v, s.clone(), req).py_err()?,
+        None => ag::mark_variable(&mut v, grad.inner.clone(), req).py_err()?,
+    }
     *var.ag.lock() = v.ag_entry().cloned();
     Ok(())
 }
@@ -49,14 +57,42 @@ fn attach_grad(var: &PyND, grad_req: &str) -> PyResult<()> {
     Ok(())
 }
 
-/// The gradient buffer of a variable, or None.
+/// Makes `var` a variable with a sparse (row_sparse or csr) gradient buffer.
 #[pyfunction]
-fn get_grad(var: &PyND) -> Option<PyND> {
-    let e = var.ag.lock().clone()?;
-    if !e.is_variable() {
-        return None;
+fn attach_grad_sparse(var: &PyND, grad_req: &str, stype: &str) -> PyResult<()> {
+    let req = GradReq::parse(grad_req).py_err()?;
+    let st = oxnet_core::SType::from_name(stype).py_err()?;
+    if let Some(vs) = &var.sparse {
+        let g = oxnet_core::SparseArray::zeros(st, vs.shape(), vs.ctx(), vs.dtype(), None).py_err()?;
+        vs.set_ag_entry(Some(ag::sparse_variable(vs.shape(), g, req).py_err()?));
+        return Ok(());
     }
-    e.grad().map(PyND::new)
+    let a = &var.inner;
+    let g = oxnet_core::SparseArray::zeros(st, a.shape(), a.ctx(), a.dtype(), None).py_err()?;
+    let mut v = var.inner.clone();
+    ag::mark_variable_sparse(&mut v, g, req).py_err()?;
+    *var.ag.lock() = v.ag_entry().cloned();
+    Ok(())
+}
+
+/// The gradient buffer of a variable (sparse for a sparse buffer), or None.
+#[pyfunction]
+fn get_grad(py: Python<'_>, var: &PyND) -> PyResult<Option<Py<PyAny>>> {
+    let entry = match &var.sparse {
+        Some(s) => s.ag_entry(),
+        None => var.ag.lock().clone(),
+    };
+    let Some(e) = entry else { return Ok(None) };
+    if !e.is_variable() {
+        return Ok(None);
+    }
+    if let Some(s) = e.sparse_grad() {
+        return Ok(Some(crate::sparse::wrap_sparse(py, s)?));
+    }
+    match e.grad() {
+        Some(g) => Ok(Some(Py::new(py, PyND::new(g))?.into_any())),
+        None => Ok(None),
+    }
 }
 
 /// The grad_req of a variable ('null', 'write', 'add'), or None.
@@ -215,6 +251,7 @@ pub(crate) fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mark_variable, m)?)?;
     m.add_function(wrap_pyfunction!(attach_grad, m)?)?;
     m.add_function(wrap_pyfunction!(get_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(attach_grad_sparse, m)?)?;
     m.add_function(wrap_pyfunction!(get_grad_req, m)?)?;
     m.add_function(wrap_pyfunction!(get_fresh_grad, m)?)?;
     m.add_function(wrap_pyfunction!(set_fresh_grad, m)?)?;

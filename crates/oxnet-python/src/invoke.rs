@@ -4,6 +4,7 @@
 use crate::array::NDArray as PyND;
 use crate::convert::{ctx_of, value_of};
 use crate::{err, IntoPy};
+use oxnet_core::ndarray::AnyArray;
 use oxnet_core::op::{self, Arity, OpDef, Value};
 use oxnet_core::Error;
 use pyo3::prelude::*;
@@ -82,13 +83,13 @@ fn collect_inputs<'py>(
     obj: &Bound<'py, PyAny>,
     names: &[&str],
     idx: usize,
-    out: &mut Vec<oxnet_core::NDArray>,
+    out: &mut Vec<AnyArray>,
 ) -> PyResult<()> {
     if obj.is_none() {
         return Err(err(Error::op(def.name, format!("required input '{}' is missing", names.get(idx).unwrap_or(&"data")))));
     }
     if let Ok(a) = obj.cast::<PyND>() {
-        out.push(a.get().arr());
+        out.push(crate::sparse::any_of(a.get()));
         return Ok(());
     }
     if matches!(def.inputs, Arity::Variadic { .. }) && (obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>()) {
@@ -107,18 +108,18 @@ fn collect_inputs<'py>(
     )))
 }
 
-fn outputs_of(obj: &Bound<'_, PyAny>) -> PyResult<Vec<oxnet_core::NDArray>> {
+fn outputs_of(obj: &Bound<'_, PyAny>) -> PyResult<Vec<AnyArray>> {
     if let Ok(a) = obj.cast::<PyND>() {
         if !a.get().writable {
             return Err(err(Error::new("trying to write to a readonly NDArray")));
         }
-        return Ok(vec![a.get().arr()]);
+        return Ok(vec![crate::sparse::any_of(a.get())]);
     }
     let mut v = Vec::new();
     for item in obj.try_iter()? {
         let item = item?;
         let a = item.cast::<PyND>().map_err(|_| err(Error::new("out must be an NDArray or a list of NDArrays")))?;
-        v.push(a.get().arr());
+        v.push(crate::sparse::any_of(a.get()));
     }
     Ok(v)
 }
@@ -210,6 +211,32 @@ fn invoke<'py>(
         _ => None,
     };
     crate::throttle(py);
+    let sparse = def.sparse.is_some()
+        || arrays.iter().any(|a| a.sparse().is_some())
+        || out_arrays.as_ref().map(|o| o.iter().any(|a| a.sparse().is_some())).unwrap_or(false);
+    if sparse {
+        let mut result = op::sparse::invoke_any(def, &arrays, params.clone(), out_arrays.as_deref(), ctx).py_err()?;
+        result.truncate(def.num_visible(&params, result.len()));
+        if let Some(o) = out {
+            if !o.is_none() && !is_null(o) {
+                if oxnet_core::autograd::is_recording() {
+                    let dense: Vec<oxnet_core::NDArray> = result.iter().filter_map(|a| a.dense().cloned()).collect();
+                    give_entries(o, &dense)?;
+                }
+                return Ok(o.clone().unbind());
+            }
+        }
+        if result.len() == 1 {
+            return crate::sparse::wrap_any(py, result.remove(0));
+        }
+        let list = PyList::empty(py);
+        for a in result {
+            list.append(crate::sparse::wrap_any(py, a)?)?;
+        }
+        return Ok(list.into_any().unbind());
+    }
+    let arrays: Vec<oxnet_core::NDArray> = arrays.into_iter().map(|a| a.dense().unwrap().clone()).collect();
+    let out_arrays: Option<Vec<oxnet_core::NDArray>> = out_arrays.map(|o| o.into_iter().map(|a| a.dense().unwrap().clone()).collect());
     let mut result = op::invoke(def, &arrays, params.clone(), out_arrays.as_deref(), ctx).py_err()?;
     result.truncate(def.num_visible(&params, result.len()));
     if let Some(o) = out {

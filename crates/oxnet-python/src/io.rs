@@ -56,7 +56,47 @@ fn load_raw(py: Python<'_>, buf: &[u8]) -> PyResult<PyND> {
     Ok(PyND::new(py.detach(|| params::load_raw_bytes(buf)).py_err()?))
 }
 
+/// Saves arrays of any storage type (sparse ones in MXNet's sparse layout).
+#[pyfunction]
+fn save_any(py: Python<'_>, fname: &str, arrays: Vec<PyRef<'_, PyND>>, names: Vec<String>) -> PyResult<()> {
+    if !names.is_empty() && names.len() != arrays.len() {
+        return Err(crate::err(oxnet_core::Error::new("save: one name per array is needed")));
+    }
+    let any: Vec<oxnet_core::AnyArray> = arrays.iter().map(|a| crate::sparse::any_of(a)).collect();
+    let list: Vec<(Option<&str>, &oxnet_core::AnyArray)> =
+        any.iter().enumerate().map(|(i, a)| (names.get(i).map(|s| s.as_str()), a)).collect();
+    let bytes = py.detach(|| params::save_any_to_bytes(&list)).py_err()?;
+    std::fs::write(fname, bytes).map_err(|e| crate::err(oxnet_core::Error::new(format!("cannot write {fname}: {e}"))))
+}
+
+/// Loads (arrays, names), sparse arrays kept sparse.
+#[pyfunction]
+fn load_any(py: Python<'_>, buf: &[u8]) -> PyResult<(Vec<Py<PyAny>>, Vec<String>)> {
+    let (arrays, names) = py.detach(|| params::load_any_from_bytes(buf)).py_err()?;
+    let arrays = arrays.into_iter().map(|a| crate::sparse::wrap_any(py, a)).collect::<PyResult<Vec<_>>>()?;
+    Ok((arrays, names))
+}
+
+/// One array of any storage type in the single-array format.
+#[pyfunction]
+fn save_raw_any<'py>(py: Python<'py>, a: PyRef<'py, PyND>) -> PyResult<Bound<'py, PyBytes>> {
+    let any = crate::sparse::any_of(&a);
+    let bytes = py.detach(move || params::save_raw_any(&any)).py_err()?;
+    Ok(PyBytes::new(py, &bytes))
+}
+
+/// An array of any storage type from single-array bytes.
+#[pyfunction]
+fn load_raw_any(py: Python<'_>, buf: &[u8]) -> PyResult<Py<PyAny>> {
+    let a = py.detach(|| params::load_raw_any(buf)).py_err()?;
+    crate::sparse::wrap_any(py, a)
+}
+
 pub(crate) fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(save_any, m)?)?;
+    m.add_function(wrap_pyfunction!(load_any, m)?)?;
+    m.add_function(wrap_pyfunction!(save_raw_any, m)?)?;
+    m.add_function(wrap_pyfunction!(load_raw_any, m)?)?;
     m.add_function(wrap_pyfunction!(save, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(load_frombuffer, m)?)?;

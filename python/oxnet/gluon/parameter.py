@@ -126,9 +126,6 @@ class Parameter:
             "'default', 'row_sparse', or 'csr', but got '%s'" % (name, grad_stype)
         assert stype in valid_stypes, "stype for Parameter '%s' must be one of 'default', " \
             "'row_sparse', or 'csr', but got '%s'" % (name, stype)
-        if stype != "default" or grad_stype != "default":
-            raise MXNetError("Parameter '%s': only stype='default' storage is supported "
-                             "(got stype=%r, grad_stype=%r)" % (name, stype, grad_stype))
         self._stype = stype
         self._grad_stype = grad_stype
 
@@ -281,6 +278,8 @@ class Parameter:
                 data = ndarray.zeros(shape=self.shape, dtype=self.dtype, ctx=cpu())
                 initializer.create(default_init)(
                     initializer.InitDesc(self.name, {"__init__": init}), data)
+                if self._stype != "default":
+                    data = data.tostype(self._stype)
             self._init_impl(data, ctx)
 
     def _init_impl(self, data, ctx_list):
@@ -298,12 +297,27 @@ class Parameter:
         if self.grad_req == "null":
             self._grad = None
             return
+        if self._stype != "default":
+            # a sparse weight is an autograd variable with its own gradient buffers
+            self._grad = [ndarray.zeros(shape=d.shape, dtype=d.dtype, ctx=d.context,
+                                        stype=self._grad_stype) for d in self._data]
+            from .. import autograd
+            autograd.mark_variables(self._data, self._grad, self.grad_req)
+            return
         for d in self._data:
-            d.attach_grad(grad_req=self.grad_req)
+            d.attach_grad(grad_req=self.grad_req, stype=self._grad_stype)
         self._grad = [d.grad for d in self._data]
 
     def _reduce(self):
         """The parameter's value on the CPU (the mean over its devices)."""
+        if self._stype != "default":
+            trainer = self._trainer() if self._trainer else None
+            arr = self._check_and_get(self._data, list)[0]
+            if trainer is not None and trainer._kv_initialized and trainer._kvstore is not None \
+                    and self.name in trainer._param2idx:
+                all_rows = ndarray.arange(0, self.shape[0], dtype="int64", ctx=arr.context)
+                trainer._row_sparse_pull(self, arr, all_rows, full_idx=True)
+            return arr.copyto(cpu())
         block = self.list_data()
         if len(block) > 1:
             data = _add_all([w.copyto(cpu()) for w in block]) / len(block)
@@ -372,13 +386,49 @@ class Parameter:
         for arr in self._check_and_get(self._data, list):
             arr[:] = data
 
+    def _check_dense(self, what):
+        if self._stype != "default":
+            raise RuntimeError(
+                "Cannot return a copy of Parameter '%s' via %s() because its storage type is %s. "
+                "Please use row_sparse_data() instead." % (self.name, what, self._stype))
+
     def data(self, ctx=None):
         """The parameter's array on ``ctx`` (the only one when it lives on one device)."""
+        self._check_dense("data")
         return self._check_and_get(self._data, ctx)
 
     def list_data(self):
         """The parameter's arrays on all its devices."""
+        self._check_dense("list_data")
         return self._check_and_get(self._data, list)
+
+    def _row_sparse_check(self, what, row_id):
+        if self._stype != "row_sparse":
+            raise RuntimeError("Cannot return copies of Parameter '%s' on all contexts via %s() "
+                               "because its storage type is %s. Please use data() instead."
+                               % (self.name, what, self._stype))
+        if not isinstance(row_id, NDArray):
+            raise TypeError("row_id must have NDArray type, but %s is given" % type(row_id))
+
+    def _get_row_sparse(self, arr_list, ctx, row_id):
+        trainer = self._trainer() if self._trainer else None
+        if trainer is None:
+            raise RuntimeError("Cannot get row_sparse data for Parameter '%s' when no "
+                               "Trainer is created with it." % self.name)
+        results = self._check_and_get(arr_list, ctx)
+        trainer._row_sparse_pull(self, results, row_id)
+        return results
+
+    def row_sparse_data(self, row_id):
+        """The rows ``row_id`` of this row_sparse parameter on ``row_id``'s context (a
+        RowSparseNDArray pulled through the Trainer's store)."""
+        self._row_sparse_check("row_sparse_data", row_id)
+        return self._get_row_sparse(self._data, row_id.context, row_id)
+
+    def list_row_sparse_data(self, row_id):
+        """The rows ``row_id`` of this row_sparse parameter on all its contexts."""
+        self._row_sparse_check("list_row_sparse_data", row_id)
+        return self._get_row_sparse(self._data, list, row_id)
 
     def grad(self, ctx=None):
         """The gradient array on ``ctx``."""
@@ -407,7 +457,10 @@ class Parameter:
         if self._grad is None:
             return
         for g in self._grad:
-            g[:] = 0
+            if g.stype != "default":
+                ndarray.zeros_like(g, out=g)
+            else:
+                g[:] = 0
 
     def var(self):
         """The symbol of this parameter (``mx.sym.var`` with its attributes)."""

@@ -66,6 +66,8 @@ class Trainer:
         self._kvstore = None
         self._update_on_kvstore = None
         self._params_to_init = []
+        self._param2idx = {p.name: i for i, p in enumerate(self._params)}
+        self._contains_sparse_weight = any(p._stype != "default" for p in self._params)
 
     def _check_contexts(self):
         contexts = None
@@ -96,6 +98,21 @@ class Trainer:
         kv = self._kvstore_params["kvstore"]
         update_on_kv = self._kvstore_params["update_on_kvstore"]
         ndev = len(self._contexts or [])
+        if self._contains_sparse_weight:
+            # row_sparse weights live in the store, which runs the optimizer; devices pull
+            # the rows a batch needs (Parameter.row_sparse_data), as in MXNet
+            if update_on_kv is False:
+                raise MXNetError("Cannot set update_on_kvstore=False when sparse weights "
+                                 "are present.")
+            from .. import kvstore as kvs
+            if not kv or isinstance(kv, str):
+                kv = kvs.create(kv if isinstance(kv, str) and kv else "local")
+            self._kvstore = kv
+            self._update_on_kvstore = True
+            kv.set_optimizer(self._optimizer)
+            self._params_to_init = list(self._params)
+            self._kv_initialized = True
+            return
         if ndev > 1 and kv:
             from .. import kvstore as kvs
             if isinstance(kv, str):
@@ -135,6 +152,9 @@ class Trainer:
                 left.append(param)
                 continue
             idx = self._params.index(param)
+            if param._stype != "default":
+                self._kvstore.init(idx, param._data[0])
+                continue
             # as MXNet: broadcast the first device's value into the store and every device
             self._kvstore.broadcast(idx, param.list_data()[0], param.list_data())
         self._params_to_init = left
@@ -146,6 +166,16 @@ class Trainer:
         self._kvstore = None
         self._update_on_kvstore = None
         self._params_to_init = list(self._params)
+
+    def _row_sparse_pull(self, parameter, out, row_id, full_idx=False):
+        """Pulls the rows ``row_id`` of a row_sparse parameter from the store into
+        ``out`` (every row with ``full_idx``)."""
+        self._prepare()
+        idx = self._param2idx[parameter.name]
+        if full_idx and "dist" not in self._kvstore.type:
+            self._kvstore.pull(idx, out=out, priority=-idx, ignore_sparse=False)
+        else:
+            self._kvstore.row_sparse_pull(idx, out=out, row_ids=row_id, priority=-idx)
 
     @property
     def learning_rate(self):
@@ -194,6 +224,10 @@ class Trainer:
             if param.grad_req == "null":
                 continue
             grads = param.list_grad()
+            if param._stype != "default":
+                # the store updates its row_sparse weight; devices pull rows on demand
+                self._kvstore.push(i, grads, priority=-i)
+                continue
             if self._update_on_kvstore:
                 self._kvstore.pushpull(i, grads, out=param.list_data(), priority=-i)
             else:
@@ -223,7 +257,7 @@ class Trainer:
                 raise MXNetError("Parameter '%s' has not been initialized (it is deferred until "
                                  "the first forward pass); run a forward and backward pass "
                                  "before Trainer.step" % param.name)
-            if ignore_stale_grad:
+            if ignore_stale_grad or param._stype != "default":
                 continue
             for data in param.list_data():
                 if not data._fresh_grad:
@@ -249,7 +283,7 @@ class Trainer:
                             arr._fresh_grad = False
                 return
         for i, param in enumerate(self._params):
-            if param.grad_req == "null" or param._data is None:
+            if param.grad_req == "null" or param._data is None or param._stype != "default":
                 continue
             for dev, (upd, arr, grad) in enumerate(zip(self._updaters, param.list_data(),
                                                         param.list_grad())):

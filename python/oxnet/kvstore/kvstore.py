@@ -75,6 +75,10 @@ class KVStore(KVStoreBase):
         self._updater_func = None
         self._optimizer = None
         self._compression = None
+        # keys initialised with a row_sparse value: key -> the stored RowSparseNDArray
+        # (sums and updates run as registry ops: add_n, the optimizer's lazy update,
+        # _sparse_retain for row_sparse_pull)
+        self._sparse = {}
 
     # -- properties -----------------------------------------------------------------
 
@@ -112,19 +116,69 @@ class KVStore(KVStoreBase):
 
     # -- data -----------------------------------------------------------------------
 
+    def _check_key_kind(self, keys, what):
+        known = list(self._sparse) + list(getattr(self.handle, "keys", lambda: [])())
+        if known and keys:
+            if isinstance(known[0], (str, bytes)) != isinstance(keys[0], (str, bytes)):
+                raise MXNetError("%s: Mixed key types are not allowed: the store has %s keys, got %r"
+                                 % (what, "string" if isinstance(known[0], (str, bytes)) else "integer", keys[0]))
+
     def init(self, key, value):
-        """Initialises one key or a list of keys with values (copied into the store)."""
+        """Initialises one key or a list of keys with values (copied into the store); a
+        row_sparse value makes a row_sparse key (see ``row_sparse_pull``)."""
         keys, vals = _pairs(key, value, "init")
-        first = []
+        self._check_key_kind(keys, "init")
+        dense_keys, first = [], []
         for k, v in zip(keys, vals):
-            first.append([v[0]])
-        self.handle.init(keys, first)
+            if v[0].stype == "row_sparse":
+                if k in self._sparse:
+                    raise MXNetError("init: key %r has been initialized already" % (k,))
+                self._sparse[k] = v[0].copy()
+            elif v[0].stype != "default":
+                raise MXNetError("init: the value of key %r has storage type %s; the store holds "
+                                 "default and row_sparse values" % (k, v[0].stype))
+            else:
+                dense_keys.append(k)
+                first.append([v[0]])
+        if dense_keys:
+            self.handle.init(dense_keys, first)
+
+    def _split_sparse(self, keys, vals):
+        """(dense keys, their values) and [(sparse key, values)]; row_sparse values
+        pushed to a dense key are cast to dense."""
+        dk, dv, sp = [], [], []
+        for k, v in zip(keys, vals):
+            if k in self._sparse:
+                sp.append((k, v))
+            else:
+                dk.append(k)
+                dv.append([x.tostype("default") if x.stype != "default" else x for x in v])
+        return dk, dv, sp
+
+    def _push_sparse(self, k, v):
+        from ..ndarray import sparse as _sp
+        from .. import ndarray as _nd
+        stored = self._sparse[k]
+        v = [x if x.stype == "row_sparse" else x.tostype("row_sparse") for x in v]
+        v = [x if x.context == stored.context else x.copyto(stored.context) for x in v]
+        merged = v[0].copy() if len(v) == 1 else _nd.add_n(*v)
+        if self._updater is not None:
+            self._updater(_updater_key(k), merged, stored)
+        else:
+            merged.copyto(stored)
+        del _sp
 
     def push(self, key, value, priority=0):
         """Pushes one value or a list of per-device values for each key: they are
         summed, then the updater (if any) merges the sum into the stored value, else
         the sum replaces it."""
         keys, vals = _pairs(key, value, "push")
+        self._check_key_kind(keys, "push")
+        keys, vals, sparse = self._split_sparse(keys, vals)
+        for k, v in sparse:
+            self._push_sparse(k, v)
+        if not keys:
+            return
         if self._optimizer is not None:
             ops, attrs, states, second = [], [], [], []
             for k in keys:
@@ -151,7 +205,22 @@ class KVStore(KVStoreBase):
         if out is None:
             raise MXNetError("pull: out is required")
         keys, outs = _pairs(key, out, "pull")
-        self.handle.pull(keys, outs)
+        self._check_key_kind(keys, "pull")
+        dk, do = [], []
+        for k, o in zip(keys, outs):
+            if k in self._sparse:
+                if ignore_sparse:
+                    continue
+                for x in o:
+                    self._sparse[k].copyto(x)
+                continue
+            # a row_sparse output of a dense key is ignored (MXNet's ignore_sparse)
+            dense_o = [x for x in o if x.stype == "default"]
+            if dense_o:
+                dk.append(k)
+                do.append(dense_o)
+        if dk:
+            self.handle.pull(dk, do)
 
     def pushpull(self, key, value, out=None, priority=0):
         """``push`` then ``pull`` (into ``value`` when ``out`` is None)."""
@@ -164,8 +233,42 @@ class KVStore(KVStoreBase):
         self.pull(key, out=out, priority=priority)
 
     def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
-        """Sparse storage is not built in oxnet: pulls the whole (dense) value."""
-        raise MXNetError("row_sparse_pull: row_sparse storage is not supported by oxnet")
+        """Pulls the rows ``row_ids`` of row_sparse keys into row_sparse ``out`` arrays
+        (one ``row_ids`` array per output; duplicates allowed, any shape)."""
+        if out is None:
+            raise MXNetError("row_sparse_pull: out is required")
+        if row_ids is None:
+            raise MXNetError("row_sparse_pull: row_ids is required")
+        keys, outs = _pairs(key, out, "row_sparse_pull")
+        self._check_key_kind(keys, "row_sparse_pull")
+        if isinstance(key, (list, tuple)):
+            ids = list(row_ids) if isinstance(row_ids, (list, tuple)) else [row_ids]
+            if len(ids) != len(keys):
+                raise MXNetError("row_sparse_pull: %d keys need %d row_ids entries, got %d"
+                                 % (len(keys), len(keys), len(ids)))
+        else:
+            ids = [row_ids]
+        from .. import ndarray as _nd
+        for k, o, r in zip(keys, outs, ids):
+            if k not in self._sparse:
+                raise MXNetError("row_sparse_pull: key %r does not hold a row_sparse value "
+                                 "(initialise it with a row_sparse array)" % (k,))
+            rs = r if isinstance(r, (list, tuple)) else [r] * len(o)
+            if len(rs) != len(o):
+                raise MXNetError("row_sparse_pull: key %r has %d outputs but %d row_ids"
+                                 % (k, len(o), len(rs)))
+            for x, rid in zip(o, rs):
+                if x.stype != "row_sparse":
+                    raise MXNetError("row_sparse_pull: the output for key %r must be row_sparse, "
+                                     "got %s" % (k, x.stype))
+                if not isinstance(rid, NDArray):
+                    raise MXNetError("row_sparse_pull: row_ids must be NDArrays")
+                flat = rid.reshape((-1,)) if rid.ndim != 1 else rid
+                stored = self._sparse[k]
+                if stored.context != x.context:
+                    stored = stored.copyto(x.context)
+                    flat = flat.as_in_context(x.context)
+                _nd.sparse.retain(stored, flat.as_in_context(stored.context)).copyto(x)
 
     # -- updaters -------------------------------------------------------------------
 

@@ -35,6 +35,11 @@ from . import py_ops as _py_ops  # noqa: E402
 _py_ops.install(_internal, op)
 from .py_ops import moveaxis, linspace, split_v2, histogram, onehot_encode  # noqa: E402,F401
 
+from . import sparse  # noqa: E402
+_sys.modules[__name__ + ".sparse"] = sparse
+sparse.install(op, _internal, sparse)
+from .sparse import CSRNDArray, RowSparseNDArray, BaseSparseNDArray  # noqa: E402,F401
+
 from .custom import Custom  # noqa: E402,F401
 op.Custom = Custom
 from . import contrib_funcs as _contrib_funcs  # noqa: E402

@@ -65,6 +65,9 @@ def _dtype(dtype, default=mx_real_t):
 
 def empty(shape, ctx=None, dtype=None, stype=None):
     """Returns a new array of given shape and type, without initializing entries."""
+    if stype is not None and stype != "default":
+        from . import sparse as _sp
+        return _sp.empty(stype, shape, ctx=ctx, dtype=dtype)
     if isinstance(shape, int):
         shape = (shape,)
     ctx = _ctx(ctx)
@@ -73,6 +76,9 @@ def empty(shape, ctx=None, dtype=None, stype=None):
 
 def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
     """Returns a new array filled with all zeros, with the given shape and type."""
+    if stype is not None and stype != "default":
+        from . import sparse as _sp
+        return _sp.zeros(stype, shape, ctx=ctx, dtype=dtype, **kwargs)
     if isinstance(shape, int):
         shape = (shape,)
     return _internal._zeros(shape=shape, ctx=_ctx(ctx), dtype=_dtype(dtype).name, **kwargs)
@@ -95,7 +101,14 @@ def full(shape, val, ctx=None, dtype=mx_real_t, out=None):
 def array(source_array, ctx=None, dtype=None):
     """Creates an array from any object exposing the array interface.
 
-    As in MXNet, the dtype defaults to float32 for anything but an NDArray source."""
+    As in MXNet, the dtype defaults to float32 for anything but an NDArray source; a
+    sparse NDArray or a SciPy sparse matrix gives a sparse array."""
+    if isinstance(source_array, NDArray) and source_array.stype != "default":
+        from . import sparse as _sp
+        return _sp.array(source_array, ctx=ctx, dtype=dtype)
+    if type(source_array).__module__.startswith("scipy.sparse"):
+        from . import sparse as _sp
+        return _sp.array(source_array, ctx=ctx, dtype=dtype)
     if isinstance(source_array, NDArray):
         dtype = source_array.dtype if dtype is None else dtype
     else:
@@ -314,6 +327,12 @@ def _copyto(self, other):
             import warnings
             warnings.warn("You are attempting to copy an array to itself", RuntimeWarning)
             return False
+        if other.stype != "default":
+            if np.dtype(other.dtype) != np.dtype(self.dtype):
+                _core._copy_any(self.astype(other.dtype), other)
+            else:
+                _core._copy_any(self, other)
+            return other
         _core.copyto(self, other)
         return other
     if isinstance(other, Context):
@@ -437,12 +456,17 @@ def _attach_grad(self, grad_req='write', stype=None):
         - 'add': gradient will be added to existing value on every backward.
         - 'null': do not compute gradient for this NDArray.
     stype : str, optional
-        The storage type of the gradient array. Defaults to the same stype of this NDArray
-        (only 'default' is supported).
+        The storage type of the gradient array ('default', 'row_sparse' or 'csr').
+        Defaults to the same stype of this NDArray.
     """
-    if stype is not None and stype != "default":
-        raise MXNetError("attach_grad: only stype='default' gradients are supported, got %r" % (stype,))
-    _core.attach_grad(self, grad_req)
+    if stype is None:
+        stype = self.stype
+    if stype not in ("default", "row_sparse", "csr"):
+        raise MXNetError("attach_grad: unknown storage type %r" % (stype,))
+    if stype != "default":
+        _core.attach_grad_sparse(self, grad_req, stype)
+    else:
+        _core.attach_grad(self, grad_req)
 
 
 def _grad(self):
@@ -472,7 +496,18 @@ def _backward(self, out_grad=None, retain_graph=False, train_mode=True):
     _core.backward([self], [out_grad], None, bool(retain_graph), bool(train_mode), False)
 
 
+def _tostype(self, stype):
+    """A copy of this array in storage type ``stype`` ('default', 'csr' or 'row_sparse')."""
+    if stype not in ("default", "csr", "row_sparse"):
+        raise MXNetError("tostype: unknown storage type %r" % (stype,))
+    if stype == "csr" and len(self.shape) != 2:
+        raise ValueError("To convert to a CSR, the NDArray should be 2 Dimensional. Current "
+                         "shape is %s" % str(self.shape))
+    return _core._cast_storage(self, stype)
+
+
 def _install():
+    NDArray.tostype = _tostype
     NDArray.context = property(_context)
     NDArray.ctx = property(_context)
     NDArray.stype = property(lambda self: "default")

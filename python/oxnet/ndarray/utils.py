@@ -22,13 +22,22 @@ def save(fname, data):
                          "or a list of NDarrays.")
     if not all(isinstance(a, NDArray) for a in arrays):
         raise TypeError("save only accept dict str->NDArray or list of NDArray")
-    _core.save(str(fname), arrays, names)
+    if any(a.stype != "default" for a in arrays):
+        _core.save_any(str(fname), arrays, names)
+    else:
+        _core.save(str(fname), arrays, names)
 
 
 def load(fname):
     """Loads an array list (or a dict of str->array) from a file saved by ``save``
     or by MXNet."""
-    arrays, names = _core.load(str(fname))
+    try:
+        with open(str(fname), "rb") as f:
+            buf = f.read()
+    except OSError as e:
+        from ..base import MXNetError
+        raise MXNetError("cannot read %s: %s" % (fname, e)) from None
+    arrays, names = _core.load_any(buf)
     if names:
         return dict(zip(names, arrays))
     return arrays
@@ -36,7 +45,7 @@ def load(fname):
 
 def load_frombuffer(buf):
     """Loads an array list or dict from a bytes buffer in the ``.params`` format."""
-    arrays, names = _core.load_frombuffer(bytes(buf))
+    arrays, names = _core.load_any(bytes(buf))
     if names:
         return dict(zip(names, arrays))
     return arrays

@@ -127,3 +127,16 @@ def Custom(*data, **kwargs):  # noqa: N802 - MXNet's name
 
 
 op.Custom = Custom
+
+
+# ``mx.sym.sparse``: every public operator, and the ``_sparse_*`` ones without their
+# prefix (``sparse.retain``), as MXNet's namespace; a graph's sparse inputs are bound
+# as dense values (see Executor).
+sparse = _types.ModuleType("oxnet.symbol.sparse", "Operators on sparse storage (and all others).")
+_sys.modules[sparse.__name__] = sparse
+for _name in dir(op):
+    if not _name.startswith("_"):
+        setattr(sparse, _name, getattr(op, _name))
+for _name in dir(_internal):
+    if _name.startswith("_sparse_"):
+        setattr(sparse, _name[len("_sparse_"):], getattr(_internal, _name))

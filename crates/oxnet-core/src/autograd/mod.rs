@@ -103,6 +103,9 @@ struct State {
     freed: bool,
     /// Variables: the gradient buffer and how it is updated.
     grad: Option<NDArray>,
+    /// Variables whose gradient has sparse storage (`attach_grad(stype=...)`): the
+    /// buffer, instead of `grad`; backward casts the gradient into it.
+    sgrad: Option<crate::ndarray::SparseArray>,
     req: Option<GradReq>,
     /// Variables: set by backward, cleared by the user (MXNet's `_fresh_grad`).
     fresh: bool,
@@ -168,6 +171,10 @@ impl Entry {
     pub fn grad(&self) -> Option<NDArray> {
         self.node.state.lock().grad.clone()
     }
+    /// A variable's sparse gradient buffer (see [`mark_variable_sparse`]).
+    pub fn sparse_grad(&self) -> Option<crate::ndarray::SparseArray> {
+        self.node.state.lock().sgrad.clone()
+    }
     /// A variable's grad_req.
     pub fn grad_req(&self) -> Option<GradReq> {
         self.node.state.lock().req
@@ -179,6 +186,27 @@ impl Entry {
     pub fn set_fresh_grad(&self, v: bool) {
         self.node.state.lock().fresh = v;
     }
+}
+
+/// Writes (or adds) a dense gradient into a sparse gradient buffer.
+fn write_sparse_grad(buf: &crate::ndarray::SparseArray, req: GradReq, g: Option<NDArray>) -> Result<()> {
+    use crate::ndarray::AnyArray;
+    use crate::op::sparse::{cast_into, cast_storage, invoke_any};
+    let dst = AnyArray::Sparse(buf.clone());
+    let out = std::slice::from_ref(&dst);
+    match (req, g) {
+        (GradReq::Null, _) | (GradReq::Add, None) => {}
+        (GradReq::Write, Some(g)) => cast_into(&AnyArray::Dense(g), &dst)?,
+        (GradReq::Write, None) => {
+            invoke_any(op::lookup("zeros_like")?, out, Params::default(), Some(out), None)?;
+        }
+        (GradReq::Add, Some(g)) => {
+            let g = if g.dtype() != buf.dtype() { op::call1("Cast", &[g], &[("dtype", Value::DType(buf.dtype()))])? } else { g };
+            let gs = cast_storage(&AnyArray::Dense(g), buf.stype())?;
+            invoke_any(op::lookup("elemwise_add")?, &[dst.clone(), gs], Params::default(), Some(out), None)?;
+        }
+    }
+    Ok(())
 }
 
 fn live_entry(a: &NDArray) -> Option<&Entry> {
@@ -204,6 +232,28 @@ pub fn mark_variable(var: &mut NDArray, grad: NDArray, req: GradReq) -> Result<(
     let state = State { grad: Some(grad.detach()), req: Some(req), ..State::default() };
     var.set_ag_entry(Some(Entry { node: Arc::new(Node { kind: Kind::Var, state: Mutex::new(state) }), index: 0 }));
     Ok(())
+}
+
+/// Like [`mark_variable`], with a row_sparse or csr gradient buffer: backward writes
+/// (or adds) the gradient into it in that storage type, as MXNet does for
+/// `attach_grad(stype='row_sparse')`.
+pub fn mark_variable_sparse(var: &mut NDArray, grad: crate::ndarray::SparseArray, req: GradReq) -> Result<()> {
+    var.set_ag_entry(Some(sparse_variable(var.shape(), grad, req)?));
+    Ok(())
+}
+
+/// A variable entry with a sparse gradient buffer, for a variable of logical shape
+/// `shape` (a dense array, or a sparse array holding the entry itself).
+pub fn sparse_variable(shape: &[usize], grad: crate::ndarray::SparseArray, req: GradReq) -> Result<Entry> {
+    if grad.shape() != shape {
+        return Err(Error::new(format!(
+            "mark_variables: gradient buffer of shape {} for a variable of shape {}",
+            crate::shape::fmt_shape(grad.shape()),
+            crate::shape::fmt_shape(shape)
+        )));
+    }
+    let state = State { sgrad: Some(grad), req: Some(req), ..State::default() };
+    Ok(Entry { node: Arc::new(Node { kind: Kind::Var, state: Mutex::new(state) }), index: 0 })
 }
 
 const IN_GRAPH_MSG: &str = "Assigning to NDArrays that are already in a computational graph will cause undefined behavior when evaluating gradients. Please call backward first to clear the graph or do this out side of a record section. Also note that you cannot use inplace operations like +=, *=, relu(x, out=x), y[idx]=x, etc inside a record section.";
@@ -477,6 +527,14 @@ pub fn backward(
             let _off = FlagGuard(set_recording(false), train_mode);
             for node in order.iter().filter(|n| matches!(n.kind, Kind::Var)) {
                 let mut st = node.state.lock();
+                if let (Some(sbuf), Some(req)) = (st.sgrad.clone(), st.req) {
+                    let g = grads.remove(&(Arc::as_ptr(node) as usize, 0));
+                    write_sparse_grad(&sbuf, req, g)?;
+                    if req != GradReq::Null {
+                        st.fresh = true;
+                    }
+                    continue;
+                }
                 let (Some(buf), Some(req)) = (st.grad.clone(), st.req) else { continue };
                 let g = grads.remove(&(Arc::as_ptr(node) as usize, 0));
                 let out = std::slice::from_ref(&buf);

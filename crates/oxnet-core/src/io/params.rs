@@ -70,7 +70,8 @@ use crate::bail;
 use crate::context::{Context, DeviceType};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::ndarray::NDArray;
+use crate::ndarray::sparse::Parts as SparseParts;
+use crate::ndarray::{AnyArray, NDArray, SType, SparseArray};
 use crate::shape::fmt_shape;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -427,8 +428,18 @@ fn densify(
     Ok(dense)
 }
 
-/// Reads one array (any format) at the reader's position.
+/// Reads one array (any format) at the reader's position, sparse ones densified.
 fn read_array(r: &mut Reader, opts: &LoadOptions) -> Result<(NDArray, ArrayInfo)> {
+    let (a, info) = read_array_any(r, opts, false)?;
+    match a {
+        AnyArray::Dense(d) => Ok((d, info)),
+        AnyArray::Sparse(_) => unreachable!("sparse arrays are densified unless kept"),
+    }
+}
+
+/// Reads one array; with `keep_sparse`, a row_sparse or csr array stays sparse (its
+/// indices checked as `check_format` does).
+fn read_array_any(r: &mut Reader, opts: &LoadOptions, keep_sparse: bool) -> Result<(AnyArray, ArrayInfo)> {
     let at = r.pos;
     let magic = r.u32("array magic")?;
     let (format, stype, sshape, shape) = match magic {
@@ -469,7 +480,7 @@ fn read_array(r: &mut Reader, opts: &LoadOptions) -> Result<(NDArray, ArrayInfo)
     let Some(mut sshape) = sshape else {
         let nbytes = checked_nbytes(&shape, dtype, "shape")?;
         let data = r.take(nbytes, &format!("data of shape {} and dtype {}", fmt_shape(&shape), dtype.name()))?;
-        return Ok((make_array(&shape, dtype, data, dev_type, dev_id)?, info));
+        return Ok((AnyArray::Dense(make_array(&shape, dtype, data, dev_type, dev_id)?), info));
     };
     let naux = if stype == StorageType::Csr { 2 } else { 1 };
     let mut aux_meta = Vec::with_capacity(naux);
@@ -502,8 +513,72 @@ fn read_array(r: &mut Reader, opts: &LoadOptions) -> Result<(NDArray, ArrayInfo)
         let bytes = r.take(nb, &format!("aux data of shape {}", fmt_shape(&s)))?;
         aux.push((t, s, bytes));
     }
+    if keep_sparse {
+        let st = if stype == StorageType::Csr { SType::Csr } else { SType::RowSparse };
+        let ctx = Context::cpu(0);
+        let data = make_array(&sshape, dtype, data, DeviceType::Cpu as i32, 0)?;
+        let mut parts = Vec::with_capacity(aux.len());
+        let mut aux_types = Vec::with_capacity(aux.len());
+        for (t, s, bytes) in &aux {
+            parts.push(make_array(s, *t, bytes, DeviceType::Cpu as i32, 0)?);
+            aux_types.push(*t);
+        }
+        if st == SType::RowSparse && (sshape.len() != shape.len() || sshape[1..] != shape[1..]) {
+            bail!("row_sparse array of shape {} has storage shape {}, which does not fit", fmt_shape(&shape), fmt_shape(&sshape));
+        }
+        if st == SType::Csr && shape.len() != 2 {
+            bail!("csr array has shape {}, which is not 2-d", fmt_shape(&shape));
+        }
+        let sp = SparseArray::adopt(st, &shape, dtype, aux_types, ctx, SparseParts { data, aux: parts });
+        sp.check_format(true)?;
+        return Ok((AnyArray::Sparse(sp), info));
+    }
     let dense = densify(stype, &shape, &sshape, dtype, data, &aux, opts)?;
-    Ok((make_array(&shape, dtype, &dense, dev_type, dev_id)?, info))
+    Ok((AnyArray::Dense(make_array(&shape, dtype, &dense, dev_type, dev_id)?), info))
+}
+
+/// Loads a list file from memory keeping sparse arrays sparse: the arrays and their
+/// names (empty for a list).
+pub fn load_any_from_bytes(bytes: &[u8]) -> Result<(Vec<AnyArray>, Vec<String>)> {
+    let opts = LoadOptions::default();
+    let mut r = Reader::new(bytes);
+    let fail = |e: Error| corrupt("file", e.message());
+    let magic = r.u64("list magic").map_err(fail)?;
+    if magic != LIST_MAGIC {
+        return Err(corrupt("file", format!("list magic is 0x{magic:X}, expected 0x{LIST_MAGIC:X}")));
+    }
+    r.u64("reserved field").map_err(fail)?;
+    let count = r.u64("array count").map_err(fail)?;
+    let cap = (count as usize).min(r.remaining() / 8);
+    let mut arrays = Vec::with_capacity(cap);
+    for i in 0..count {
+        arrays.push(read_array_any(&mut r, &opts, true).map_err(|e| fail(in_array(i, e)))?.0);
+    }
+    let names = read_names(&mut r, count)?;
+    Ok((arrays, names))
+}
+
+/// One array from its raw bytes, sparse ones kept sparse.
+pub fn load_raw_any(bytes: &[u8]) -> Result<AnyArray> {
+    Ok(read_array_any(&mut Reader::new(bytes), &LoadOptions::default(), true).map_err(|e| corrupt("bytes", e.message()))?.0)
+}
+
+fn read_names(r: &mut Reader, count: u64) -> Result<Vec<String>> {
+    let fail = |e: Error| corrupt("file", e.message());
+    let nnames = r.u64("name count").map_err(fail)?;
+    if nnames != 0 && nnames != count {
+        return Err(corrupt("file", format!("{nnames} names for {count} arrays (must be 0 or one per array)")));
+    }
+    let mut names = Vec::with_capacity(nnames as usize);
+    for i in 0..nnames {
+        let len = r.u64("name length").map_err(|e| fail(Error::new(format!("name {i}: {}", e.message()))))?;
+        let what = format!("name {i} of length {len}");
+        let raw = r.take(usize::try_from(len).unwrap_or(usize::MAX), &what).map_err(fail)?;
+        let s =
+            std::str::from_utf8(raw).map_err(|_| corrupt("file", format!("name {i} at byte {} is not valid UTF-8", r.pos - raw.len())))?;
+        names.push(s.to_string());
+    }
+    Ok(names)
 }
 
 /// Loads a list file from memory, with details on how each array was stored.
@@ -524,19 +599,7 @@ pub fn load_detailed(bytes: &[u8], opts: &LoadOptions) -> Result<Loaded> {
         arrays.push(a);
         info.push(inf);
     }
-    let nnames = r.u64("name count").map_err(fail)?;
-    if nnames != 0 && nnames != count {
-        return Err(corrupt("file", format!("{nnames} names for {count} arrays (must be 0 or one per array)")));
-    }
-    let mut names = Vec::with_capacity(nnames as usize);
-    for i in 0..nnames {
-        let len = r.u64("name length").map_err(|e| fail(Error::new(format!("name {i}: {}", e.message()))))?;
-        let what = format!("name {i} of length {len}");
-        let raw = r.take(usize::try_from(len).unwrap_or(usize::MAX), &what).map_err(fail)?;
-        let s =
-            std::str::from_utf8(raw).map_err(|_| corrupt("file", format!("name {i} at byte {} is not valid UTF-8", r.pos - raw.len())))?;
-        names.push(s.to_string());
-    }
+    let names = read_names(&mut r, count)?;
     Ok(Loaded { arrays, names, info })
 }
 
@@ -596,6 +659,77 @@ fn write_array<W: Write>(w: &mut W, a: &NDArray, sem: ShapeSemantics) -> Result<
     let data = a.read_bytes()?;
     w.write_all(&head).map_err(io_err)?;
     w.write_all(&data).map_err(io_err)
+}
+
+fn push_shape(head: &mut Vec<u8>, shape: &[usize]) -> Result<()> {
+    let ndim = i32::try_from(shape.len()).map_err(|_| Error::new(format!("cannot save an array of {} dims", shape.len())))?;
+    head.extend_from_slice(&ndim.to_le_bytes());
+    for &d in shape {
+        head.extend_from_slice(&(d as i64).to_le_bytes());
+    }
+    Ok(())
+}
+
+/// Writes one sparse array in MXNet's layout: magic, storage type, storage shape,
+/// shape, context, dtype, each aux array's dtype and shape, the values, the aux
+/// arrays (blocks until pending writes finish).
+fn write_sparse<W: Write>(w: &mut W, a: &SparseArray) -> Result<()> {
+    let p = a.parts_now()?;
+    let mut head = Vec::new();
+    head.extend_from_slice(&NDARRAY_V2_MAGIC.to_le_bytes());
+    head.extend_from_slice(&a.stype().id().to_le_bytes());
+    push_shape(&mut head, p.data.shape())?;
+    push_shape(&mut head, a.shape())?;
+    let ctx = a.ctx();
+    head.extend_from_slice(&(ctx.dev_type as i32).to_le_bytes());
+    head.extend_from_slice(&ctx.dev_id.to_le_bytes());
+    head.extend_from_slice(&a.dtype().flag().to_le_bytes());
+    for x in &p.aux {
+        head.extend_from_slice(&x.dtype().flag().to_le_bytes());
+        push_shape(&mut head, x.shape())?;
+    }
+    w.write_all(&head).map_err(io_err)?;
+    w.write_all(&p.data.read_bytes()?).map_err(io_err)?;
+    for x in &p.aux {
+        w.write_all(&x.read_bytes()?).map_err(io_err)?;
+    }
+    Ok(())
+}
+
+/// A list file in memory holding arrays of any storage type (MXNet's layout).
+pub fn save_any_to_bytes(arrays: &[(Option<&str>, &AnyArray)]) -> Result<Vec<u8>> {
+    let named = arrays.iter().filter(|(n, _)| n.is_some()).count();
+    if named != 0 && named != arrays.len() {
+        bail!("cannot save named and unnamed arrays in one file: give every array a name (a dict) or none (a list)");
+    }
+    let mut w = Vec::new();
+    w.extend_from_slice(&LIST_MAGIC.to_le_bytes());
+    w.extend_from_slice(&0u64.to_le_bytes());
+    w.extend_from_slice(&(arrays.len() as u64).to_le_bytes());
+    for (_, a) in arrays {
+        match a {
+            AnyArray::Dense(d) => write_array(&mut w, d, ShapeSemantics::Legacy)?,
+            AnyArray::Sparse(s) => write_sparse(&mut w, s)?,
+        }
+    }
+    w.extend_from_slice(&(named as u64).to_le_bytes());
+    for (n, _) in arrays {
+        if let Some(n) = n {
+            w.extend_from_slice(&(n.len() as u64).to_le_bytes());
+            w.extend_from_slice(n.as_bytes());
+        }
+    }
+    Ok(w)
+}
+
+/// One array of any storage type in the single-array format (pickling).
+pub fn save_raw_any(a: &AnyArray) -> Result<Vec<u8>> {
+    let mut w = Vec::new();
+    match a {
+        AnyArray::Dense(d) => write_array(&mut w, d, ShapeSemantics::Legacy)?,
+        AnyArray::Sparse(s) => write_sparse(&mut w, s)?,
+    }
+    Ok(w)
 }
 
 /// The names to write: none for a list, all for a dict.

@@ -14,6 +14,9 @@ use crate::shape::{self, fmt_shape, Shape};
 use crate::storage::Storage;
 use std::sync::Arc;
 
+pub mod sparse;
+pub use sparse::{AnyArray, SType, SparseArray};
+
 /// Memory plus the var that orders every access to it.
 pub struct Chunk {
     pub storage: Storage,

@@ -34,11 +34,12 @@ mod optimizer;
 mod pad;
 mod random;
 mod random_pdf;
-mod reduce;
+pub(crate) mod reduce;
 mod sample;
 mod sequence;
 pub mod shape;
 mod softmax;
+pub mod sparse;
 
 pub use optimizer::blockwise_update;
 pub use params::{PType, ParamSpec, Params, Value};
@@ -239,6 +240,9 @@ pub struct OpDef {
     pub mutate_fn: Option<fn(&Params) -> Vec<usize>>,
     /// Output names for `list_outputs` (`{node}_{name}`) when the op declares them.
     pub output_names: Option<fn(&Params) -> Vec<String>>,
+    /// Its computation on sparse storage (see [`sparse`]); found by name when the op
+    /// is registered.
+    pub sparse: Option<&'static sparse::SparseImpl>,
 }
 
 /// A host op's computation: the parameters, the inputs, the outputs to write (already
@@ -282,6 +286,7 @@ impl OpDef {
             host: None,
             mutate_fn: None,
             output_names: None,
+            sparse: None,
         }
     }
     pub const fn output_names(mut self, f: fn(&Params) -> Vec<String>) -> Self {
@@ -463,6 +468,7 @@ impl Registry {
         pad::register(&mut r);
         group_norm::register(&mut r);
         custom::register(&mut r);
+        sparse::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).
@@ -472,6 +478,9 @@ impl Registry {
         }
         if op.cuda.is_none() {
             op.cuda = cuda::lookup(op.name);
+        }
+        if op.sparse.is_none() {
+            op.sparse = sparse::lookup(op.name);
         }
         let op: &'static OpDef = Box::leak(Box::new(op));
         assert!(self.by_name.insert(op.name, op).is_none(), "op {} registered twice", op.name);

@@ -1432,7 +1432,8 @@ called word embeddings. If the input shape is (d1, ..., dK), the output shape is
         )
         .grad(emb_grad)
         .fill(emb_fill)
-        .dtype_fill(emb_dtype_fill),
+        .dtype_fill(emb_dtype_fill)
+        .aliases(&["_contrib_SparseEmbedding"]),
     );
     r.add(OpDef::new(
         "_backward_Embedding",

@@ -126,7 +126,8 @@ fn fc_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     expect_shape(op, "weight", a.shapes[1], &[h, kin], || {
         format!("(num_hidden, in_units) for data {} with num_hidden={h}, flatten={}", fmt_shape(a.shapes[0]), tf(a.params.bool("flatten")))
     })?;
-    if a.shapes.len() > 2 {
+    // MXNet also takes a (num_hidden, 1) bias (the same values).
+    if a.shapes.len() > 2 && a.shapes[2] != [h, 1] {
         expect_shape(op, "bias", a.shapes[2], &[h], || format!("(num_hidden,) with num_hidden={h}"))?;
     }
     Ok(vec![(out, float_dtype(a)?)])

@@ -31,7 +31,7 @@ const AXIS_DOC: &str = "The axis or axes along which to perform the reduction.
 
       Negative values means indexing from right to left.";
 
-const REDUCE_PARAMS: &[ParamSpec] = &[
+pub(crate) const REDUCE_PARAMS: &[ParamSpec] = &[
     ParamSpec::new("axis", PType::OptTuple, Some("None"), AXIS_DOC),
     ParamSpec::new(
         "keepdims",
@@ -115,7 +115,7 @@ fn check_nonempty(a: &InferArgs, shape: &[usize], mask: &[bool]) -> Result<()> {
     Ok(())
 }
 
-fn infer_reduce<const NEEDS_ELEMENTS: bool>(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
+pub(crate) fn infer_reduce<const NEEDS_ELEMENTS: bool>(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     let shape = a.shapes[0];
     let mask = mask_of(a.op.name, a.params, shape)?;
     if NEEDS_ELEMENTS {

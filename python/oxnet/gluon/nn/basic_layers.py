@@ -284,19 +284,19 @@ class LayerNorm(_ChannelParams, HybridBlock):
 
 
 class Embedding(HybridBlock):
-    """Maps integer indices to dense vectors of ``output_dim``."""
+    """Maps integer indices to dense vectors of ``output_dim``; with
+    ``sparse_grad=True`` the weight's gradient is a RowSparseNDArray holding the rows
+    the batch used (optimizers then update those rows only, lazily)."""
 
     def __init__(self, input_dim, output_dim, dtype="float32", weight_initializer=None,
                  sparse_grad=False, **kwargs):
         super().__init__(**kwargs)
-        if sparse_grad:
-            raise MXNetError("Embedding: sparse_grad=True (row_sparse gradients) is not "
-                             "supported; use sparse_grad=False")
+        grad_stype = "row_sparse" if sparse_grad else "default"
         self._kwargs = {"input_dim": input_dim, "output_dim": output_dim, "dtype": dtype,
                         "sparse_grad": sparse_grad}
         self.weight = self.params.get("weight", shape=(input_dim, output_dim),
                                       init=weight_initializer, dtype=dtype,
-                                      allow_deferred_init=True)
+                                      allow_deferred_init=True, grad_stype=grad_stype)
 
     def hybrid_forward(self, F, x, weight):
         return F.Embedding(x, weight, name="fwd", **self._kwargs)
