@@ -1,3 +1,5 @@
-"""``mx.contrib``: experimental APIs outside MXNet's core (``contrib.amp``)."""
+"""``mx.contrib``: experimental APIs outside MXNet's core (``contrib.amp``, the legacy
+``contrib.autograd``)."""
 
 from . import amp  # noqa: F401
+from . import autograd  # noqa: F401

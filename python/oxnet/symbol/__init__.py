@@ -127,3 +127,7 @@ def Custom(*data, **kwargs):  # noqa: N802 - MXNet's name
 
 
 op.Custom = Custom
+
+from ..ndarray.contrib_funcs import rand_zipfian_symbol as _rand_zipfian  # noqa: E402
+contrib.rand_zipfian = _rand_zipfian
+contrib.rand_zipfian.__name__ = "rand_zipfian"
