@@ -317,3 +317,85 @@ def test_dynamic_unroll_without_foreach_is_a_clear_error():
     cell.initialize()
     with pytest.raises(MXNetError, match="foreach"):
         contrib.rnn.rnn_cell.dynamic_unroll(cell, nd.ones((4, 3, 6)), [nd.zeros((3, 5))])
+
+
+# ---- contrib.cnn: deformable convolutions -------------------------------------------
+_HAS_DEFORM = hasattr(nd.contrib, "DeformableConvolution") and \
+    hasattr(nd.contrib, "ModulatedDeformableConvolution")
+
+
+def test_deformable_convolution_parameters_and_repr():
+    from oxnet.gluon.contrib.cnn import (DeformableConvolution,
+                                         ModulatedDeformableConvolution)
+    layer = DeformableConvolution(10, kernel_size=(3, 2), padding=1, num_deformable_group=2,
+                                  in_channels=4, prefix="d_")
+    assert sorted(layer.collect_params().keys()) == [
+        "d_deformable_conv_bias", "d_deformable_conv_weight", "d_offset_bias",
+        "d_offset_weight"]
+    assert layer.offset_weight.shape == (24, 4, 3, 2)      # 2 * 3 * 2 * 2 groups
+    assert layer.deformable_conv_weight.shape == (10, 4, 3, 2)
+    assert repr(layer) == ("DeformableConvolution(4 -> 10, kernel_size=(3, 2), "
+                           "stride=(1, 1), padding=(1, 1))")
+    no_bias = DeformableConvolution(6, 3, use_bias=False, offset_use_bias=False,
+                                    activation="relu")
+    assert no_bias.offset_bias is None and no_bias.deformable_conv_bias is None
+    assert sorted(p[len(no_bias.prefix):] for p in no_bias.collect_params().keys()) == [
+        "deformable_conv_weight", "offset_weight"]
+    assert no_bias.prefix.startswith("deformable_conv")
+    assert "bias=False" in repr(no_bias) and "Activation(relu)" in repr(no_bias)
+    v2 = ModulatedDeformableConvolution(8, 3, in_channels=2)
+    assert v2.offset_weight.shape == (27, 2, 3, 3)          # 18 offsets + 9 mask channels
+
+
+def test_deformable_convolution_bad_arguments():
+    from oxnet.gluon.contrib.cnn import DeformableConvolution
+    with pytest.raises(MXNetError, match="layout"):
+        DeformableConvolution(4, 3, layout="NCW")
+    with pytest.raises(MXNetError, match="kernel_size"):
+        DeformableConvolution(4, (3, 3, 3))
+    with pytest.raises(MXNetError, match="divisible"):
+        DeformableConvolution(4, 3, groups=2, in_channels=3)
+    with pytest.raises(MXNetError, match="channels"):
+        DeformableConvolution(0, 3)
+
+
+@pytest.mark.skipif(_HAS_DEFORM, reason="the deformable convolution ops exist")
+def test_deformable_convolution_without_the_op_is_a_clear_error():
+    from oxnet.gluon.contrib.cnn import DeformableConvolution
+    layer = DeformableConvolution(4, 3)
+    layer.initialize()
+    with pytest.raises(MXNetError, match="_contrib_DeformableConvolution"):
+        layer(nd.ones((1, 2, 5, 5)))
+
+
+@pytest.mark.skipif(not _HAS_DEFORM, reason="needs _contrib_(Modulated)DeformableConvolution")
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_deformable_convolution_with_zero_offsets_is_convolution(hybrid):
+    from oxnet.gluon.contrib.cnn import (DeformableConvolution,
+                                         ModulatedDeformableConvolution)
+    x = nd.random.uniform(shape=(2, 3, 7, 6))
+    for cls, scale in ((DeformableConvolution, 1.0), (ModulatedDeformableConvolution, 0.5)):
+        layer = cls(5, kernel_size=3, padding=1)
+        layer.initialize()
+        if hybrid:
+            layer.hybridize()
+        with autograd.record():
+            y = layer(x)
+        y.backward()
+        assert layer.deformable_conv_weight.shape == (5, 3, 3, 3)
+        w = layer.deformable_conv_weight.data().asnumpy()
+        b = layer.deformable_conv_bias.data().asnumpy()
+        # offsets are 0 (zero-initialised offset convolution); v2's mask is sigmoid(0)
+        want = scale * _conv_nd(x.asnumpy(), w, np.zeros(5), (1, 1)) + b.reshape(1, -1, 1, 1)
+        np.testing.assert_allclose(y.asnumpy(), want, rtol=1e-4, atol=1e-5)
+
+
+# ---- contrib.data -------------------------------------------------------------------
+def test_contrib_interval_sampler():
+    s = contrib.data.IntervalSampler(10, 3)
+    assert list(s) == [0, 3, 6, 9, 1, 4, 7, 2, 5, 8] and len(s) == 10
+    s = contrib.data.IntervalSampler(10, 3, rollover=False)
+    assert list(s) == [0, 3, 6, 9] and len(s) == 4
+    assert contrib.data.IntervalSampler is gluon.data.IntervalSampler
+    with pytest.raises(AssertionError):
+        contrib.data.IntervalSampler(3, 3)
