@@ -128,6 +128,8 @@ def test_conv_cell_bad_arguments():
         contrib.rnn.Conv2DRNNCell((3, 7, 7), 4, (3, 3, 3), 3)
     with pytest.raises(MXNetError, match="does not fit"):
         contrib.rnn.Conv1DRNNCell((3, 2), 4, 5, 3)
+    with pytest.raises(MXNetError, match="does not fit"):      # an empty output
+        contrib.rnn.Conv1DRNNCell((3, 2), 4, 3, 3)
     cell = contrib.rnn.Conv1DRNNCell((3, 7), 4, 3, 3)
     cell.initialize()
     with pytest.raises(MXNetError, match="3 dimensions"):

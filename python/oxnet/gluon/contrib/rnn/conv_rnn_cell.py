@@ -90,7 +90,7 @@ class _BaseConvRNNCell(HybridRecurrentCell):
         self._in_channels = input_shape[0] if first else input_shape[-1]
         spatial = input_shape[1:] if first else input_shape[:-1]
         out = _conv_out_size(spatial, self._i2h_kernel, self._i2h_pad, self._i2h_dilate)
-        if any(s < 0 for s in out):
+        if any(o <= 0 for o, x in zip(out, spatial) if x):
             raise MXNetError("%s: the input convolution (kernel %s, pad %s, dilate %s) does "
                              "not fit the input of spatial size %s"
                              % (name, self._i2h_kernel, self._i2h_pad, self._i2h_dilate,
