@@ -226,3 +226,15 @@ def test_check_symbolic_dtype_asnumpy_keeps_numpy_dtypes():
                                        grad_req={"data": "write", "length": "null"},
                                        dtype="asnumpy")
     assert grads["data"].dtype == np.float64
+
+
+def test_assert_almost_equal_float16_ndarrays_compare_in_float32():
+    # two float16 NDArrays are compared as MXNet's allclose operator does, in float32
+    # arithmetic: 1 vs 1 + 2**-10 (one float16 ulp) within atol 1e-3
+    a = mx.nd.ones((4,), dtype="float16")
+    b = mx.nd.ones((4,), dtype="float16") + 2.0 ** -10
+    tu.assert_almost_equal(a, b, rtol=0, atol=1e-3)
+    with pytest.raises(AssertionError):
+        tu.assert_almost_equal(a, b, rtol=0, atol=5e-4)
+    big = mx.nd.random.uniform(shape=(256, 256), dtype="float16")
+    tu.assert_almost_equal(big, big.copy(), rtol=1e-6, atol=0)

@@ -112,6 +112,9 @@ random.__all__ += random._attach_like(vars(random))
 from . import py_ops as _py_ops  # noqa: E402
 _py_ops._internal = _internal
 from .py_ops import eye, full, arange, linspace, histogram, split_v2  # noqa: E402,F401,A004
+from ..ndarray.contrib_funcs import rand_zipfian_symbol as _rand_zipfian  # noqa: E402
+contrib.rand_zipfian = _rand_zipfian
+_rand_zipfian.__name__ = "rand_zipfian"
 
 
 def Custom(*data, **kwargs):  # noqa: N802 - MXNet's name

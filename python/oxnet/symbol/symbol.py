@@ -417,6 +417,10 @@ def _symbol_invoke(op, hint, inputs, params, name, kwargs):
         pairs = list(zip(names, inputs))
     for k, v in kwargs.items():
         if isinstance(v, Symbol):
+            if not names and op.variadic is None:
+                # MXNet's composition matches keyword symbols only to inputs not given
+                # positionally: an op without inputs (a sampler, _zeros) ignores them
+                continue
             if k not in names:
                 raise MXNetError("Error in operator %s: unknown input '%s'; inputs are %s"
                                  % (op.name, k, names))

@@ -122,6 +122,45 @@ class _RNNLayer(HybridBlock):
         self._dtype = dtype
         super().cast(dtype)
 
+    def _unfuse(self):
+        """The equivalent stack of cells (``HybridSequentialRNNCell`` of RNNCell /
+        LSTMCell / GRUCell, in ``BidirectionalCell`` pairs when bidirectional, with a
+        ``DropoutCell`` between layers) sharing this layer's parameters, so
+        ``stack.unroll(T, x, layout=...)`` computes what the layer does."""
+        if self._projection_size:
+            raise self._error("_unfuse does not support a projection (projection_size); "
+                              "stack gluon.contrib.rnn.LSTMPCell cells instead")
+        if self._lstm_state_clip_min is not None or self._lstm_state_clip_max is not None:
+            raise self._error("_unfuse does not support state clipping")
+        from . import rnn_cell
+
+        def make_cell(prefix, input_size):
+            kwargs = {"input_size": input_size, "prefix": prefix,
+                      "i2h_weight_initializer": self._i2h_weight_initializer,
+                      "h2h_weight_initializer": self._h2h_weight_initializer,
+                      "i2h_bias_initializer": self._i2h_bias_initializer,
+                      "h2h_bias_initializer": self._h2h_bias_initializer}
+            if self._mode == "lstm":
+                return rnn_cell.LSTMCell(self._hidden_size, **kwargs)
+            if self._mode == "gru":
+                return rnn_cell.GRUCell(self._hidden_size, **kwargs)
+            return rnn_cell.RNNCell(self._hidden_size, activation=self._mode[len("rnn_"):],
+                                    **kwargs)
+
+        stack = rnn_cell.HybridSequentialRNNCell(prefix=self.prefix, params=self.params)
+        with stack.name_scope():
+            ni = self._input_size
+            for i in range(self._num_layers):
+                if self._dir == 2:
+                    stack.add(rnn_cell.BidirectionalCell(make_cell("l%d_" % i, ni),
+                                                         make_cell("r%d_" % i, ni)))
+                else:
+                    stack.add(make_cell("l%d_" % i, ni))
+                if self._dropout > 0 and i != self._num_layers - 1:
+                    stack.add(rnn_cell.DropoutCell(self._dropout))
+                ni = self._hidden_size * self._dir
+        return stack
+
     def state_info(self, batch_size=0):
         """One dict (``shape``, ``__layout__`` 'LNC', ``dtype``) per state."""
         n = self._num_layers * self._dir

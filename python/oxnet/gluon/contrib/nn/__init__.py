@@ -6,14 +6,22 @@ children's outputs with ``concat`` along ``axis``; ``Identity`` returns its inpu
 branch of a concurrent block that keeps the input, as in DenseNet).
 ``PixelShuffle1D/2D/3D`` move groups of channels into blocks of positions
 (depth-to-space), with reshapes and one transpose.
+``SparseEmbedding`` is an Embedding whose weight and gradient are ``row_sparse`` (only
+the looked-up rows move); ``SyncBatchNorm`` is BatchNorm whose batch statistics are
+shared across ``num_devices`` devices.
 """
 
+import warnings
+
 from ... import nn as _nn
+from ...block import Block
+from .... import context as _context
+from .... import ndarray as _ndarray
 from ....base import MXNetError
 from ....ndarray import concat as _concat
 
-__all__ = ["Concurrent", "HybridConcurrent", "Identity", "PixelShuffle1D", "PixelShuffle2D",
-           "PixelShuffle3D"]
+__all__ = ["Concurrent", "HybridConcurrent", "Identity", "SparseEmbedding", "SyncBatchNorm",
+           "PixelShuffle1D", "PixelShuffle2D", "PixelShuffle3D"]
 
 
 class Concurrent(_nn.Sequential):
@@ -47,6 +55,96 @@ class Identity(_nn.HybridBlock):
 
     def hybrid_forward(self, F, x):
         return x
+
+
+class SparseEmbedding(Block):
+    """Maps integer indices to vectors of ``output_dim`` with a ``row_sparse`` weight
+    (``stype`` and ``grad_stype``): a forward pulls only the rows ``x`` looks up
+    (``weight.row_sparse_data(x)``) and the gradient holds only those rows, so a
+    Trainer updates only them. Not hybridizable (as in MXNet).
+
+    Parameters
+    ----------
+    input_dim : int
+        Size of the vocabulary (largest index + 1).
+    output_dim : int
+        Dimension of the vectors.
+    dtype : str
+        Data type of the weight (default float32).
+    weight_initializer : Initializer
+    """
+
+    def __init__(self, input_dim, output_dim, dtype="float32", weight_initializer=None,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self._kwargs = {"input_dim": input_dim, "output_dim": output_dim, "dtype": dtype,
+                        "sparse_grad": True}
+        self.weight = self.params.get("weight", shape=(input_dim, output_dim),
+                                      init=weight_initializer, dtype=dtype,
+                                      grad_stype="row_sparse", stype="row_sparse")
+
+    def forward(self, x):
+        weight = self.weight.row_sparse_data(x)
+        return _ndarray.Embedding(x, weight, name="fwd", **self._kwargs)
+
+    def __repr__(self):
+        return "{block_name}({input_dim} -> {output_dim}, {dtype})".format(
+            block_name=self.__class__.__name__, **self._kwargs)
+
+
+class SyncBatchNorm(_nn.BatchNorm):
+    """Batch normalization (on axis 1) whose mean and variance are computed over the
+    batches of all ``num_devices`` devices of a data-parallel step, as if the whole
+    batch were on one device (MXNet's ``contrib.SyncBatchNorm``; ``key``, the block's
+    prefix, pairs the per-device calls). With one device it is ``BatchNorm``.
+
+    Parameters
+    ----------
+    in_channels : int
+        Number of channels (0: inferred at the first call).
+    num_devices : int
+        Number of devices the batch is split over (default: the number of GPUs, or 1).
+    momentum, epsilon, center, scale, use_global_stats, *_initializer
+        As in ``gluon.nn.BatchNorm``.
+    """
+
+    def __init__(self, in_channels=0, num_devices=None, momentum=0.9, epsilon=1e-5,
+                 center=True, scale=True, use_global_stats=False, beta_initializer="zeros",
+                 gamma_initializer="ones", running_mean_initializer="zeros",
+                 running_variance_initializer="ones", **kwargs):
+        super().__init__(axis=1, momentum=momentum, epsilon=epsilon, center=center,
+                         scale=scale, use_global_stats=use_global_stats,
+                         beta_initializer=beta_initializer,
+                         gamma_initializer=gamma_initializer,
+                         running_mean_initializer=running_mean_initializer,
+                         running_variance_initializer=running_variance_initializer,
+                         in_channels=in_channels, **kwargs)
+        if num_devices is None:
+            warnings.warn("Caution using SyncBatchNorm: if not using all the GPUs, please "
+                          "mannually set num_devices", UserWarning)
+            num_devices = max(_context.num_gpus(), 1)
+        if int(num_devices) < 1:
+            raise MXNetError("SyncBatchNorm: num_devices must be >= 1, got %r"
+                             % (num_devices,))
+        self._num_devices = int(num_devices)
+        self._kwargs = {"eps": epsilon, "momentum": momentum, "fix_gamma": not scale,
+                        "use_global_stats": use_global_stats, "ndev": self._num_devices,
+                        "key": self.prefix}
+
+    def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
+        sync = getattr(F.contrib, "SyncBatchNorm", None)
+        if sync is not None:
+            return sync(x, gamma, beta, running_mean, running_var, name="fwd",
+                        **self._kwargs)
+        if self._num_devices != 1:
+            raise MXNetError("SyncBatchNorm '%s': sharing batch statistics across %d devices "
+                             "needs the operator contrib.SyncBatchNorm, which this build "
+                             "does not have; use num_devices=1 (BatchNorm on each device)"
+                             % (self.name, self._num_devices))
+        # one device: the synchronised statistics are the local ones
+        kwargs = {k: v for k, v in self._kwargs.items() if k not in ("ndev", "key")}
+        return F.BatchNorm(x, gamma, beta, running_mean, running_var, axis=1, name="fwd",
+                           **kwargs)
 
 
 class _PixelShuffle(_nn.HybridBlock):
