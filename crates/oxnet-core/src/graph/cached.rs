@@ -156,7 +156,8 @@ impl CachedOp {
         for n in self.sym.topo() {
             let outs = match n.op {
                 None => {
-                    let a = by_name.get(n.name.as_str()).ok_or_else(|| Error::new(format!("CachedOp: no input for variable '{}'", n.name)))?;
+                    let a =
+                        by_name.get(n.name.as_str()).ok_or_else(|| Error::new(format!("CachedOp: no input for variable '{}'", n.name)))?;
                     vec![(*a).clone()]
                 }
                 Some(op) => {

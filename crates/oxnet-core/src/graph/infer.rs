@@ -208,22 +208,21 @@ fn infer_graph(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<S
             match (in_sh, in_dt) {
                 // A data-dependent output: its shape stays unknown (its static
                 // dimensions are kept as a partial shape), its dtype is known.
+                (Some(_), Some(_)) if op.dynamic.is_some() && dt[ni].first().map(|x| x.is_some()).unwrap_or(true) => {}
                 (Some(s), Some(d)) if op.dynamic.is_some() => {
-                    if dt[ni].first().map(|x| x.is_none()).unwrap_or(false) {
-                        let refs: Vec<&[usize]> = s.iter().map(|x| &x[..]).collect();
-                        let out = op.infer(&n.params, &refs, &d).map_err(|e| {
-                            let m = e.message().to_string();
-                            Error::new(if m.contains(&n.name) { m } else { format!("{m} (in node {})", n.name) })
-                        })?;
-                        dt[ni].resize(out.len(), None);
-                        sh[ni].resize(out.len(), None);
-                        part[ni].resize(out.len(), None);
-                        for (k, (s, d)) in out.into_iter().enumerate() {
-                            dt[ni][k] = Some(d);
-                            part[ni][k] = Some(s);
-                        }
-                        changed = true;
+                    let refs: Vec<&[usize]> = s.iter().map(|x| &x[..]).collect();
+                    let out = op.infer(&n.params, &refs, &d).map_err(|e| {
+                        let m = e.message().to_string();
+                        Error::new(if m.contains(&n.name) { m } else { format!("{m} (in node {})", n.name) })
+                    })?;
+                    dt[ni].resize(out.len(), None);
+                    sh[ni].resize(out.len(), None);
+                    part[ni].resize(out.len(), None);
+                    for (k, (s, d)) in out.into_iter().enumerate() {
+                        dt[ni][k] = Some(d);
+                        part[ni][k] = Some(s);
                     }
+                    changed = true;
                 }
                 (Some(s), Some(d)) => {
                     let refs: Vec<&[usize]> = s.iter().map(|x| &x[..]).collect();

@@ -108,10 +108,9 @@ fn nms_infer(a: &InferArgs) -> Out {
     let s = a.shapes[0];
     let p = a.params;
     if s.len() < 2 {
-        return Err(a.err(format!(
-            "input must have dim >= 2, the last two dimensions are num_box and box_width; {} provided",
-            fmt_shape(s)
-        )));
+        return Err(
+            a.err(format!("input must have dim >= 2, the last two dimensions are num_box and box_width; {} provided", fmt_shape(s)))
+        );
     }
     let width = s[s.len() - 1] as i64;
     let expected = if p.int("id_index") >= 0 { 6 } else { 5 };
@@ -295,7 +294,12 @@ fn g_none(_: &Params, i: &[NDArray], _: &[NDArray], _: &[NDArray]) -> Grads {
 // ---- bipartite_matching ------------------------------------------------------------------
 
 const BM_PARAMS: &[ParamSpec] = &[
-    ParamSpec::new("is_ascend", PType::Bool, Some("False"), "Use ascend order for scores instead of descending. Please set threshold accordingly."),
+    ParamSpec::new(
+        "is_ascend",
+        PType::Bool,
+        Some("False"),
+        "Use ascend order for scores instead of descending. Please set threshold accordingly.",
+    ),
     ParamSpec::new(
         "threshold",
         PType::Float,
@@ -321,7 +325,7 @@ fn bm_compute(c: &mut OpCall) -> Result<()> {
     let x = read_f64(&c.inputs[0]);
     let s = &c.inputs[0].shape;
     let (nr, nc) = (s[s.len() - 2], s[s.len() - 1]);
-    let nb = if nr * nc == 0 { 0 } else { x.len() / (nr * nc) };
+    let nb = x.len().checked_div(nr * nc).unwrap_or(0);
     let asc = c.params.bool("is_ascend");
     let (thresh, topk) = (c.params.float("threshold"), c.params.int("topk"));
     let mut rm = vec![-1f64; nb * nr];

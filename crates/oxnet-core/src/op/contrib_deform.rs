@@ -30,7 +30,12 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec::new("num_filter", PType::Int, None, "Convolution filter(channel) number"),
     ParamSpec::new("num_group", PType::Int, Some("1"), "Number of group partitions."),
     ParamSpec::new("num_deformable_group", PType::Int, Some("1"), "Number of deformable group partitions."),
-    ParamSpec::new("workspace", PType::Int, Some("1024"), "Maximum temperal workspace allowed for convolution (MB). (Accepted for compatibility.)"),
+    ParamSpec::new(
+        "workspace",
+        PType::Int,
+        Some("1024"),
+        "Maximum temperal workspace allowed for convolution (MB). (Accepted for compatibility.)",
+    ),
     ParamSpec::new("no_bias", PType::Bool, Some("False"), "Whether to disable bias parameter."),
     ParamSpec::new("im2col_step", PType::Int, Some("64"), "Maximum number of images per im2col computation. (Accepted for compatibility.)"),
     ParamSpec::choice("layout", LAYOUTS, Some("None"), "Set layout for input, output and weight. Empty for default layout: NCHW."),
@@ -114,7 +119,10 @@ fn pair(op: &str, p: &Params, name: &str, default: usize) -> Result<(usize, usiz
 
 fn geom(op: &str, p: &Params, d: &[usize]) -> Result<Geom> {
     if d.len() != 4 {
-        return Err(Error::op(op, format!("only 2-D deformable convolution is supported: data must be (N, C, H, W), got {}", fmt_shape(d))));
+        return Err(Error::op(
+            op,
+            format!("only 2-D deformable convolution is supported: data must be (N, C, H, W), got {}", fmt_shape(d)),
+        ));
     }
     let lay = p.str("layout");
     if lay != "None" && lay != "NCHW" {
@@ -227,7 +235,9 @@ fn neighbours(h: usize, w: usize, y: f64, x: f64) -> Vec<(usize, f64)> {
     let (ly, lx) = (y - yl, x - xl);
     let (yl, xl) = (yl as i64, xl as i64);
     let mut v = Vec::with_capacity(4);
-    for (yy, xx, wt) in [(yl, xl, (1.0 - ly) * (1.0 - lx)), (yl, xl + 1, (1.0 - ly) * lx), (yl + 1, xl, ly * (1.0 - lx)), (yl + 1, xl + 1, ly * lx)] {
+    for (yy, xx, wt) in
+        [(yl, xl, (1.0 - ly) * (1.0 - lx)), (yl, xl + 1, (1.0 - ly) * lx), (yl + 1, xl, ly * (1.0 - lx)), (yl + 1, xl + 1, ly * lx)]
+    {
         if yy >= 0 && xx >= 0 && yy < h as i64 && xx < w as i64 {
             v.push((yy as usize * w + xx as usize, wt));
         }
@@ -253,7 +263,17 @@ fn coord_grad(im: &[f64], h: usize, w: usize, y: f64, x: f64) -> (f64, f64) {
 /// Sampling position of tap (i, j) at output (oy, ox) for image b, deformable
 /// group q; also the mask value (1 without a mask).
 #[allow(clippy::too_many_arguments)]
-fn sample_pos(g: &Geom, off: &[f64], mask: Option<&[f64]>, b: usize, q: usize, i: usize, j: usize, oy: usize, ox: usize) -> (f64, f64, f64) {
+fn sample_pos(
+    g: &Geom,
+    off: &[f64],
+    mask: Option<&[f64]>,
+    b: usize,
+    q: usize,
+    i: usize,
+    j: usize,
+    oy: usize,
+    ox: usize,
+) -> (f64, f64, f64) {
     let k = i * g.kw + j;
     let plane = g.oh * g.ow;
     let pos = oy * g.ow + ox;

@@ -18,7 +18,8 @@ use crate::shape::{fmt_shape, Shape};
 type Out = Result<Vec<(Shape, DType)>>;
 type Grads = Result<Vec<Option<NDArray>>>;
 
-const PARAMS: &[ParamSpec] = &[ParamSpec::new("axis", PType::Int, Some("0"), "An integer that represents the axis in NDArray to mask from.")];
+const PARAMS: &[ParamSpec] =
+    &[ParamSpec::new("axis", PType::Int, Some("0"), "An integer that represents the axis in NDArray to mask from.")];
 
 /// The checked axis of `data` (negative counts from the end).
 fn axis_of(op: &str, p: &Params, data: &[usize]) -> Result<usize> {

@@ -4,6 +4,13 @@
 //! (decoded, suppressed detections). Names, parameters, defaults and shapes follow
 //! MXNet 1.9.1; the kernels compute in f64 and store in the element type. None of
 //! them passes a gradient back (MXNet's backward writes zeros).
+//!
+//! Where MXNet's CPU code differs from its GPU code or leaves stale data, we do the
+//! sensible thing: MultiBoxTarget honours `minimum_negative_samples` (as MXNet's
+//! GPU kernel does; its CPU loop ignores it), and MultiBoxDetection with `nms_topk`
+//! keeps only the top-k detections (MXNet's CPU loop leaves the unsorted rows past
+//! k in the output). MultiBoxDetection's `background_id` class is skipped and the
+//! class ids above it move down by one (MXNet's default of 0 gives `id - 1`).
 
 use super::util::{read_f64, write_f64};
 use super::{Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Params, Registry};
@@ -134,9 +141,15 @@ fn target_infer(a: &InferArgs) -> Out {
         )));
     }
     let d = a.dtypes[0];
-    Ok(vec![(Shape::from_slice(&[lb[0], an[1] * 4]), d), (Shape::from_slice(&[lb[0], an[1] * 4]), d), (Shape::from_slice(&[lb[0], an[1]]), d)])
+    Ok(vec![
+        (Shape::from_slice(&[lb[0], an[1] * 4]), d),
+        (Shape::from_slice(&[lb[0], an[1] * 4]), d),
+        (Shape::from_slice(&[lb[0], an[1]]), d),
+    ])
 }
 
+// The matching loops follow MXNet's index-based description of the algorithm.
+#[allow(clippy::needless_range_loop)]
 fn target_compute(c: &mut OpCall) -> Result<()> {
     let p = c.params;
     let (anchors, labels, preds) = (read_f64(&c.inputs[0]), read_f64(&c.inputs[1]), read_f64(&c.inputs[2]));

@@ -72,7 +72,7 @@ pub fn ndarray_f64(a: &crate::ndarray::NDArray) -> Result<Vec<f64>> {
         let mut v: Vec<T> = Vec::with_capacity(n);
         // SAFETY: `bytes` holds exactly n elements of T, copied without alignment needs.
         unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, n * std::mem::size_of::<T>());
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr().cast::<u8>(), n * std::mem::size_of::<T>());
             v.set_len(n);
         }
         Ok(v.iter().map(|x| x.to_f64()).collect())
