@@ -50,7 +50,7 @@ conformance-check: build $(VENV)/.conformance
 MXNET_VENV := benches/.mxnet-venv
 $(MXNET_VENV)/.installed:
 	python3 -m venv $(MXNET_VENV)
-	$(MXNET_VENV)/bin/pip install -q "mxnet==1.9.1" "numpy<1.24"
+	$(MXNET_VENV)/bin/pip install -q "mxnet==1.9.1" "numpy<1.24" "scipy<1.12"
 	touch $@
 
 bench-setup: $(MXNET_VENV)/.installed
@@ -59,6 +59,7 @@ bench: build bench-setup
 	$(PY) benches/bench_ndarray.py
 	$(PY) benches/bench_gluon.py
 	$(PY) benches/bench_ops.py
+	$(PY) benches/bench_sparse.py
 
 clean:
 	rm -rf target $(VENV) python/oxnet/_core*.so

@@ -275,21 +275,30 @@ def test_sync_batchnorm_default_devices_and_errors():
             two(nd.ones((2, 3)))
 
 
-@pytest.mark.xfail(raises=MXNetError, strict=False,
-                   reason="row_sparse Parameter storage is not built yet (issue 19)")
 def test_sparse_embedding_row_sparse_gradient():
+    from oxnet import gluon
     layer = SparseEmbedding(10, 4)
     assert repr(layer) == "SparseEmbedding(10 -> 4, float32)"
     layer.initialize()
+    trainer = gluon.Trainer(layer.collect_params(), "sgd", {"learning_rate": 1.0})
+    all_rows = nd.arange(0, 10, dtype="int64")
+    w = layer.weight.row_sparse_data(all_rows).asnumpy()
     x = nd.array([3, 4, 2, 0, 1])
     with autograd.record():
         y = layer(x)
-        y.backward()
-    np.testing.assert_allclose(y.asnumpy(), layer.weight.data().asnumpy()[[3, 4, 2, 0, 1]])
+    y.backward()
+    np.testing.assert_allclose(y.asnumpy(), w[[3, 4, 2, 0, 1]])
     grad = layer.weight.grad()
     assert grad.stype == "row_sparse"
     g = grad.asnumpy()
     assert (g[:5] == 1).all() and (g[5:] == 0).all()
+    trainer.step(1)
+    # only the looked-up rows moved
+    w2 = layer.weight.row_sparse_data(all_rows).asnumpy()
+    np.testing.assert_allclose(w2[:5], w[:5] - 1, rtol=1e-6)
+    np.testing.assert_array_equal(w2[5:], w[5:])
+    with pytest.raises(RuntimeError, match="row_sparse_data"):
+        layer.weight.data()
 
 
 # ---- dynamic_unroll ---------------------------------------------------------------

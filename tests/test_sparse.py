@@ -237,8 +237,11 @@ def test_retain_add_n_square_sum_zeros_like():
     ref[[0, 2, 5, 6]] = a[[0, 2, 5, 6]]
     assert kept.stype == "row_sparse"
     np.testing.assert_array_equal(kept.asnumpy(), ref)
+    # a dense input (a graph's sparse argument bound densely) keeps the listed rows
+    np.testing.assert_array_equal(mx.nd.sparse.retain(mx.nd.array(a), mx.nd.array([2, 5])).asnumpy()[[2, 5]], a[[2, 5]])
+    assert mx.nd.sparse.retain(mx.nd.array(a), mx.nd.array([2])).asnumpy()[0].sum() == 0
     with pytest.raises(MXNetError, match="_sparse_retain"):
-        mx.nd.sparse.retain(mx.nd.array(a), mx.nd.array([0])).wait_to_read()
+        mx.nd.sparse.retain(r, mx.nd.array([9])).wait_to_read()
     b = rand_rows((7, 3), seed=18)
     s = mx.nd.add_n(r, mx.nd.array(b).tostype("row_sparse"), r)
     assert s.stype == "row_sparse"

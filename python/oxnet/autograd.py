@@ -187,7 +187,9 @@ def _head_grads(heads, head_grads):
     if len(head_grads) != len(heads):
         raise MXNetError("heads and head_grads must be lists of the same length: %d vs %d"
                          % (len(heads), len(head_grads)))
-    return head_grads
+    # sparse head gradients enter the (dense) backward pass as their dense values
+    return [g.tostype("default") if g is not None and getattr(g, "stype", "default") != "default"
+            else g for g in head_grads]
 
 
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # pylint: disable=redefined-outer-name

@@ -53,17 +53,28 @@ pub(crate) fn value_of(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
     }
     if obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyList>() {
         let mut v = Vec::new();
+        let mut floats = Vec::new();
+        let mut all_numbers = true;
         for item in obj.try_iter()? {
             let item = item?;
             if item.is_none() {
                 v.push(i64::MIN);
+                all_numbers = false;
+            } else if let Ok(i) = item.call_method0("__index__").and_then(|x| x.extract::<i64>()) {
+                v.push(i);
+                floats.push(i as f64);
+            } else if let Ok(f) = item.call_method0("__float__").and_then(|x| x.extract::<f64>()) {
+                // A tuple of floats (`sizes=(0.5, 0.25)`) goes as its string; a
+                // float-tuple parameter parses it, an int-tuple one rejects it.
+                floats.push(f);
+                v.push(i64::MIN);
             } else {
-                v.push(
-                    item.call_method0("__index__")
-                        .and_then(|x| x.extract())
-                        .map_err(|_| err(oxnet_core::Error::new(format!("expected a tuple of ints, got an item {}", item))))?,
-                );
+                return Err(err(oxnet_core::Error::new(format!("expected a tuple of numbers, got an item {}", item))));
             }
+        }
+        if floats.len() == v.len() && all_numbers && v.contains(&i64::MIN) {
+            let items: Vec<String> = floats.iter().map(|f| format!("{f:?}")).collect();
+            return Ok(Value::Str(format!("({})", items.join(", "))));
         }
         return Ok(Value::Tuple(v));
     }

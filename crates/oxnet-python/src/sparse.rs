@@ -127,6 +127,12 @@ fn _sp_wait(py: Python<'_>, a: PyRef<'_, PyND>, write: bool) -> PyResult<()> {
     py.detach(|| if write { s.wait_to_write() } else { s.wait_to_read() }).py_err()
 }
 
+/// The same sparse array outside any autograd graph.
+#[pyfunction]
+fn _sp_detach(py: Python<'_>, a: PyRef<'_, PyND>) -> PyResult<Py<PyAny>> {
+    wrap_sparse(py, sparse_of(&a)?.detach())
+}
+
 /// `a` cast to storage type `stype` (a new array; the same data for the same type).
 #[pyfunction]
 fn _cast_storage(py: Python<'_>, a: PyRef<'_, PyND>, stype: &str) -> PyResult<Py<PyAny>> {
@@ -151,6 +157,7 @@ pub(crate) fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_sp_check_format, m)?)?;
     m.add_function(wrap_pyfunction!(_sp_wait, m)?)?;
     m.add_function(wrap_pyfunction!(_cast_storage, m)?)?;
+    m.add_function(wrap_pyfunction!(_sp_detach, m)?)?;
     m.add_function(wrap_pyfunction!(_copy_any, m)?)?;
     Ok(())
 }

@@ -102,7 +102,7 @@ class Trainer:
             # row_sparse weights live in the store, which runs the optimizer; devices pull
             # the rows a batch needs (Parameter.row_sparse_data), as in MXNet
             if update_on_kv is False:
-                raise MXNetError("Cannot set update_on_kvstore=False when sparse weights "
+                raise ValueError("Cannot set update_on_kvstore=False when sparse weights "
                                  "are present.")
             from .. import kvstore as kvs
             if not kv or isinstance(kv, str):
@@ -127,6 +127,10 @@ class Trainer:
                                      % type(kv).__name__)
                 update_on_kv = False
             self._kvstore = kv
+            if update_on_kv is None and any(p._grad_stype != "default" for p in self._params):
+                # as MXNet: sparse gradients of dense weights are summed in the store and
+                # applied on the devices
+                update_on_kv = False
             if update_on_kv is None:
                 # MXNet's default: update on the store unless MXNET_UPDATE_ON_KVSTORE=0
                 update_on_kv = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
@@ -138,7 +142,7 @@ class Trainer:
                 raise MXNetError("Cannot set update_on_kvstore=True when there is no kvstore "
                                  "(parameters on %d device)" % ndev)
             self._kvstore = None
-            self._update_on_kvstore = False
+            self._update_on_kvstore = None
         self._params_to_init = list(self._params)
         self._kv_initialized = True
 

@@ -214,8 +214,13 @@ class KVStore(KVStoreBase):
                 for x in o:
                     self._sparse[k].copyto(x)
                 continue
-            # a row_sparse output of a dense key is ignored (MXNet's ignore_sparse)
+            # a sparse output of a dense key is ignored with ignore_sparse (MXNet's
+            # pull); otherwise it gets the value cast
             dense_o = [x for x in o if x.stype == "default"]
+            if not ignore_sparse:
+                for x in o:
+                    if x.stype != "default":
+                        self.handle.stored(k).copyto(x)
             if dense_o:
                 dk.append(k)
                 do.append(dense_o)
@@ -225,7 +230,7 @@ class KVStore(KVStoreBase):
     def pushpull(self, key, value, out=None, priority=0):
         """``push`` then ``pull`` (into ``value`` when ``out`` is None)."""
         self.push(key, value, priority)
-        self.pull(key, value if out is None else out, priority)
+        self.pull(key, value if out is None else out, priority, ignore_sparse=False)
 
     def broadcast(self, key, value, out, priority=0):
         """Initialises keys with ``value`` and pulls them into ``out``."""

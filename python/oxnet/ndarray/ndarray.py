@@ -493,6 +493,8 @@ def _backward(self, out_grad=None, retain_graph=False, train_mode=True):
     train_mode : bool, optional
         Whether to compute gradient for training or inference.
     """
+    if out_grad is not None and out_grad.stype != "default":
+        out_grad = out_grad.tostype("default")
     _core.backward([self], [out_grad], None, bool(retain_graph), bool(train_mode), False)
 
 

@@ -121,6 +121,10 @@ class BaseSparseNDArray(NDArray):
     def wait_to_read(self):
         _core._sp_wait(self, False)
 
+    def detach(self):
+        """The same array (same storage) outside any autograd graph."""
+        return _core._sp_detach(self)
+
     def wait_to_write(self):
         _core._sp_wait(self, True)
 
@@ -442,7 +446,7 @@ def zeros(stype, shape, ctx=None, dtype=None, aux_types=None, **kwargs):
     if isinstance(shape, int):
         shape = (shape,)
     if stype not in _STORAGE_AUX_TYPES:
-        raise MXNetError("zeros: unknown storage type %r" % (stype,))
+        raise ValueError("unknown storage type %r (expected 'default', 'csr' or 'row_sparse')" % (stype,))
     ctx = _ctx(ctx)
     aux = None if aux_types is None else [np.dtype(t).name for t in aux_types]
     return _core._sparse_zeros(stype, tuple(int(s) for s in shape), ctx, _dt(dtype).name, aux)
@@ -504,7 +508,7 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
         return _csr_from_parts(csr.data, csr.indices, csr.indptr, csr.shape, ctx, dtype)
     # dense input
     from .ndarray import array as _dense
-    dns = arg1 if isinstance(arg1, NDArray) else _dense(np.asarray(arg1), ctx=ctx, dtype=_infer_dtype(np.asarray(arg1), dtype))
+    dns = arg1 if isinstance(arg1, NDArray) else _dense(np.asarray(arg1), ctx=ctx, dtype=_infer_dtype(arg1, dtype))
     _check_shape(dns.shape, shape)
     if len(dns.shape) != 2:
         raise ValueError("a csr matrix must be 2-dimensional, got shape %s" % (dns.shape,))
@@ -558,7 +562,7 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
     if isinstance(arg1, CSRNDArray):
         raise ValueError("Unexpected input type: CSRNDArray")
     from .ndarray import array as _dense
-    dns = arg1 if isinstance(arg1, NDArray) else _dense(np.asarray(arg1), ctx=ctx, dtype=_infer_dtype(np.asarray(arg1), dtype))
+    dns = arg1 if isinstance(arg1, NDArray) else _dense(np.asarray(arg1), ctx=ctx, dtype=_infer_dtype(arg1, dtype))
     _check_shape(dns.shape, shape)
     if ctx is not None and dns.context != _ctx(ctx):
         dns = dns.copyto(_ctx(ctx))

@@ -7,6 +7,11 @@
 //! while recording keeps every intermediate value and records the whole graph as
 //! one node on the autograd tape, whose backward runs the graph's registry
 //! gradients in reverse: one call per forward and one per backward.
+//!
+//! A symbol holding an op whose output shape depends on input values
+//! (`boolean_mask`, see `OpDef::dynamic`) cannot be planned ahead: like MXNet's
+//! dynamic-shape CachedOp, each call then runs the nodes one by one through
+//! [`crate::op::invoke`], and autograd records each of them.
 
 use super::exec::{Buffers, Graph};
 use super::Symbol;
@@ -25,6 +30,8 @@ type Signature = (Context, Vec<(Shape, DType)>);
 pub struct CachedOp {
     sym: Symbol,
     names: Vec<String>,
+    /// Some node has a data-dependent output shape: run node by node.
+    dynamic: bool,
     graphs: Mutex<HashMap<Signature, Arc<Graph>>>,
 }
 
@@ -45,7 +52,8 @@ impl CachedOp {
         sym.check_unique_names()?;
         let (a, x) = sym.var_nodes();
         let names = a.iter().chain(&x).map(|n| n.name.clone()).collect();
-        Ok(CachedOp { sym: sym.clone(), names, graphs: Mutex::new(HashMap::new()) })
+        let dynamic = sym.topo().iter().any(|n| n.op.map(|o| o.dynamic.is_some()).unwrap_or(false));
+        Ok(CachedOp { sym: sym.clone(), names, dynamic, graphs: Mutex::new(HashMap::new()) })
     }
 
     /// Names of the inputs a call takes, in order: arguments, then auxiliary states.
@@ -95,6 +103,9 @@ impl CachedOp {
     /// Runs the graph on `inputs` (in [`CachedOp::input_names`] order) in the
     /// current training mode; while recording, the call is put on the tape.
     pub fn forward(&self, inputs: &[NDArray]) -> Result<Vec<NDArray>> {
+        if self.dynamic {
+            return self.forward_nodes(inputs);
+        }
         let graph = self.graph(inputs)?;
         let wants: Vec<bool> =
             if autograd::is_recording() { inputs.iter().map(autograd::is_in_graph).collect() } else { vec![false; inputs.len()] };
@@ -124,6 +135,57 @@ impl CachedOp {
             autograd::record_custom(Arc::new(saved), inputs, &mut outputs);
         }
         Ok(outputs)
+    }
+}
+
+impl CachedOp {
+    /// Runs the symbol node by node (see the module docs); each op call is
+    /// recorded by autograd as an imperative call would be.
+    fn forward_nodes(&self, inputs: &[NDArray]) -> Result<Vec<NDArray>> {
+        if inputs.len() != self.names.len() {
+            return Err(Error::new(format!(
+                "CachedOp: {} inputs given, the graph takes {} ({})",
+                inputs.len(),
+                self.names.len(),
+                self.names.join(", ")
+            )));
+        }
+        let by_name: HashMap<&str, &NDArray> = self.names.iter().map(|s| s.as_str()).zip(inputs).collect();
+        let mut values: HashMap<usize, Vec<NDArray>> = HashMap::new();
+        let key = |n: &Arc<super::Node>| Arc::as_ptr(n) as usize;
+        for n in self.sym.topo() {
+            let outs = match n.op {
+                None => {
+                    let a =
+                        by_name.get(n.name.as_str()).ok_or_else(|| Error::new(format!("CachedOp: no input for variable '{}'", n.name)))?;
+                    vec![(*a).clone()]
+                }
+                Some(op) => {
+                    let ins: Vec<NDArray> = n
+                        .inputs
+                        .iter()
+                        .map(|e| values.get(&key(&e.node)).and_then(|v| v.get(e.index)).cloned())
+                        .collect::<Option<Vec<NDArray>>>()
+                        .ok_or_else(|| Error::new(format!("CachedOp: an input of node '{}' was not computed", n.name)))?;
+                    crate::op::invoke(op, &ins, n.params.clone(), None, None)
+                        .map_err(|e| Error::new(format!("{} (in node {})", e.message(), n.name)))?
+                }
+            };
+            values.insert(key(&n), outs);
+        }
+        self.sym
+            .outputs
+            .iter()
+            .map(|e| {
+                let v = values.get(&key(&e.node)).and_then(|v| v.get(e.index)).cloned();
+                // A head that is a variable is returned as a copy, as the graph path does.
+                match (v, e.node.is_var()) {
+                    (Some(a), true) => crate::op::call1("_copy", &[a], &[]),
+                    (Some(a), false) => Ok(a),
+                    (None, _) => Err(Error::new(format!("CachedOp: output of node '{}' was not computed", e.node.name))),
+                }
+            })
+            .collect()
     }
 }
 

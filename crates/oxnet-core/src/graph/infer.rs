@@ -206,6 +206,24 @@ fn infer_graph(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<S
                 continue;
             }
             match (in_sh, in_dt) {
+                // A data-dependent output: its shape stays unknown (its static
+                // dimensions are kept as a partial shape), its dtype is known.
+                (Some(_), Some(_)) if op.dynamic.is_some() && dt[ni].first().map(|x| x.is_some()).unwrap_or(true) => {}
+                (Some(s), Some(d)) if op.dynamic.is_some() => {
+                    let refs: Vec<&[usize]> = s.iter().map(|x| &x[..]).collect();
+                    let out = op.infer(&n.params, &refs, &d).map_err(|e| {
+                        let m = e.message().to_string();
+                        Error::new(if m.contains(&n.name) { m } else { format!("{m} (in node {})", n.name) })
+                    })?;
+                    dt[ni].resize(out.len(), None);
+                    sh[ni].resize(out.len(), None);
+                    part[ni].resize(out.len(), None);
+                    for (k, (s, d)) in out.into_iter().enumerate() {
+                        dt[ni][k] = Some(d);
+                        part[ni][k] = Some(s);
+                    }
+                    changed = true;
+                }
                 (Some(s), Some(d)) => {
                     let refs: Vec<&[usize]> = s.iter().map(|x| &x[..]).collect();
                     let out = op.infer(&n.params, &refs, &d).map_err(|e| {
@@ -309,7 +327,8 @@ fn partial_pass(
         let order: Vec<usize> = (0..topo.len()).chain((0..topo.len()).rev()).collect();
         for ni in order {
             let n = &topo[ni];
-            if n.op.is_none() {
+            // Data-dependent outputs stay unknown (see OpDef::dynamic).
+            if n.op.map(|o| o.dynamic.is_some()).unwrap_or(true) {
                 continue;
             }
             let ins: Vec<(usize, usize)> = n.inputs.iter().map(|e| (index[&(Arc::as_ptr(&e.node) as usize)], e.index)).collect();

@@ -93,15 +93,16 @@ struct Inner {
     ctx: Context,
     var: Arc<Var>,
     parts: Mutex<Parts>,
-    /// The autograd variable this array is (`attach_grad` on a sparse array): ops that
-    /// read it while recording take it through a recorded cast to dense.
-    ag: Mutex<Option<crate::autograd::Entry>>,
 }
 
 /// A row_sparse or csr array; clones share the array.
 #[derive(Clone)]
 pub struct SparseArray {
     inner: Arc<Inner>,
+    /// The autograd variable this handle is (`attach_grad` on a sparse array): ops
+    /// that read it while recording take it through a recorded cast to dense. Shared
+    /// by clones; [`SparseArray::detach`] makes a handle without it.
+    ag: Arc<Mutex<Option<crate::autograd::Entry>>>,
 }
 
 /// The aux dtypes MXNet uses when none are given (int64 everywhere).
@@ -195,8 +196,8 @@ impl SparseArray {
                 ctx,
                 var: Var::new(),
                 parts: Mutex::new(parts),
-                ag: Mutex::new(None),
             }),
+            ag: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -305,10 +306,14 @@ impl SparseArray {
     }
     /// The autograd entry of this array when it is a variable.
     pub fn ag_entry(&self) -> Option<crate::autograd::Entry> {
-        self.inner.ag.lock().clone()
+        self.ag.lock().clone()
     }
     pub fn set_ag_entry(&self, e: Option<crate::autograd::Entry>) {
-        *self.inner.ag.lock() = e;
+        *self.ag.lock() = e;
+    }
+    /// The same array (same storage) outside any autograd graph.
+    pub fn detach(&self) -> SparseArray {
+        SparseArray { inner: self.inner.clone(), ag: Arc::new(Mutex::new(None)) }
     }
     /// Waits for pending writes (raising a deferred error), then the parts.
     pub fn parts_now(&self) -> Result<Parts> {

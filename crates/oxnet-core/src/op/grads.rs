@@ -223,6 +223,10 @@ fn rmask(name: &str, p: &Params, x: &NDArray) -> Result<Vec<bool>> {
 fn g_sum(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
     one(unreduce(&g[0], i[0].shape(), &rmask("sum", p, &i[0])?))
 }
+fn g_square_sum(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
+    let back = unreduce(&g[0], i[0].shape(), &rmask("_square_sum", p, &i[0])?)?;
+    one(mul(&back, &sc("_mul_scalar", &i[0], 2.0)?))
+}
 fn g_mean(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
     let m = rmask("mean", p, &i[0])?;
     let n: usize = i[0].shape().iter().zip(&m).filter(|(_, &r)| r).map(|(&d, _)| d).product();
@@ -721,6 +725,7 @@ pub(super) fn lookup(name: &str) -> Option<GradFn> {
         "relu" => g_relu,
         "softsign" => g_softsign,
         "sum" => g_sum,
+        "_square_sum" => g_square_sum,
         "mean" => g_mean,
         "nansum" => g_nansum,
         "prod" => g_prod,

@@ -11,6 +11,11 @@
 pub mod params;
 mod util;
 
+mod contrib_box;
+mod contrib_deform;
+mod contrib_elemwise;
+mod contrib_mask;
+mod contrib_multibox;
 mod copy;
 mod cuda;
 pub mod custom;
@@ -243,7 +248,16 @@ pub struct OpDef {
     /// Its computation on sparse storage (see [`sparse`]); found by name when the op
     /// is registered.
     pub sparse: Option<&'static sparse::SparseImpl>,
+    /// For ops whose output shape depends on input values (`boolean_mask`): the
+    /// output shapes and dtypes from the inputs themselves (it waits for them).
+    /// [`invoke`] uses it instead of `infer` (which still checks the inputs and
+    /// gives 0 for the data-dependent dimensions); symbolic inference leaves those
+    /// outputs unknown, and a cached op holding such a node runs node by node.
+    pub dynamic: Option<DynShapeFn>,
 }
+
+/// See [`OpDef::dynamic`].
+pub type DynShapeFn = fn(&Params, &[NDArray]) -> Result<Vec<(Shape, DType)>>;
 
 /// A host op's computation: the parameters, the inputs, the outputs to write (already
 /// allocated) and the training flag.
@@ -287,7 +301,12 @@ impl OpDef {
             mutate_fn: None,
             output_names: None,
             sparse: None,
+            dynamic: None,
         }
+    }
+    pub const fn dynamic_shape(mut self, f: DynShapeFn) -> Self {
+        self.dynamic = Some(f);
+        self
     }
     pub const fn output_names(mut self, f: fn(&Params) -> Vec<String>) -> Self {
         self.output_names = Some(f);
@@ -469,6 +488,11 @@ impl Registry {
         group_norm::register(&mut r);
         custom::register(&mut r);
         sparse::register(&mut r);
+        contrib_box::register(&mut r);
+        contrib_multibox::register(&mut r);
+        contrib_elemwise::register(&mut r);
+        contrib_mask::register(&mut r);
+        contrib_deform::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).
@@ -561,7 +585,10 @@ pub fn invoke(
     }
     let shapes: SmallVec<[&[usize]; 4]> = inputs.iter().map(|a| a.shape()).collect();
     let dtypes: SmallVec<[DType; 4]> = inputs.iter().map(|a| a.dtype()).collect();
-    let outs_info = op.infer(&params, &shapes, &dtypes)?;
+    let mut outs_info = op.infer(&params, &shapes, &dtypes)?;
+    if let Some(f) = op.dynamic {
+        outs_info = f(&params, inputs)?;
+    }
     // A cross-device copy from the host to a GPU runs on the GPU.
     let ctx = match out {
         Some([o, ..]) if op.cross_device && ctx.is_host() && !o.ctx().is_host() => o.ctx(),

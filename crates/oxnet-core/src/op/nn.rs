@@ -760,7 +760,8 @@ const EMB_PARAMS: &[ParamSpec] = &[
     ParamSpec::new("input_dim", PType::Int, None, "Vocabulary size of the input indices."),
     ParamSpec::new("output_dim", PType::Int, None, "Dimension of the embedding vectors."),
     ParamSpec::new("dtype", PType::DType, Some("float32"), "Data type of weight."),
-    ParamSpec::new("sparse_grad", PType::Bool, Some("False"), "Compute row sparse gradient in the backward calculation. If set to True, the grad's storage type is row_sparse. (oxnet computes a dense gradient.)"),
+    ParamSpec::new("sparse_grad", PType::Bool, Some("False"), "Compute row sparse gradient in the backward calculation. If set to True, the grad's storage type is row_sparse."),
+    ParamSpec::new("deterministic", PType::Bool, Some("False"), "Force the backward gradient calculation to be executed based on a deterministic order at the cost of slower speed (_contrib_SparseEmbedding's parameter; oxnet's backward is always deterministic)."),
 ];
 
 fn emb_dims(a: &InferArgs) -> Result<(usize, usize)> {

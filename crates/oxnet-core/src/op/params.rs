@@ -39,6 +39,9 @@ pub enum PType {
     DType,
     OptDType,
     Ctx,
+    /// A tuple of floats (`sizes=(0.5, 0.25)`); a single number is a 1-tuple.
+    /// Stored as its normalised string `(0.5, 0.25)`; read with [`Params::floats`].
+    FloatTuple,
 }
 
 impl PType {
@@ -56,6 +59,7 @@ impl PType {
             PType::DType => "dtype",
             PType::OptDType => "dtype or None",
             PType::Ctx => "Context",
+            PType::FloatTuple => "tuple of <float>",
         }
     }
 }
@@ -142,9 +146,36 @@ pub fn parse_ctx(s: &str) -> Option<Context> {
     Some(Context { dev_type: ty, dev_id: id })
 }
 
+/// The items of a float tuple written `(a, b)`, `[a, b]` or `a`; None when an item
+/// is not a number.
+pub fn parse_float_items(s: &str) -> Option<Vec<f64>> {
+    let t = s.trim();
+    let inner = if (t.starts_with('(') && t.ends_with(')')) || (t.starts_with('[') && t.ends_with(']')) { &t[1..t.len() - 1] } else { t };
+    inner.split(',').map(str::trim).filter(|i| !i.is_empty()).map(|i| i.trim_end_matches('L').parse::<f64>().ok()).collect()
+}
+
+fn float_tuple_string(v: &[f64]) -> String {
+    let items: Vec<String> = v.iter().map(|f| format_float(*f)).collect();
+    if items.len() == 1 {
+        format!("({},)", items[0])
+    } else {
+        format!("({})", items.join(", "))
+    }
+}
+
 /// Converts a value (typed, or a string to parse) to the declared type.
 fn coerce(spec: &ParamSpec, v: Value) -> std::result::Result<Value, ()> {
     use PType::*;
+    if spec.ty == FloatTuple {
+        let items = match v {
+            Value::Str(s) => parse_float_items(&s).ok_or(())?,
+            Value::Tuple(t) if !t.contains(&i64::MIN) => t.iter().map(|&x| x as f64).collect(),
+            Value::Int(i) => vec![i as f64],
+            Value::Float(f) => vec![f],
+            _ => return Err(()),
+        };
+        return Ok(Value::Str(float_tuple_string(&items)));
+    }
     if let Value::Str(s) = &v {
         let s = s.trim();
         if spec.ty == Str {
@@ -182,7 +213,7 @@ fn coerce(spec: &ParamSpec, v: Value) -> std::result::Result<Value, ()> {
             }
             DType | OptDType => crate::dtype::DType::from_name(s).map(Value::DType).map_err(|_| ()),
             Ctx => parse_ctx(s).map(Value::Ctx).ok_or(()),
-            Str => unreachable!(),
+            Str | FloatTuple => unreachable!(),
         };
     }
     match (spec.ty, v) {
@@ -331,6 +362,16 @@ impl Params {
         match self.get(name) {
             Value::None => None,
             _ => Some(self.tuple(name)),
+        }
+    }
+    /// A [`PType::FloatTuple`] parameter's items.
+    pub fn floats(&self, name: &str) -> Vec<f64> {
+        match self.get(name) {
+            Value::Str(s) => parse_float_items(s).unwrap_or_default(),
+            Value::Tuple(t) => t.iter().map(|&x| x as f64).collect(),
+            Value::Float(f) => vec![*f],
+            Value::Int(i) => vec![*i as f64],
+            _ => vec![],
         }
     }
     pub fn str(&self, name: &str) -> &str {

@@ -42,3 +42,39 @@ pub fn infer_same(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     let d = check_same_dtype(a)?;
     Ok(vec![(s, d)])
 }
+
+/// A blob's elements as f64 (for the ops that compute in f64: detection boxes,
+/// small NN layers; not for hot paths).
+pub fn read_f64(b: &super::Blob) -> Vec<f64> {
+    use crate::dtype::Element;
+    // SAFETY: a blob holds its elements; nothing writes it during the call.
+    crate::with_dtype!(b.dtype, T, { unsafe { b.slice::<T>() }.iter().map(|v| v.to_f64()).collect() })
+}
+
+/// Stores `v` into a blob of any element type (`v` holds the blob's size).
+pub fn write_f64(b: &super::Blob, v: &[f64]) {
+    use crate::dtype::Element;
+    // SAFETY: the output is ours to write and holds v.len() elements.
+    crate::with_dtype!(b.dtype, T, {
+        for (d, s) in unsafe { b.slice_mut::<T>() }.iter_mut().zip(v) {
+            *d = T::from_f64(*s);
+        }
+    })
+}
+
+/// An array's elements as f64, waiting for pending writes (for the few ops whose
+/// output shape depends on input values; see [`super::OpDef::dynamic_shape`]).
+pub fn ndarray_f64(a: &crate::ndarray::NDArray) -> Result<Vec<f64>> {
+    use crate::dtype::Element;
+    let bytes = a.read_bytes()?;
+    let n = a.size();
+    crate::with_dtype!(a.dtype(), T, {
+        let mut v: Vec<T> = Vec::with_capacity(n);
+        // SAFETY: `bytes` holds exactly n elements of T, copied without alignment needs.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr().cast::<u8>(), n * std::mem::size_of::<T>());
+            v.set_len(n);
+        }
+        Ok(v.iter().map(|x| x.to_f64()).collect())
+    })
+}

@@ -364,8 +364,40 @@ fn retain_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     Ok(vec![(Shape::from_slice(a.shapes[0]), a.dtypes[0])])
 }
 
+/// Dense data (a graph's sparse argument bound densely): the listed rows kept, the
+/// others zero.
 fn retain_dense(c: &mut crate::op::OpCall) -> Result<()> {
-    Err(Error::op(c.op.name, "_sparse_retain needs a row_sparse data input, got default storage"))
+    let (x, idx, o) = (&c.inputs[0], &c.inputs[1], &c.outputs[0]);
+    let rows = x.shape.first().copied().unwrap_or(0);
+    let row_bytes = if rows == 0 { 0 } else { x.size() / rows * x.dtype.size() };
+    let mut keep = vec![false; rows];
+    with_dtype!(idx.dtype, I, {
+        // SAFETY: the engine orders the inputs of this op.
+        for &r in unsafe { idx.slice::<I>() } {
+            let r = r.to_f64() as i64;
+            if r < 0 || r as usize >= rows {
+                return Err(Error::op(c.op.name, format!("row index {r} is out of range [0, {rows})")));
+            }
+            keep[r as usize] = true;
+        }
+    });
+    // SAFETY: the output is this op's to write; the input is read.
+    unsafe {
+        let (src, dst) = (std::slice::from_raw_parts(x.ptr, rows * row_bytes), std::slice::from_raw_parts_mut(o.ptr, rows * row_bytes));
+        for (r, k) in keep.iter().enumerate() {
+            let d = &mut dst[r * row_bytes..(r + 1) * row_bytes];
+            if *k {
+                d.copy_from_slice(&src[r * row_bytes..(r + 1) * row_bytes]);
+            } else {
+                d.fill(0);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn retain_grad(_: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Result<Vec<Option<NDArray>>> {
+    Ok(vec![Some(crate::op::call1("_sparse_retain", &[g[0].clone(), i[1].clone()], &[])?), None])
 }
 
 fn retain_stype(_: &Params, ins: &[SType]) -> Option<Vec<SType>> {
@@ -380,6 +412,9 @@ fn retain(c: &SparseCall) -> Result<()> {
         let shape = c.inputs[0].shape().to_vec();
         let width = shape[1..].iter().product::<usize>();
         let rr = rsp_rows::<T>(&parts_of(&c.inputs[0]), width)?;
+        if let Some(&r) = want.iter().find(|&&r| r < 0 || r as usize >= shape[0]) {
+            return Err(c.err(format!("row index {r} is out of range [0, {})", shape[0])));
+        }
         let mut keep: Vec<i64> = want.clone();
         keep.sort_unstable();
         keep.dedup();
@@ -545,49 +580,12 @@ pub(super) fn lookup(name: &str) -> Option<&'static SparseImpl> {
     }
 }
 
-// ---- _contrib_quadratic: a * x^2 + b * x + c ---------------------------------------------
-
-const QUAD_PARAMS: &[crate::op::ParamSpec] = &[
-    crate::op::ParamSpec::new("a", crate::op::PType::Float, Some("0"), "Coefficient of the quadratic term in the quadratic function."),
-    crate::op::ParamSpec::new("b", crate::op::PType::Float, Some("0"), "Coefficient of the linear term in the quadratic function."),
-    crate::op::ParamSpec::new("c", crate::op::PType::Float, Some("0"), "Constant term in the quadratic function."),
-];
-
-fn quad_compute(c: &mut crate::op::OpCall) -> Result<()> {
-    let (a, b, k) = (c.params.float("a"), c.params.float("b"), c.params.float("c"));
-    let (x, o) = (&c.inputs[0], &c.outputs[0]);
-    with_dtype!(x.dtype, T, {
-        // SAFETY: the engine orders the input and the output of this op (in place allowed).
-        let (xs, os) = unsafe { (std::slice::from_raw_parts(x.ptr_as::<T>(), x.size()), o.slice_mut::<T>()) };
-        for i in 0..os.len() {
-            let v = xs[i].to_f64();
-            os[i] = T::from_f64(a * v * v + b * v + k);
-        }
-    });
-    Ok(())
-}
-
-fn quad_grad(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Result<Vec<Option<NDArray>>> {
-    use crate::op::Value;
-    let slope = crate::op::call1("_contrib_quadratic", &[i[0].clone()], &[("b", Value::Float(2.0 * p.float("a"))), ("c", Value::Float(p.float("b")))])?;
-    Ok(vec![Some(crate::op::call1("elemwise_mul", &[slope, g[0].clone()], &[])?)])
-}
+// ---- _contrib_quadratic (op::contrib_elemwise) keeps sparse storage when c == 0 ----
 
 static QUAD: SparseImpl = SparseImpl { stype: |p, ins| (ins[0] != SType::Default && p.float("c") == 0.0).then(|| vec![ins[0]]), compute: unary };
 
 pub(super) fn register(r: &mut Registry) {
-    r.add(
-        OpDef::new(
-            "_contrib_quadratic",
-            "This operators implements the quadratic function.\n\n.. math::\n    f(x) = ax^2+bx+c\n\nwhere :math:`x` is an input tensor and all operations in the function are element-wise. The storage type of the output is the input's for csr and row_sparse input when c == 0, else default.",
-            Arity::Fixed(&["data"]),
-            QUAD_PARAMS,
-            crate::op::infer_like_first,
-            quad_compute,
-        )
-        .inplace()
-        .grad(quad_grad),
-    );
+
     r.add(
         OpDef::new(
             "_sparse_retain",
@@ -597,6 +595,7 @@ pub(super) fn register(r: &mut Registry) {
             retain_infer,
             retain_dense,
         )
+        .grad(retain_grad)
         .aliases(&["sparse_retain"]),
     );
 }
