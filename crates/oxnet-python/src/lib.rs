@@ -12,6 +12,7 @@ mod dataio;
 mod invoke;
 mod io;
 mod kvstore;
+mod profiler;
 mod symbol;
 
 pyo3::create_exception!(_core, MXNetError, pyo3::exceptions::PyRuntimeError, "Error raised by oxnet (MXNet's MXNetError).");
@@ -206,5 +207,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::add_functions(m)?;
     symbol::add_functions(m)?;
     custom::add_functions(m)?;
+    profiler::add_functions(m)?;
     Ok(())
 }
