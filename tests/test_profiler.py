@@ -297,3 +297,18 @@ def test_scope_and_feature():
             assert profiler._current_scope.get() == 'outer:inner:'
     assert profiler._current_scope.get() == '<unk>:'
     assert mx.runtime.Features().is_enabled('PROFILER')
+
+
+def test_autostart_writes_the_trace_at_exit(tmp_path):
+    import subprocess
+    import sys
+    pkg = os.path.dirname(os.path.dirname(mx.__file__))
+    env = dict(os.environ, MXNET_PROFILER_AUTOSTART='1',
+               PYTHONPATH=os.pathsep.join([pkg, os.environ.get('PYTHONPATH', '')]))
+    code = ("import oxnet as mx\n"
+            "assert mx.profiler.state() == 'run'\n"
+            "mx.nd.sqrt(mx.nd.ones((2,))).wait_to_read()\n")
+    subprocess.run([sys.executable, '-c', code], cwd=str(tmp_path), env=env, check=True,
+                   timeout=120)
+    events = _trace(str(tmp_path / 'profile.json'))
+    assert 'sqrt' in _names(events, 'B', 'operator')
