@@ -9,6 +9,10 @@ outputs are allocated from the prop's inference, ``forward`` runs on the calling
 thread with recording paused, and, while recording, ``backward`` is recorded on the
 autograd tape (``_core.record_custom``, the hook ``autograd.Function`` uses).
 
+While ``mx.profiler`` runs, a custom operator's ``forward``/``backward`` is recorded
+as ``{op_type}::pure_python`` (``_backward_{op_type}::pure_python``) and the ops its
+code runs as ``{op_type}::{op}``, in the ``Custom Operator`` category, as in MXNet.
+
 This module owns the Python side of custom operators: the registry of props, the
 checks on what a prop returns (:class:`_CustomSpec`, the one place both
 ``mx.nd.Custom`` and a symbolic executor call the user's code through), and MXNet's
