@@ -312,3 +312,16 @@ def test_autostart_writes_the_trace_at_exit(tmp_path):
                    timeout=120)
     events = _trace(str(tmp_path / 'profile.json'))
     assert 'sqrt' in _names(events, 'B', 'operator')
+
+
+@pytest.mark.parametrize('symbolic,imperative', [(True, False), (False, True)])
+def test_symbolic_and_imperative_switches(prof, symbolic, imperative):
+    prof(profile_symbolic=symbolic, profile_imperative=imperative)
+    a = mx.sym.Variable('a')
+    ex = mx.sym.tanh(a).bind(mx.cpu(), {'a': nd.ones((2, 2))})
+    ex.forward()
+    nd.arctan(nd.ones((2, 2))).wait_to_read()
+    mx.nd.waitall()
+    ops = _stats()['Time'].get('operator', {})
+    assert ('tanh' in ops) == symbolic
+    assert ('arctan' in ops) == imperative

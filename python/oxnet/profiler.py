@@ -2,10 +2,12 @@
 
 ``set_config`` chooses what is recorded and where the trace goes, ``set_state('run')``
 starts recording and ``set_state('stop')`` stops it; ``pause``/``resume`` suspend
-it. While it runs, every operator the engine executes (imperative calls, executor
-and hybridized-graph nodes, gradients) is timed where it actually runs, by the Rust
-engine (``engine::profiler`` in oxnet-core: one atomic check per op when off), under
-its registry name in the ``operator`` category; operators a custom operator's code
+it. While it runs, every operator the engine executes is timed where it actually runs,
+by the Rust engine (``engine::profiler`` in oxnet-core: one atomic check per op when
+off), under its registry name in the ``operator`` category: with
+``profile_symbolic``, the ops of executors (``bind``/``simple_bind``, Module); with
+``profile_imperative``, the others (``mx.nd`` calls, autograd's backward,
+hybridized blocks, as in MXNet); operators a custom operator's code
 runs are named ``{op_type}::{op}`` in the ``Custom Operator`` category, next to the
 custom operator's own Python time, ``{op_type}::pure_python`` (and
 ``_backward_{op_type}::pure_python``). :class:`Domain`, :class:`Task`, :class:`Frame`,
@@ -24,9 +26,8 @@ Differences from MXNet, on purpose: aggregate statistics are updated as records
 arrive (MXNet updates them at each dump); markers are chrome instant events
 (``"ph": "i"``); nothing is recorded before the first ``set_state('run')``.
 Not built: the memory profile (``profile_memory`` records nothing, the ``Memory``
-section stays empty), C-API timing (``profile_api``: oxnet has no C API), separate
-symbolic/imperative switches (either one times every operator) and profiling a
-kvstore server (``profile_process='server'`` raises MXNetError).
+section stays empty), C-API timing (``profile_api``: oxnet has no C API) and
+profiling a kvstore server (``profile_process='server'`` raises MXNetError).
 ``MXNET_PROFILER_AUTOSTART=1`` starts the profiler at import (trace in
 ``profile.json``, written at exit), as in MXNet.
 """
@@ -240,9 +241,9 @@ def set_config(**kwargs):
     profile_all : boolean
         all profile types enabled
     profile_symbolic : boolean
-        whether to profile symbolic operators
+        whether to profile symbolic operators (those executors run)
     profile_imperative : boolean
-        whether to profile imperative operators
+        whether to profile imperative operators (the others)
     profile_memory : boolean
         whether to profile memory usage (records nothing in oxnet)
     profile_api : boolean
@@ -279,8 +280,9 @@ def set_config(**kwargs):
                          % (new['dump_period'],))
     with _LOCK:
         _config = new
-        profile_ops = new['profile_all'] or new['profile_symbolic'] or new['profile_imperative']
-        _core.profiler_configure(bool(profile_ops), bool(new['aggregate_stats']))
+        _core.profiler_configure(bool(new['profile_all'] or new['profile_symbolic']),
+                                 bool(new['profile_all'] or new['profile_imperative']),
+                                 bool(new['aggregate_stats']))
         _new_trace(True)
         _stop_timer()
         if new['continuous_dump']:

@@ -18,10 +18,11 @@ fn profiler_set_paused(paused: bool) {
     prof::set_paused(paused);
 }
 
-/// Whether operations are timed, and whether aggregate statistics are kept.
+/// Whether symbolic (compiled graph) and imperative operations are timed, and
+/// whether aggregate statistics are kept.
 #[pyfunction]
-fn profiler_configure(profile_ops: bool, aggregate: bool) {
-    prof::set_profile_ops(profile_ops);
+fn profiler_configure(symbolic: bool, imperative: bool, aggregate: bool) {
+    prof::set_profile_ops(symbolic, imperative);
     prof::set_aggregate(aggregate);
 }
 

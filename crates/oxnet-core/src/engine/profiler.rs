@@ -18,7 +18,7 @@
 use crate::context::Context;
 use parking_lot::Mutex;
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -90,11 +90,12 @@ pub struct Stat {
 
 static RUNNING: AtomicBool = AtomicBool::new(false);
 static PAUSED: AtomicBool = AtomicBool::new(false);
-static PROFILE_OPS: AtomicBool = AtomicBool::new(true);
+static SYMBOLIC: AtomicBool = AtomicBool::new(true);
+static IMPERATIVE: AtomicBool = AtomicBool::new(true);
 static AGGREGATE: AtomicBool = AtomicBool::new(false);
 /// running && !paused: records are taken.
 static RECORDING: AtomicBool = AtomicBool::new(false);
-/// RECORDING && PROFILE_OPS: operations are timed.
+/// RECORDING && (SYMBOLIC || IMPERATIVE): operations may be timed.
 static OPS: AtomicBool = AtomicBool::new(false);
 
 static RECORDS: Mutex<Vec<Record>> = Mutex::new(Vec::new());
@@ -108,7 +109,8 @@ fn stats() -> &'static Mutex<Stats> {
 fn refresh() {
     let rec = RUNNING.load(Ordering::SeqCst) && !PAUSED.load(Ordering::SeqCst);
     RECORDING.store(rec, Ordering::SeqCst);
-    OPS.store(rec && PROFILE_OPS.load(Ordering::SeqCst), Ordering::SeqCst);
+    let ops = SYMBOLIC.load(Ordering::SeqCst) || IMPERATIVE.load(Ordering::SeqCst);
+    OPS.store(rec && ops, Ordering::SeqCst);
 }
 
 /// Starts (true) or stops (false) the profiler; starting also resumes it.
@@ -129,9 +131,12 @@ pub fn set_paused(p: bool) {
     refresh();
 }
 
-/// Whether operations are timed while recording (MXNet's symbolic/imperative modes).
-pub fn set_profile_ops(on: bool) {
-    PROFILE_OPS.store(on, Ordering::SeqCst);
+/// Which operations are timed while recording (MXNet's modes): `symbolic`, those
+/// an executor runs (see [`graph_scope`]); `imperative`, the others (hybridized
+/// blocks included, as in MXNet).
+pub fn set_profile_ops(symbolic: bool, imperative: bool) {
+    SYMBOLIC.store(symbolic, Ordering::SeqCst);
+    IMPERATIVE.store(imperative, Ordering::SeqCst);
     refresh();
 }
 
@@ -181,6 +186,23 @@ pub fn thread_id() -> u64 {
 thread_local! {
     /// The custom operator whose host code runs on this thread (see [`op_tag`]).
     static SCOPE: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// True while this thread runs an executor (see [`graph_scope`]).
+    static IN_GRAPH: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the calling thread as running an executor until the guard drops:
+/// operations pushed meanwhile are symbolic ones for [`set_profile_ops`].
+pub fn graph_scope() -> GraphScope {
+    GraphScope(IN_GRAPH.with(|g| g.replace(true)))
+}
+
+/// See [`graph_scope`].
+pub struct GraphScope(bool);
+
+impl Drop for GraphScope {
+    fn drop(&mut self) {
+        IN_GRAPH.with(|g| g.set(self.0));
+    }
 }
 
 /// Sets the name of the custom operator whose code runs on this thread (None: none);
@@ -197,12 +219,17 @@ pub const CUSTOM_OPERATOR: &str = "Custom Operator";
 
 /// The tag of an operation named `name` pushed now from this thread: `name` in the
 /// `operator` category, or `{scope}::{name}` in `Custom Operator` inside a custom
-/// operator's code (see [`set_scope`]).
-pub fn op_tag(name: &'static str, dev: Option<Context>) -> Tag {
-    SCOPE.with(|s| match &*s.borrow() {
+/// operator's code (see [`set_scope`]); None when operations of its kind (symbolic
+/// or imperative, see [`set_profile_ops`]) are not timed. Ask [`ops_on`] first.
+pub fn op_tag(name: &'static str, dev: Option<Context>) -> Option<Tag> {
+    let kind = if IN_GRAPH.with(|g| g.get()) { &SYMBOLIC } else { &IMPERATIVE };
+    if !kind.load(Ordering::Relaxed) {
+        return None;
+    }
+    Some(SCOPE.with(|s| match &*s.borrow() {
         Some(scope) => Tag { name: Cow::Owned(format!("{scope}::{name}")), cat: CUSTOM_OPERATOR, dev },
         None => Tag { name: Cow::Borrowed(name), cat: OPERATOR, dev },
-    })
+    }))
 }
 
 fn push(r: Record) {
@@ -308,21 +335,37 @@ mod tests {
         assert!(drain().iter().all(|r| r.name != "x"));
         set_running(true);
         set_scope(Some("Op".into()));
-        assert_eq!(op_tag("_zeros", None).name, "Op::_zeros");
-        assert_eq!(op_tag("_zeros", None).cat, CUSTOM_OPERATOR);
+        assert_eq!(op_tag("_zeros", None).unwrap().name, "Op::_zeros");
+        assert_eq!(op_tag("_zeros", None).unwrap().cat, CUSTOM_OPERATOR);
         set_scope(None);
-        assert_eq!(op_tag("_zeros", None).cat, OPERATOR);
+        assert_eq!(op_tag("_zeros", None).unwrap().cat, OPERATOR);
+        set_profile_ops(false, true);
+        assert!(op_tag("a", None).is_some());
+        {
+            let _g = graph_scope();
+            assert!(op_tag("a", None).is_none());
+        }
+        assert!(op_tag("a", None).is_some());
+        set_profile_ops(true, true);
         let t = now_us();
         span("x", "c", Phase::Task, t, None);
         span("x", "c", Phase::Task, t, None);
         counter("k", "c", 5);
         counter("k", "c", 3);
         instant("m", "c", 'p');
+        // An operation pushed with a tag is recorded where it runs, under the tag.
+        let v = super::super::Var::new();
+        let tag = Tag { name: Cow::Borrowed("opaque"), cat: "c", dev: Some(Context::cpu(1)) };
+        super::super::push_named(|| Ok(()), &[], &[v.clone()], false, Some(tag)).unwrap();
+        super::super::wait_for_read(&v).unwrap();
         set_paused(true);
         span("x", "c", Phase::Task, t, None);
         set_running(false);
         let recs: Vec<_> = drain().into_iter().filter(|r| r.cat == "c").collect();
-        assert_eq!(recs.len(), 5);
+        assert_eq!(recs.len(), 6);
+        let op = recs.iter().find(|r| r.name == "opaque").unwrap();
+        assert_eq!(op.dev, Some(Context::cpu(1)));
+        assert!(matches!(op.kind, Kind::Span { phase: Phase::Duration, end } if end >= op.ts));
         let agg = aggregate(true);
         let x = agg.iter().find(|(c, n, _)| c == "c" && n == "x").unwrap().2;
         assert_eq!((x.count, x.counter), (2, false));

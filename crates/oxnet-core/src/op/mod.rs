@@ -669,7 +669,7 @@ pub fn invoke(
         compute(&mut call)
     };
     // The profiler's one check when it is off; when on, the op is timed where it runs.
-    let tag = if engine::profiler::ops_on() { Some(engine::profiler::op_tag(op.name, Some(ctx))) } else { None };
+    let tag = if engine::profiler::ops_on() { engine::profiler::op_tag(op.name, Some(ctx)) } else { None };
     engine::push_named(func, &reads, &writes, inline_ok, tag)?;
 
     if copy_back.is_empty() {
