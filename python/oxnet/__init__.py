@@ -14,6 +14,7 @@ from .util import is_np_shape, set_np_shape, np_shape, use_np_shape
 from .util import is_np_array, np_array, use_np_array, use_np
 from . import runtime
 from . import engine
+from . import profiler
 from . import error
 from . import log
 from . import registry

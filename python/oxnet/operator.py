@@ -9,6 +9,10 @@ outputs are allocated from the prop's inference, ``forward`` runs on the calling
 thread with recording paused, and, while recording, ``backward`` is recorded on the
 autograd tape (``_core.record_custom``, the hook ``autograd.Function`` uses).
 
+While ``mx.profiler`` runs, a custom operator's ``forward``/``backward`` is recorded
+as ``{op_type}::pure_python`` (``_backward_{op_type}::pure_python``) and the ops its
+code runs as ``{op_type}::{op}``, in the ``Custom Operator`` category, as in MXNet.
+
 This module owns the Python side of custom operators: the registry of props, the
 checks on what a prop returns (:class:`_CustomSpec`, the one place both
 ``mx.nd.Custom`` and a symbolic executor call the user's code through), and MXNet's
@@ -485,20 +489,24 @@ class _CustomSpec(object):
 
     def forward(self, op, is_train, req, in_data, out_data, aux):
         """Runs ``op.forward`` with recording paused and the training flag set."""
+        from .profiler import _custom_op
         prev_rec = _core.set_recording(False)
         prev_train = _core.set_training(bool(is_train))
         try:
-            self._call('forward', op.forward, is_train=bool(is_train), req=list(req),
-                       in_data=list(in_data), out_data=list(out_data), aux=list(aux))
+            with _custom_op(self.op_type):
+                self._call('forward', op.forward, is_train=bool(is_train), req=list(req),
+                           in_data=list(in_data), out_data=list(out_data), aux=list(aux))
         finally:
             _core.set_recording(prev_rec)
             _core.set_training(prev_train)
 
     def backward(self, op, req, out_grad, in_data, out_data, in_grad, aux):
         """Runs ``op.backward`` (autograd's backward has set the flags)."""
-        self._call('backward', op.backward, req=list(req), out_grad=list(out_grad),
-                   in_data=list(in_data), out_data=list(out_data), in_grad=list(in_grad),
-                   aux=list(aux))
+        from .profiler import _custom_op
+        with _custom_op('_backward_' + self.op_type):
+            self._call('backward', op.backward, req=list(req), out_grad=list(out_grad),
+                       in_data=list(in_data), out_data=list(out_data), in_grad=list(in_grad),
+                       aux=list(aux))
 
 
 # ---------------------------------------------------------------------------

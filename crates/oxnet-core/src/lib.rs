@@ -1,6 +1,7 @@
 //! oxnet-core: Apache MXNet's programming model in pure Rust.
 //!
-//! - [`engine`]: the dependency engine every asynchronous operation goes through;
+//! - [`engine`]: the dependency engine every asynchronous operation goes through
+//!   (and the profiler's recorder, [`engine::profiler`]);
 //! - [`storage`]: per-device pooled memory;
 //! - [`ndarray`]: NDArray = chunk + offset + shape + dtype;
 //! - [`op`]: the operator registry (each op defined once) and [`op::invoke`];

@@ -13,6 +13,7 @@ mod invoke;
 mod io;
 mod kvstore;
 mod sparse;
+mod profiler;
 mod symbol;
 
 pyo3::create_exception!(_core, MXNetError, pyo3::exceptions::PyRuntimeError, "Error raised by oxnet (MXNet's MXNetError).");
@@ -208,5 +209,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     symbol::add_functions(m)?;
     custom::add_functions(m)?;
     sparse::add_functions(m)?;
+    profiler::add_functions(m)?;
     Ok(())
 }

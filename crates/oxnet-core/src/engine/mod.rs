@@ -29,11 +29,15 @@
 //! memory taken when an operation first touches it (see [`crate::storage::Storage`]),
 //! a queue of independent operations then runs through a few warm output blocks.
 //!
+//! The profiler ([`profiler`]) times operations pushed with a [`profiler::Tag`]
+//! ([`push_named`]) where they run; its names are opaque strings to the engine.
+//!
 //! This module owns ordering and error flow only; it never looks inside the
 //! operations it runs.
 
 pub mod fork;
 pub mod pool;
+pub mod profiler;
 
 pub use pool::{install, on_pool_thread, pool, threads};
 
@@ -395,6 +399,26 @@ fn try_grant(v: &Var, write: bool) -> bool {
 /// run on the calling thread. In `NaiveEngine` mode the operation runs now and its
 /// error is returned; otherwise errors are deferred to the vars it writes.
 pub fn push<F>(f: F, reads: &[Arc<Var>], writes: &[Arc<Var>], inline_ok: bool) -> Result<()>
+where
+    F: FnOnce() -> Result<()> + Send + 'static,
+{
+    push_impl(f, reads, writes, inline_ok)
+}
+
+/// Like [`push`]; with a tag (build one only when [`profiler::ops_on`]), the
+/// operation is timed where it runs and recorded by the profiler under the tag's
+/// name and category. An operation skipped for an error on its vars is not recorded.
+pub fn push_named<F>(f: F, reads: &[Arc<Var>], writes: &[Arc<Var>], inline_ok: bool, tag: Option<profiler::Tag>) -> Result<()>
+where
+    F: FnOnce() -> Result<()> + Send + 'static,
+{
+    match tag {
+        None => push_impl(f, reads, writes, inline_ok),
+        Some(t) => push_impl(move || profiler::timed(t, f), reads, writes, inline_ok),
+    }
+}
+
+fn push_impl<F>(f: F, reads: &[Arc<Var>], writes: &[Arc<Var>], inline_ok: bool) -> Result<()>
 where
     F: FnOnce() -> Result<()> + Send + 'static,
 {

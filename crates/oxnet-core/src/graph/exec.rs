@@ -692,6 +692,8 @@ impl Executor {
     /// before, when `monitor_all`. An error from the callback stops the forward and
     /// is returned naming the node, its operator and the array.
     pub fn forward_monitored(&mut self, is_train: bool, monitor: Option<(MonitorFn<'_>, bool)>) -> Result<()> {
+        // For the profiler, an executor's ops are symbolic ones (as in MXNet).
+        let _symbolic = crate::engine::profiler::graph_scope();
         let r = with_flags(is_train, || self.graph.forward(&self.vars, &self.bufs, &self.outputs, monitor));
         self.trained = r.is_ok() && is_train;
         r
@@ -703,6 +705,7 @@ impl Executor {
         if !self.keep_all {
             return Err(Error::new("backward: the executor was bound with grad_req='null' for every argument"));
         }
+        let _symbolic = crate::engine::profiler::graph_scope();
         let mut wants = vec![false; self.graph.num_nodes()];
         for (j, &ni) in self.graph.arg_nodes.iter().enumerate() {
             wants[ni] = self.reqs[j] != GradReq::Null;

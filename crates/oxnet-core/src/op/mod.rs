@@ -704,7 +704,9 @@ pub fn invoke(
         let mut call = OpCall { op, params: &params, inputs: &in_blobs, outputs: &out_blobs, ctx, rng, is_train };
         compute(&mut call)
     };
-    engine::push(func, &reads, &writes, inline_ok)?;
+    // The profiler's one check when it is off; when on, the op is timed where it runs.
+    let tag = if engine::profiler::ops_on() { engine::profiler::op_tag(op.name, Some(ctx)) } else { None };
+    engine::push_named(func, &reads, &writes, inline_ok, tag)?;
 
     if copy_back.is_empty() {
         if let Some(p) = rec_params {
