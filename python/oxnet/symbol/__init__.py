@@ -127,3 +127,7 @@ def Custom(*data, **kwargs):  # noqa: N802 - MXNet's name
 
 
 op.Custom = Custom
+
+
+from . import control_flow as _control_flow  # noqa: E402
+_control_flow.install(contrib)

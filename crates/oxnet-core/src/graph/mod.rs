@@ -14,6 +14,7 @@ pub mod infer;
 pub mod json;
 pub mod partial;
 mod serial;
+pub mod subgraph;
 
 use crate::error::{Error, Result};
 use crate::op::{OpDef, Params, Value};

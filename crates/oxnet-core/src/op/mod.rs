@@ -11,6 +11,7 @@
 pub mod params;
 mod util;
 
+pub mod control_flow;
 mod copy;
 mod cuda;
 pub mod custom;
@@ -463,6 +464,7 @@ impl Registry {
         pad::register(&mut r);
         group_norm::register(&mut r);
         custom::register(&mut r);
+        control_flow::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).
@@ -558,7 +560,8 @@ pub fn invoke(
         Some([o, ..]) if op.cross_device && ctx.is_host() && !o.ctx().is_host() => o.ctx(),
         _ => ctx,
     };
-    let compute = if ctx.is_host() {
+    // A host op (Custom, control flow) runs on the calling thread whatever the device.
+    let compute = if ctx.is_host() || op.host.is_some() {
         op.cpu
     } else {
         crate::storage::cuda::ensure_available(ctx).map_err(|e| Error::op(op.name, e))?;

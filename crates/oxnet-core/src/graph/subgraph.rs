@@ -1,0 +1,210 @@
+//! Subgraphs of control-flow nodes (`_foreach`, `_while_loop`, `_cond`; see
+//! `op::control_flow` for their semantics and the design).
+//!
+//! [`GraphFunc`] is the graph layer's implementation of the registry's
+//! [`Subgraph`] trait: a symbol whose inputs are its `list_inputs` in order, inferred
+//! with [`super::infer`] and run as a [`CachedOp`] (one compiled graph per input
+//! signature, recorded as one node while autograd records). This module also builds
+//! control-flow nodes and cuts a subgraph out of the graph the user's function
+//! built (MXNet's `MXSymbolCutSubgraph`): nodes marked with the subgraph's
+//! `__subgraph_name__` attribute stay, and each edge from a node outside becomes a
+//! new variable named after that output, the outside entries being returned as the
+//! node's inputs.
+
+use super::infer::infer;
+use super::{CachedOp, Entry, Node, Symbol};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::ndarray::NDArray;
+use crate::op::control_flow::{subgraph_count, SubInfer, Subgraph, Subgraphs, SUBGRAPHS};
+use crate::op::{OpDef, Value};
+use crate::shape::Shape;
+use parking_lot::RwLock;
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A symbol as a subgraph of a control-flow node.
+pub struct GraphFunc {
+    sym: Symbol,
+    /// The variables in `list_inputs` order.
+    vars: Vec<Arc<Node>>,
+    cached: CachedOp,
+    /// Per input of the cached op: its index in `vars`.
+    order: Vec<usize>,
+}
+
+impl GraphFunc {
+    pub fn new(sym: Symbol) -> Result<GraphFunc> {
+        sym.check_unique_names()?;
+        let vars: Vec<Arc<Node>> = sym.topo().into_iter().filter(|n| n.is_var()).collect();
+        let cached = CachedOp::new(&sym)?;
+        let pos: HashMap<&str, usize> = vars.iter().enumerate().map(|(i, n)| (n.name.as_str(), i)).collect();
+        let order = cached.input_names().iter().map(|n| pos[n.as_str()]).collect();
+        Ok(GraphFunc { sym, vars, cached, order })
+    }
+    pub fn symbol(&self) -> &Symbol {
+        &self.sym
+    }
+}
+
+impl Subgraph for GraphFunc {
+    fn num_inputs(&self) -> usize {
+        self.vars.len()
+    }
+    fn num_outputs(&self) -> usize {
+        self.sym.outputs.len()
+    }
+    fn infer(&self, shapes: &[Option<Shape>], dtypes: &[Option<DType>], shapes_needed: bool) -> Result<SubInfer> {
+        let mut sm = HashMap::new();
+        let mut dm = HashMap::new();
+        for (i, n) in self.vars.iter().enumerate() {
+            if let Some(Some(s)) = shapes.get(i) {
+                sm.insert(n.name.clone(), s.clone());
+            }
+            if let Some(Some(d)) = dtypes.get(i) {
+                dm.insert(n.name.clone(), *d);
+            }
+        }
+        let r = infer(&self.sym, &sm, &dm, shapes_needed)?;
+        let full = |s: Option<&Shape>| s.filter(|s| !s.contains(&0)).cloned();
+        Ok(SubInfer {
+            in_shapes: self.vars.iter().map(|n| full(r.var(n).0)).collect(),
+            in_dtypes: self.vars.iter().map(|n| r.var(n).1).collect(),
+            out_shapes: self.sym.outputs.iter().map(|e| full(r.shape_of(e))).collect(),
+            out_dtypes: self.sym.outputs.iter().map(|e| r.dtype_of(e)).collect(),
+        })
+    }
+    fn run(&self, inputs: &[NDArray]) -> Result<Vec<NDArray>> {
+        if inputs.len() != self.vars.len() {
+            return Err(Error::new(format!("the subgraph takes {} inputs, {} given", self.vars.len(), inputs.len())));
+        }
+        let ins: Vec<NDArray> = self.order.iter().map(|&i| inputs[i].clone()).collect();
+        self.cached.forward(&ins)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The subgraph symbols a node holds (none for other nodes).
+pub fn node_subgraphs(n: &Node) -> Vec<Symbol> {
+    match n.params.get(SUBGRAPHS) {
+        Value::Subgraphs(s) => s.0.iter().filter_map(|g| g.as_any().downcast_ref::<GraphFunc>().map(|f| f.sym.clone())).collect(),
+        _ => vec![],
+    }
+}
+
+fn ptr(n: &Arc<Node>) -> usize {
+    Arc::as_ptr(n) as usize
+}
+
+impl Symbol {
+    /// A control-flow node `name` of `op` holding `subgraphs`, applied to `inputs`.
+    pub fn create_with_subgraphs(
+        op: &'static OpDef,
+        name: &str,
+        attrs: Vec<(String, String)>,
+        subgraphs: Vec<Symbol>,
+        inputs: Vec<Symbol>,
+    ) -> Result<Symbol> {
+        let Some((want, _)) = subgraph_count(op.name) else {
+            return Err(Error::op(op.name, "this operator takes no subgraphs"));
+        };
+        if subgraphs.len() != want {
+            return Err(Error::op(op.name, format!("takes {want} subgraphs, {} given", subgraphs.len())));
+        }
+        let (mut params, map) = Self::parse_attrs(op, attrs)?;
+        let funcs: Vec<Arc<dyn Subgraph>> =
+            subgraphs.into_iter().map(|g| GraphFunc::new(g).map(|f| Arc::new(f) as Arc<dyn Subgraph>)).collect::<Result<_>>()?;
+        params.set_extra(SUBGRAPHS, Value::Subgraphs(Subgraphs(Arc::new(funcs))));
+        let n_in = op.num_inputs(&params);
+        if inputs.len() != n_in {
+            return Err(Error::op(op.name, format!("node {name} has {} inputs, but num_args gives {n_in}", inputs.len())));
+        }
+        let mut entries = Vec::with_capacity(inputs.len());
+        for (i, s) in inputs.iter().enumerate() {
+            if s.outputs.len() != 1 {
+                return Err(Error::op(op.name, format!("input {i} of {name} is a group of {} outputs; it must be one output", s.outputs.len())));
+            }
+            entries.push(s.outputs[0].clone());
+        }
+        // Checks the locations and counts against the subgraphs now, not at bind.
+        crate::op::control_flow::check_node(op.name, &params, entries.len())?;
+        let node = Arc::new(Node { op: Some(op), name: name.to_string(), params, attrs: RwLock::new(map), inputs: entries });
+        let n = node.num_visible();
+        Ok(Symbol { outputs: (0..n).map(|i| Entry { node: node.clone(), index: i }).collect() })
+    }
+
+    /// Cuts the subgraph marked by the `__subgraph_name__` of the first output's
+    /// node: returns the subgraph, whose edges from unmarked nodes are now new
+    /// variables named after those outputs, and the outside entries (one per
+    /// distinct entry, in the order first met). Without the attribute, the symbol
+    /// itself and no inputs.
+    pub fn cut_subgraph(&self) -> Result<(Symbol, Vec<Symbol>)> {
+        const KEY: &str = "__subgraph_name__";
+        let Some(first) = self.outputs.first() else { return Ok((self.clone(), vec![])) };
+        let Some(name) = first.node.attrs.read().get(KEY).cloned() else { return Ok((self.clone(), vec![])) };
+        let inside = |n: &Node| n.attrs.read().get(KEY).map(|v| *v == name).unwrap_or(false);
+        let mut cut: Vec<Entry> = Vec::new();
+        let mut cut_vars: HashMap<(usize, usize), Entry> = HashMap::new();
+        let mut map: HashMap<usize, Arc<Node>> = HashMap::new();
+        let mut remap = |e: &Entry, map: &HashMap<usize, Arc<Node>>| -> Result<Entry> {
+            if let Some(n) = map.get(&ptr(&e.node)) {
+                return Ok(Entry { node: n.clone(), index: e.index });
+            }
+            let key = (ptr(&e.node), e.index);
+            if let Some(v) = cut_vars.get(&key) {
+                return Ok(v.clone());
+            }
+            let v = Symbol::var(&e.node.output_name(e.index), vec![])?.outputs[0].clone();
+            cut.push(e.clone());
+            cut_vars.insert(key, v.clone());
+            Ok(v)
+        };
+        for n in self.topo() {
+            if !inside(&n) {
+                continue;
+            }
+            if n.is_var() {
+                map.insert(ptr(&n), n.clone());
+                continue;
+            }
+            let mut ins = Vec::with_capacity(n.inputs.len());
+            for e in &n.inputs {
+                ins.push(remap(e, &map)?);
+            }
+            map.insert(ptr(&n), Arc::new(n.copy(ins)));
+        }
+        let mut outs = Vec::with_capacity(self.outputs.len());
+        for e in &self.outputs {
+            outs.push(remap(e, &map)?);
+        }
+        let inputs = cut.into_iter().map(|e| Symbol { outputs: vec![e] }).collect();
+        Ok((Symbol { outputs: outs }, inputs))
+    }
+
+    /// The variables, one symbol each, in `list_inputs` order.
+    pub fn input_vars(&self) -> Vec<Symbol> {
+        self.topo().into_iter().filter(|n| n.is_var()).map(|n| Symbol { outputs: vec![Entry { node: n, index: 0 }] }).collect()
+    }
+
+    /// The output index of each output entry (MXNet's `_value_index` attribute).
+    pub fn value_indices(&self) -> Vec<usize> {
+        self.outputs.iter().map(|e| e.index).collect()
+    }
+}
+
+/// Puts `subgraphs` (read from JSON) into the parameters of node `name`.
+pub(super) fn attach(op: &'static OpDef, name: &str, params: &mut crate::op::Params, subgraphs: Vec<Symbol>) -> Result<()> {
+    let Some((want, _)) = subgraph_count(op.name) else {
+        return Err(Error::new(format!("cannot load node '{name}': operator {} takes no subgraphs", op.name)));
+    };
+    if subgraphs.len() != want {
+        return Err(Error::op(op.name, format!("node '{name}' has {} subgraphs in the JSON, the operator takes {want}", subgraphs.len())));
+    }
+    let funcs: Vec<Arc<dyn Subgraph>> =
+        subgraphs.into_iter().map(|g| GraphFunc::new(g).map(|f| Arc::new(f) as Arc<dyn Subgraph>)).collect::<Result<_>>()?;
+    params.set_extra(SUBGRAPHS, Value::Subgraphs(Subgraphs(Arc::new(funcs))));
+    Ok(())
+}
