@@ -125,7 +125,10 @@ impl Symbol {
         let mut entries = Vec::with_capacity(inputs.len());
         for (i, s) in inputs.iter().enumerate() {
             if s.outputs.len() != 1 {
-                return Err(Error::op(op.name, format!("input {i} of {name} is a group of {} outputs; it must be one output", s.outputs.len())));
+                return Err(Error::op(
+                    op.name,
+                    format!("input {i} of {name} is a group of {} outputs; it must be one output", s.outputs.len()),
+                ));
             }
             entries.push(s.outputs[0].clone());
         }

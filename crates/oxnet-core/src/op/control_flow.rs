@@ -526,9 +526,17 @@ fn fill_from<T: Clone>(slots: &mut [Option<T>], l: &[usize], found: &[Option<T>]
 fn while_fill(p: &Params, shapes: &mut [Option<Shape>]) -> Result<()> {
     let w = while_of(p, Some(shapes.len()))?;
     for _ in 0..2 {
-        let rc = sub_infer(WHILE, "loop condition", w.cond.as_ref(), &pick_opt(shapes.to_vec(), &w.cond_locs), &vec![None; w.cond_locs.len()], true)?;
+        let rc = sub_infer(
+            WHILE,
+            "loop condition",
+            w.cond.as_ref(),
+            &pick_opt(shapes.to_vec(), &w.cond_locs),
+            &vec![None; w.cond_locs.len()],
+            true,
+        )?;
         fill_from(shapes, &w.cond_locs, &rc.in_shapes);
-        let rf = sub_infer(WHILE, "loop body", w.func.as_ref(), &pick_opt(shapes.to_vec(), &w.func_locs), &vec![None; w.func_locs.len()], true)?;
+        let rf =
+            sub_infer(WHILE, "loop body", w.func.as_ref(), &pick_opt(shapes.to_vec(), &w.func_locs), &vec![None; w.func_locs.len()], true)?;
         fill_from(shapes, &w.func_locs, &rf.in_shapes);
         let outs: Vec<Option<Shape>> = rf.out_shapes[w.n_out_data..].to_vec();
         fill_from(shapes, &w.var_inputs, &outs);
@@ -600,9 +608,11 @@ fn cond_of(p: &Params, n_inputs: Option<usize>) -> Result<Cond> {
         else_locs: locs(p, "else_input_locs"),
     };
     let n_in = n_inputs.unwrap_or((p.int("num_args") - 3).max(0) as usize);
-    for (what, l, s) in
-        [("cond_input_locs", &c.pred_locs, &c.pred), ("then_input_locs", &c.then_locs, &c.then), ("else_input_locs", &c.else_locs, &c.other)]
-    {
+    for (what, l, s) in [
+        ("cond_input_locs", &c.pred_locs, &c.pred),
+        ("then_input_locs", &c.then_locs, &c.then),
+        ("else_input_locs", &c.else_locs, &c.other),
+    ] {
         if l.len() != s.num_inputs() {
             return Err(Error::op(COND, format!("{what} has {} entries for a subgraph of {} inputs", l.len(), s.num_inputs())));
         }
@@ -629,7 +639,14 @@ fn cond_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     let c = cond_of(a.params, Some(a.shapes.len()))?;
     let shapes: Vec<Option<Shape>> = a.shapes.iter().map(|s| Some(Shape::from_slice(s))).collect();
     let dtypes: Vec<Option<DType>> = a.dtypes.iter().map(|d| Some(*d)).collect();
-    let rt = sub_infer(COND, "then branch", c.then.as_ref(), &pick_opt(shapes.clone(), &c.then_locs), &pick_opt(dtypes.clone(), &c.then_locs), true)?;
+    let rt = sub_infer(
+        COND,
+        "then branch",
+        c.then.as_ref(),
+        &pick_opt(shapes.clone(), &c.then_locs),
+        &pick_opt(dtypes.clone(), &c.then_locs),
+        true,
+    )?;
     let re = sub_infer(COND, "else branch", c.other.as_ref(), &pick_opt(shapes, &c.else_locs), &pick_opt(dtypes, &c.else_locs), true)?;
     let mut outs = Vec::new();
     for k in 0..rt.out_shapes.len() {
@@ -654,7 +671,9 @@ fn cond_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
 
 fn cond_fill(p: &Params, shapes: &mut [Option<Shape>]) -> Result<()> {
     let c = cond_of(p, Some(shapes.len()))?;
-    for (g, l, what) in [(&c.pred, &c.pred_locs, "predicate"), (&c.then, &c.then_locs, "then branch"), (&c.other, &c.else_locs, "else branch")] {
+    for (g, l, what) in
+        [(&c.pred, &c.pred_locs, "predicate"), (&c.then, &c.then_locs, "then branch"), (&c.other, &c.else_locs, "else branch")]
+    {
         let r = sub_infer(COND, what, g.as_ref(), &pick_opt(shapes.to_vec(), l), &vec![None; l.len()], true)?;
         fill_from(shapes, l, &r.in_shapes);
     }
