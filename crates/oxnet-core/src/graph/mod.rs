@@ -149,6 +149,9 @@ impl Symbol {
     /// `inputs` pairs input names with symbols (None: create the variable
     /// `{name}_{input}`); for variadic ops the names are ignored.
     pub fn create(op: &'static OpDef, name: &str, attrs: Vec<(String, String)>, inputs: Vec<(String, Option<Symbol>)>) -> Result<Symbol> {
+        if let Some((_, builder)) = crate::op::control_flow::subgraph_count(op.name) {
+            return Err(Error::op(op.name, format!("the operator holds subgraphs; build it with {builder}")));
+        }
         let (params, map) = Self::parse_attrs(op, attrs)?;
         let names = op.input_names(&params);
         let mut entries = Vec::with_capacity(names.len());

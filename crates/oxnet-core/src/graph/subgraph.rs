@@ -211,3 +211,100 @@ pub(super) fn attach(op: &'static OpDef, name: &str, params: &mut crate::op::Par
     params.set_extra(SUBGRAPHS, Value::Subgraphs(Subgraphs(Arc::new(funcs))));
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{Executor, GradReq};
+    use crate::op::lookup;
+    use crate::Context;
+
+    fn var(n: &str, attrs: Vec<(String, String)>) -> Symbol {
+        Symbol::var(n, attrs).unwrap()
+    }
+
+    fn op(name: &str, node: &str, attrs: Vec<(String, String)>, ins: Vec<(&str, Symbol)>) -> Symbol {
+        Symbol::create(lookup(name).unwrap(), node, attrs, ins.into_iter().map(|(k, s)| (k.to_string(), Some(s))).collect()).unwrap()
+    }
+
+    /// A foreach body `out = x * s + w; s' = out`, where `w * 2` is made outside.
+    fn foreach_graph() -> Symbol {
+        let mark = || vec![("__subgraph_name__".to_string(), "foreach0".to_string())];
+        let (data, state, w) = (var("data", vec![]), var("state", vec![]), var("w", vec![]));
+        let w2 = op("_mul_scalar", "w2", vec![("scalar".into(), "2".into())], vec![("data", w)]);
+        let (x, s) = (var("data-0", mark()), var("state-0", mark()));
+        let m = op("elemwise_mul", "m", mark(), vec![("lhs", x), ("rhs", s)]);
+        let out = op("elemwise_add", "out", mark(), vec![("lhs", m), ("rhs", w2)]);
+        let again = op("identity", "again", mark(), vec![("data", out.clone())]);
+        let (body, cut) = Symbol::group(&[out, again]).cut_subgraph().unwrap();
+        assert_eq!(body.list_inputs(), vec!["data-0", "state-0", "w2_output"]);
+        assert_eq!(cut.len(), 1);
+        assert_eq!(cut[0].outputs[0].node.name, "w2");
+        let attrs: Vec<(String, String)> = [
+            ("num_args", "4"),
+            ("num_outputs", "2"),
+            ("num_out_data", "1"),
+            ("in_data_locs", "[0]"),
+            ("in_state_locs", "[1]"),
+            ("remain_locs", "[2]"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        Symbol::create_with_subgraphs(lookup("_foreach").unwrap(), "_foreach0", attrs, vec![body], vec![data, state, cut[0].clone()])
+            .unwrap()
+    }
+
+    #[test]
+    fn foreach_runs_round_trips_and_differentiates() {
+        let g = foreach_graph();
+        assert_eq!(g.list_arguments(), vec!["data", "state", "w"]);
+        let text = g.to_json();
+        assert!(text.contains("\"subgraphs\""));
+        let again = Symbol::from_json(&text).unwrap();
+        assert_eq!(again.to_json(), text);
+        let ctx = Context::default();
+        let arr = |s: &[usize], v: &[f32]| NDArray::from_vec(s, v, ctx).unwrap();
+        let args = vec![arr(&[3, 2], &[1., 2., 3., 4., 5., 6.]), arr(&[2], &[1., 1.]), arr(&[2], &[0.5, -0.5])];
+        let grads: Vec<Option<NDArray>> = (0..3).map(|i| Some(arr(args[i].shape(), &vec![0.; args[i].size()]))).collect();
+        let mut ex = Executor::bind(&again, ctx, args, grads.clone(), vec![GradReq::Write; 3], vec![]).unwrap();
+        ex.forward(true).unwrap();
+        // s0 = 1; out_t = x_t * s + 2w; s = out_t
+        let (x, w) = ([[1f32, 2.], [3., 4.], [5., 6.]], [1f32, -1.]);
+        let mut s = [1f32, 1.];
+        let mut rows = Vec::new();
+        for xt in x {
+            let o = [xt[0] * s[0] + w[0], xt[1] * s[1] + w[1]];
+            rows.extend_from_slice(&o);
+            s = o;
+        }
+        assert_eq!(ex.outputs[0].to_vec::<f32>().unwrap(), rows);
+        assert_eq!(ex.outputs[1].to_vec::<f32>().unwrap(), s.to_vec());
+        ex.backward(&[]).unwrap();
+        // d(sum of the outputs)/dw is the sum over the steps of the chain through s
+        let gw = grads[2].as_ref().unwrap().to_vec::<f32>().unwrap();
+        let mut want = [0f32; 2];
+        for k in 0..2 {
+            // outputs: o_t (t = 0..2) and s = o_2; d o_t / d w = 2 * (1 + x_t * d o_{t-1} / d w)
+            let mut d = 0f32;
+            let mut total = 0f32;
+            for xt in x {
+                d = 2.0 + xt[k] * d;
+                total += d;
+            }
+            want[k] = total + d;
+        }
+        for (a, b) in gw.iter().zip(want) {
+            assert!((a - b).abs() < 1e-4, "{gw:?} {want:?}");
+        }
+    }
+
+    #[test]
+    fn bad_locations_are_errors_naming_the_op() {
+        let text = foreach_graph().to_json().replace("\"remain_locs\": \"[2]\"", "\"remain_locs\": \"[9]\"");
+        let e = Symbol::from_json(&text).err().unwrap();
+        assert!(e.message().contains("_foreach"), "{}", e.message());
+        let e = Symbol::create(lookup("_foreach").unwrap(), "f", vec![("num_args".into(), "2".into())], vec![]).err().unwrap();
+        assert!(e.message().contains("_foreach") && e.message().contains("mx.sym.contrib.foreach"), "{}", e.message());
+    }
+}
