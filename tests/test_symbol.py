@@ -109,9 +109,14 @@ def test_auto_created_inputs_copy_op_attrs():
 
 def test_infer_shape_and_type():
     a, b = mx.sym.Variable("a"), mx.sym.Variable("b")
+    # a broadcast op cannot tell b's shape from a's; an elementwise one can (as in
+    # MXNet, where every input of an elementwise op has the one shape)
+    bs = mx.sym.sum(mx.sym.broadcast_mul(a, b) + 1, axis=1)
+    assert bs.infer_shape(a=(2, 3)) == (None, None, None)
+    assert bs.infer_shape_partial(a=(2, 3)) == ([(2, 3), ()], [()], [])
     s = mx.sym.sum(mx.sym.elemwise_mul(a, b) + 1, axis=1)
-    assert s.infer_shape(a=(2, 3)) == (None, None, None)
-    assert s.infer_shape_partial(a=(2, 3)) == ([(2, 3), ()], [()], [])
+    assert s.infer_shape(a=(2, 3)) == ([(2, 3), (2, 3)], [(2,)], [])
+    assert s.infer_shape(b=(2, 3)) == ([(2, 3), (2, 3)], [(2,)], [])
     assert s.infer_shape(a=(2, 3), b=(2, 3)) == ([(2, 3), (2, 3)], [(2,)], [])
     assert s.infer_shape((2, 3), (2, 3)) == ([(2, 3), (2, 3)], [(2,)], [])
     assert s.infer_type(a="float64") == ([np.float64, np.float64], [np.float64], [])

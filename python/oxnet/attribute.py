@@ -1,6 +1,7 @@
 """``mx.AttrScope``: attributes given to every symbol created inside the scope."""
 
 import threading
+from collections import defaultdict
 
 from .base import string_types, classproperty, _ClassPropertyMeta
 
@@ -10,6 +11,8 @@ class AttrScope(metaclass=_ClassPropertyMeta):
     symbol created within (values must be strings)."""
 
     _current = threading.local()
+    # How many control-flow subgraphs of each name were made (names them uniquely).
+    _subgraph_names = defaultdict(int)
 
     def __init__(self, **kwargs):
         self._old_scope = None

@@ -83,6 +83,20 @@ impl SymbolHandle {
         let nam: Vec<(String, graph::Symbol)> = named.iter().map(|(k, s)| (k.clone(), s.inner.clone())).collect();
         self.inner.compose(&pos, &nam).py_err().map(wrap)
     }
+    /// Cuts the subgraph marked by `__subgraph_name__` (MXNet's
+    /// `MXSymbolCutSubgraph`): (the subgraph, the outside entries it now takes).
+    fn cut_subgraph(&self) -> PyResult<(SymbolHandle, Vec<SymbolHandle>)> {
+        let (g, ins) = self.inner.cut_subgraph().py_err()?;
+        Ok((wrap(g), ins.into_iter().map(wrap).collect()))
+    }
+    /// The variables, one symbol each, in `list_inputs` order.
+    fn input_vars(&self) -> Vec<SymbolHandle> {
+        self.inner.input_vars().into_iter().map(wrap).collect()
+    }
+    /// The output index of each output (MXNet's `_value_index`).
+    fn value_indices(&self) -> Vec<usize> {
+        self.inner.value_indices()
+    }
     fn check_unique_names(&self) -> PyResult<()> {
         self.inner.check_unique_names().py_err()
     }
@@ -138,6 +152,20 @@ fn sym_create(
 ) -> PyResult<SymbolHandle> {
     let ins = inputs.into_iter().map(|(k, s)| (k, s.map(|s| s.inner.clone()))).collect();
     graph::Symbol::create(op.def, name, attrs, ins).py_err().map(wrap)
+}
+
+/// A control-flow node (`_foreach`, `_while_loop`, `_cond`) holding `subgraphs`.
+#[pyfunction]
+fn sym_create_subgraph_op(
+    op: &Op,
+    name: &str,
+    attrs: Vec<(String, String)>,
+    subgraphs: Vec<PyRef<'_, SymbolHandle>>,
+    inputs: Vec<PyRef<'_, SymbolHandle>>,
+) -> PyResult<SymbolHandle> {
+    let subs = subgraphs.iter().map(|s| s.inner.clone()).collect();
+    let ins = inputs.iter().map(|s| s.inner.clone()).collect();
+    graph::Symbol::create_with_subgraphs(op.def, name, attrs, subs, ins).py_err().map(wrap)
 }
 
 #[pyfunction]
@@ -260,6 +288,7 @@ pub(crate) fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sym_var, m)?)?;
     m.add_function(wrap_pyfunction!(sym_create, m)?)?;
     m.add_function(wrap_pyfunction!(sym_group, m)?)?;
+    m.add_function(wrap_pyfunction!(sym_create_subgraph_op, m)?)?;
     m.add_function(wrap_pyfunction!(sym_from_json, m)?)?;
     Ok(())
 }

@@ -44,5 +44,7 @@ from .custom import Custom  # noqa: E402,F401
 op.Custom = Custom
 from . import contrib_funcs as _contrib_funcs  # noqa: E402
 _contrib_funcs.install(contrib)
+from . import control_flow as _control_flow  # noqa: E402
+_control_flow.install(contrib)
 from .indexing import (indexing_key_expand_implicit_axes, get_indexing_dispatch_code,  # noqa: E402,F401
                        get_oshape_of_gather_nd_op)

@@ -143,3 +143,5 @@ for _name in dir(op):
 for _name in dir(_internal):
     if _name.startswith("_sparse_"):
         setattr(sparse, _name[len("_sparse_"):], getattr(_internal, _name))
+from . import control_flow as _control_flow  # noqa: E402
+_control_flow.install(contrib)

@@ -113,7 +113,13 @@ class Symbol:
 
     # ---- attributes -------------------------------------------------------------
     def attr(self, key):
-        """The attribute ``key`` of this (single-output) symbol, or None."""
+        """The attribute ``key`` of this (single-output) symbol, or None.
+        ``_value_index`` is the output index (indices) of the symbol, as in MXNet."""
+        if key == "_value_index":
+            nodes = self.handle.output_nodes()
+            if not nodes or any(n != nodes[0] for n in nodes):
+                return None
+            return ", ".join(str(i) for i in self.handle.value_indices())
         return self.handle.attr(key)
 
     def list_attr(self, recursive=False):

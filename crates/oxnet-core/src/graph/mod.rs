@@ -6,7 +6,8 @@
 //! composing symbols is cheap. This module owns the graph structure, names, the
 //! argument/auxiliary lists and composition; [`json`] reads and writes MXNet 1.9.1's
 //! JSON, [`infer`] runs shape and dtype inference, [`exec`] binds a graph to arrays
-//! and runs it through the engine. It must not know about Python.
+//! and runs it through the engine, [`subgraph`] gives control-flow nodes
+//! (`_foreach`, `_while_loop`, `_cond`) their subgraphs. It must not know about Python.
 
 pub mod cached;
 pub mod exec;
@@ -14,6 +15,7 @@ pub mod infer;
 pub mod json;
 pub mod partial;
 mod serial;
+pub mod subgraph;
 
 use crate::error::{Error, Result};
 use crate::op::{OpDef, Params, Value};
@@ -147,6 +149,9 @@ impl Symbol {
     /// `inputs` pairs input names with symbols (None: create the variable
     /// `{name}_{input}`); for variadic ops the names are ignored.
     pub fn create(op: &'static OpDef, name: &str, attrs: Vec<(String, String)>, inputs: Vec<(String, Option<Symbol>)>) -> Result<Symbol> {
+        if let Some((_, builder)) = crate::op::control_flow::subgraph_count(op.name) {
+            return Err(Error::op(op.name, format!("the operator holds subgraphs; build it with {builder}")));
+        }
         let (params, map) = Self::parse_attrs(op, attrs)?;
         let names = op.input_names(&params);
         let mut entries = Vec::with_capacity(names.len());

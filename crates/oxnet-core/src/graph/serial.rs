@@ -14,10 +14,17 @@ use std::sync::Arc;
 pub const MXNET_VERSION: usize = 10901;
 
 pub fn to_json(sym: &Symbol) -> String {
+    let mut w = Writer::new();
+    write_graph(&mut w, sym);
+    w.out
+}
+
+/// One graph object; a control-flow node's subgraphs are graph objects in its
+/// `subgraphs` array, after its inputs (as nnvm writes them).
+fn write_graph(w: &mut Writer, sym: &Symbol) {
     let topo = sym.topo();
     let index: HashMap<usize, usize> = topo.iter().enumerate().map(|(i, n)| (Arc::as_ptr(n) as usize, i)).collect();
     let id = |n: &Arc<Node>| index[&(Arc::as_ptr(n) as usize)];
-    let mut w = Writer::new();
     w.begin_obj(true);
     w.key("nodes");
     w.begin_arr(true);
@@ -42,6 +49,16 @@ pub fn to_json(sym: &Symbol) -> String {
             w.int_arr(&[id(&e.node), e.index, ver]);
         }
         w.end_arr();
+        let subgraphs = super::subgraph::node_subgraphs(n);
+        if !subgraphs.is_empty() {
+            w.key("subgraphs");
+            w.begin_arr(true);
+            for g in &subgraphs {
+                w.item();
+                write_graph(w, g);
+            }
+            w.end_arr();
+        }
         w.end_obj();
     }
     w.end_arr();
@@ -67,7 +84,6 @@ pub fn to_json(sym: &Symbol) -> String {
     w.raw(&format!("[\"int\", {MXNET_VERSION}]"));
     w.end_obj();
     w.end_obj();
-    w.out
 }
 
 fn bad(msg: impl std::fmt::Display) -> Error {
@@ -106,7 +122,10 @@ fn entry_of(v: &Json, nodes: &[Arc<Node>], what: &str) -> Result<Entry> {
 }
 
 pub fn from_json(text: &str) -> Result<Symbol> {
-    let doc = json::parse(text)?;
+    from_doc(&json::parse(text)?)
+}
+
+fn from_doc(doc: &Json) -> Result<Symbol> {
     let jnodes = doc.get("nodes").and_then(|n| n.as_arr()).ok_or_else(|| bad("no 'nodes' array"))?;
     let mut nodes: Vec<Arc<Node>> = Vec::with_capacity(jnodes.len());
     for (i, jn) in jnodes.iter().enumerate() {
@@ -132,14 +151,22 @@ pub fn from_json(text: &str) -> Result<Symbol> {
         } else {
             let op = lookup(opname)
                 .map_err(|_| Error::new(format!("cannot load symbol: node '{name}' uses operator '{opname}', which is not registered")))?;
-            let (params, map) =
+            let (mut params, map) =
                 Symbol::parse_attrs(op, attrs).map_err(|e| Error::new(format!("cannot load node '{name}': {}", e.message())))?;
+            if let Some(subs) = jn.get("subgraphs") {
+                let subs = subs.as_arr().ok_or_else(|| bad(format!("the subgraphs of node '{name}' are not an array")))?;
+                let graphs = subs.iter().map(from_doc).collect::<Result<Vec<_>>>()?;
+                super::subgraph::attach(op, name, &mut params, graphs)?;
+            }
             let want = op.num_inputs(&params);
             if inputs.len() != want {
                 return Err(Error::op(
                     op.name,
                     format!("node '{name}' has {} inputs in the JSON but the operator takes {want}", inputs.len()),
                 ));
+            }
+            if crate::op::control_flow::subgraph_count(op.name).is_some() {
+                crate::op::control_flow::check_node(op.name, &params, inputs.len())?;
             }
             Node { op: Some(op), name: name.to_string(), params, attrs: RwLock::new(map), inputs }
         };

@@ -107,7 +107,7 @@ fn input_names(p: &Params) -> &'static [&'static str] {
     }
 }
 
-fn intern_list(v: Vec<&'static str>) -> &'static [&'static str] {
+pub(super) fn intern_list(v: Vec<&'static str>) -> &'static [&'static str] {
     static LISTS: OnceLock<Mutex<HashMap<Vec<&'static str>, &'static [&'static str]>>> = OnceLock::new();
     let lists = LISTS.get_or_init(Default::default);
     let mut g = lists.lock();

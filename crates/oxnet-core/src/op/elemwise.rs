@@ -127,6 +127,7 @@ macro_rules! binary_family {
                 same_compute::<$F>,
             )
             .aliases($ea)
+            .fill(super::fill_same_shape)
             .inplace(),
         );
         $r.add(

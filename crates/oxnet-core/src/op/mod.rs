@@ -16,6 +16,7 @@ mod contrib_deform;
 mod contrib_elemwise;
 mod contrib_mask;
 mod contrib_multibox;
+pub mod control_flow;
 mod copy;
 mod cuda;
 pub mod custom;
@@ -493,6 +494,7 @@ impl Registry {
         contrib_elemwise::register(&mut r);
         contrib_mask::register(&mut r);
         contrib_deform::register(&mut r);
+        control_flow::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).
@@ -594,7 +596,8 @@ pub fn invoke(
         Some([o, ..]) if op.cross_device && ctx.is_host() && !o.ctx().is_host() => o.ctx(),
         _ => ctx,
     };
-    let compute = if ctx.is_host() {
+    // A host op (Custom, control flow) runs on the calling thread whatever the device.
+    let compute = if ctx.is_host() || op.host.is_some() {
         op.cpu
     } else {
         crate::storage::cuda::ensure_available(ctx).map_err(|e| Error::op(op.name, e))?;

@@ -17,6 +17,9 @@ pub enum Value {
     Str(String),
     DType(DType),
     Ctx(Context),
+    /// The subgraphs of a control-flow node (`_foreach`, `_while_loop`, `_cond`);
+    /// set by the graph layer, never parsed from a string.
+    Subgraphs(super::control_flow::Subgraphs),
 }
 
 /// The declared type of a parameter.
@@ -313,6 +316,15 @@ impl Params {
         Ok(Params { vals })
     }
 
+    /// Adds (or replaces) a value that is not a declared parameter (a control-flow
+    /// node's subgraphs).
+    pub fn set_extra(&mut self, name: &'static str, v: Value) {
+        match self.vals.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = v,
+            None => self.vals.push((name, v)),
+        }
+    }
+
     /// Parameters built directly by trusted Rust code (already typed).
     pub fn from_values(vals: Vec<(&'static str, Value)>) -> Params {
         Params { vals }
@@ -394,7 +406,7 @@ impl Params {
     }
     /// Every parameter as an MXNet-style string (for symbol JSON and docs).
     pub fn to_strings(&self) -> Vec<(&'static str, String)> {
-        self.vals.iter().map(|(n, v)| (*n, value_to_string(v))).collect()
+        self.vals.iter().filter(|(_, v)| !matches!(v, Value::Subgraphs(_))).map(|(n, v)| (*n, value_to_string(v))).collect()
     }
 }
 
@@ -420,6 +432,7 @@ pub fn value_to_string(v: &Value) -> String {
         Value::Str(s) => s.clone(),
         Value::DType(d) => d.name().into(),
         Value::Ctx(c) => c.to_string(),
+        Value::Subgraphs(g) => format!("{g:?}"),
     }
 }
 

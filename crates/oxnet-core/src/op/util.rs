@@ -1,6 +1,6 @@
 //! Helpers shared by the op families: common inference rules and dtype dispatch.
 
-use super::InferArgs;
+use super::{InferArgs, Params};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::shape::{fmt_shape, Shape};
@@ -77,4 +77,18 @@ pub fn ndarray_f64(a: &crate::ndarray::NDArray) -> Result<Vec<f64>> {
         }
         Ok(v.iter().map(|x| x.to_f64()).collect())
     })
+}
+
+/// Backward shape inference of ops whose inputs all share one shape (MXNet's
+/// `ElemwiseShape`): a known input gives the unknown ones. Known inputs that
+/// disagree are left to the forward inference to report.
+pub fn fill_same_shape(_: &Params, shapes: &mut [Option<Shape>]) -> Result<()> {
+    let Some(first) = shapes.iter().flatten().next().cloned() else { return Ok(()) };
+    if shapes.iter().flatten().any(|s| *s != first) {
+        return Ok(());
+    }
+    for s in shapes.iter_mut().filter(|s| s.is_none()) {
+        *s = Some(first.clone());
+    }
+    Ok(())
 }
