@@ -89,8 +89,11 @@ def test_plot_network_hides_weights_and_labels_ops():
 def test_plot_network_bad_inputs():
     with pytest.raises(TypeError):
         mx.viz.plot_network("not a symbol")
+    # shapes that leave an input unknown (a broadcast op infers nothing backward; an
+    # elementwise one would give b a's shape, as in MXNet)
+    a, b = mx.sym.Variable("a"), mx.sym.Variable("b")
     with pytest.raises(ValueError):
-        mx.viz.plot_network(_net(), shape={"a": (2, 3, 4)})
+        mx.viz.plot_network(mx.sym.broadcast_add(a, b), shape={"a": (2, 3, 4)})
 
 
 def test_print_summary_matches_mxnet(capsys):

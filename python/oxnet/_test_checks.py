@@ -305,7 +305,7 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
     dict of arrays; None for a loss output) and compares the arguments' gradients with
     ``expected`` (a list or dict). ``grad_req`` is one request for all or a dict; with
     'add' the gradient arrays start from random values that the check accounts for.
-    Returns the gradients as a dict of NumPy arrays."""
+    Returns the gradient arrays (a dict of NDArrays by name), as MXNet does."""
     nd = _nd()
     ctx = ctx or default_context()
     args = _parse_location(sym, location, ctx, dtype)
@@ -335,7 +335,7 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
         want = _as_np(exp) + initial[k] if k in initial else _as_np(exp)
         assert_almost_equal(want, grads[k], rtol, atol,
                             ("EXPECTED_%s" % k, "BACKWARD_%s" % k), equal_nan=equal_nan)
-    return grads
+    return {k: g for k, g in ex.grad_dict.items() if g is not None}
 
 
 def simple_forward(sym, ctx=None, is_train=False, **inputs):
