@@ -456,3 +456,26 @@ def test_fuzzed_sparse_files_raise_mxneterror(tmp_path):
                 a.data.asnumpy()
             else:
                 a.asnumpy()
+
+
+@pytest.mark.parametrize("req", ["write", "add"])
+def test_embedding_sparse_grad_is_made_sparse(req):
+    # Embedding(sparse_grad=True) with a row_sparse buffer: rows of repeated ids summed,
+    # only the ids present stored; 'add' accumulates over two backward passes
+    w = mx.nd.array(np.arange(20, dtype=np.float32).reshape(10, 2))
+    w.attach_grad(grad_req=req, stype="row_sparse")
+    idx = mx.nd.array([[7, 2], [7, 9]])
+    head = np.random.RandomState(27).randn(2, 2, 2).astype(np.float32)
+    for _ in range(2 if req == "add" else 1):
+        with mx.autograd.record():
+            y = mx.nd.Embedding(idx, w, input_dim=10, output_dim=2, sparse_grad=True)
+        y.backward(mx.nd.array(head))
+    ref = np.zeros((10, 2), dtype=np.float32)
+    for (i, j), r in np.ndenumerate(idx.asnumpy()):
+        ref[int(r)] += head[i, j]
+    if req == "add":
+        ref *= 2
+    g = w.grad
+    assert g.stype == "row_sparse"
+    np.testing.assert_array_equal(g.indices.asnumpy(), [2, 7, 9])
+    np.testing.assert_allclose(g.asnumpy(), ref, rtol=1e-6)

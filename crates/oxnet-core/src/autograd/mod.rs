@@ -188,21 +188,35 @@ impl Entry {
     }
 }
 
-/// Writes (or adds) a dense gradient into a sparse gradient buffer.
-fn write_sparse_grad(buf: &crate::ndarray::SparseArray, req: GradReq, g: Option<NDArray>) -> Result<()> {
+/// The weight's entry when `op` is an Embedding with `sparse_grad=True` whose weight is
+/// a variable with a row_sparse gradient buffer (its gradient is then made sparse).
+fn sparse_embedding_weight(op: &OpDef, params: &Params, inputs: &[NDArray]) -> Option<Entry> {
+    if op.name != "Embedding" || !params.bool("sparse_grad") {
+        return None;
+    }
+    let e = live_entry(inputs.get(1)?)?;
+    let sparse = e.is_variable() && e.sparse_grad().is_some_and(|s| s.stype() == crate::ndarray::SType::RowSparse);
+    sparse.then(|| e.clone())
+}
+
+/// Writes (or adds) a gradient into a sparse gradient buffer.
+fn write_sparse_grad(buf: &crate::ndarray::SparseArray, req: GradReq, g: Option<crate::ndarray::AnyArray>) -> Result<()> {
     use crate::ndarray::AnyArray;
     use crate::op::sparse::{cast_into, cast_storage, invoke_any};
     let dst = AnyArray::Sparse(buf.clone());
     let out = std::slice::from_ref(&dst);
     match (req, g) {
         (GradReq::Null, _) | (GradReq::Add, None) => {}
-        (GradReq::Write, Some(g)) => cast_into(&AnyArray::Dense(g), &dst)?,
+        (GradReq::Write, Some(g)) => cast_into(&g, &dst)?,
         (GradReq::Write, None) => {
             invoke_any(op::lookup("zeros_like")?, out, Params::default(), Some(out), None)?;
         }
         (GradReq::Add, Some(g)) => {
-            let g = if g.dtype() != buf.dtype() { op::call1("Cast", &[g], &[("dtype", Value::DType(buf.dtype()))])? } else { g };
-            let gs = cast_storage(&AnyArray::Dense(g), buf.stype())?;
+            let g = match g {
+                AnyArray::Dense(d) if d.dtype() != buf.dtype() => AnyArray::Dense(op::call1("Cast", &[d], &[("dtype", Value::DType(buf.dtype()))])?),
+                g => g,
+            };
+            let gs = if g.stype() == buf.stype() { g } else { cast_storage(&g, buf.stype())? };
             invoke_any(op::lookup("elemwise_add")?, &[dst.clone(), gs], Params::default(), Some(out), None)?;
         }
     }
@@ -421,6 +435,9 @@ pub fn backward(
 
     let _guard = FlagGuard(set_recording(create_graph), set_training(train_mode));
     let mut grads: HashMap<(usize, usize), NDArray> = HashMap::new();
+    // Row_sparse gradients of variables with a row_sparse buffer, made sparse from
+    // the start (Embedding with sparse_grad=True), by variable.
+    let mut sparse_grads: HashMap<(usize, usize), crate::ndarray::AnyArray> = HashMap::new();
     for ((h, e), g) in heads.iter().zip(&head_entries).zip(head_grads) {
         let g = match g {
             Some(g) if create_graph => g.clone(),
@@ -461,6 +478,19 @@ pub fn backward(
             continue;
         }
         let plain_inputs: Vec<NDArray> = if create_graph { inputs.clone() } else { inputs.iter().map(|a| a.detach()).collect() };
+        if let (Kind::Op { op, params }, false, None) = (&node.kind, create_graph, &var_keys) {
+            if let Some(e) = sparse_embedding_weight(op, params, &inputs) {
+                let g = crate::op::sparse::embedding_grad_rsp(&out_grads[0], &plain_inputs[0], params)?;
+                let g = crate::ndarray::AnyArray::Sparse(g);
+                let g = match sparse_grads.remove(&e.key()) {
+                    Some(prev) => crate::op::sparse::invoke_any(op::lookup("elemwise_add")?, &[prev, g], Params::default(), None, None)?.remove(0),
+                    None => g,
+                };
+                sparse_grads.insert(e.key(), g);
+                // (Embedding's indices get no gradient.)
+                continue;
+            }
+        }
         let in_grads = match &node.kind {
             Kind::Op { op, params } => {
                 let f = op.grad.ok_or_else(|| non_differentiable(op.name))?;
@@ -528,7 +558,14 @@ pub fn backward(
             for node in order.iter().filter(|n| matches!(n.kind, Kind::Var)) {
                 let mut st = node.state.lock();
                 if let (Some(sbuf), Some(req)) = (st.sgrad.clone(), st.req) {
-                    let g = grads.remove(&(Arc::as_ptr(node) as usize, 0));
+                    let key = (Arc::as_ptr(node) as usize, 0);
+                    let g = match (grads.remove(&key).map(crate::ndarray::AnyArray::Dense), sparse_grads.remove(&key)) {
+                        (Some(d), Some(s)) => {
+                            let d = crate::op::sparse::cast_storage(&d, sbuf.stype())?;
+                            Some(crate::op::sparse::invoke_any(op::lookup("elemwise_add")?, &[d, s], Params::default(), None, None)?.remove(0))
+                        }
+                        (d, s) => s.or(d),
+                    };
                     write_sparse_grad(&sbuf, req, g)?;
                     if req != GradReq::Null {
                         st.fresh = true;

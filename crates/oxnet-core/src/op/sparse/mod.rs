@@ -251,6 +251,57 @@ pub fn cast_storage(a: &AnyArray, stype: SType) -> Result<AnyArray> {
     Ok(invoke_any(op, std::slice::from_ref(a), p, None, None)?.remove(0))
 }
 
+/// The row_sparse gradient of `Embedding(sparse_grad=True)`'s weight: one row per
+/// distinct index, the output gradient's rows summed into it (an engine op; what
+/// autograd uses for a weight whose gradient buffer is row_sparse, so the dense
+/// gradient of the whole table is never made).
+pub fn embedding_grad_rsp(og: &NDArray, data: &NDArray, p: &Params) -> Result<SparseArray> {
+    let (input_dim, output_dim) = (p.int("input_dim").max(0) as usize, p.int("output_dim").max(0) as usize);
+    let ctx = og.ctx();
+    if !ctx.is_host() {
+        return Err(Error::op("Embedding", format!("row_sparse gradients are computed on the CPU for now; got {ctx}")));
+    }
+    if og.size() != data.size() * output_dim {
+        return Err(Error::op("Embedding", "the output gradient does not match the indices and output_dim"));
+    }
+    let dtype = og.dtype();
+    let out = SparseArray::zeros(SType::RowSparse, &[input_dim, output_dim], ctx, dtype, None)?;
+    let (o2, og2, d2) = (out.clone(), og.clone(), data.clone());
+    engine::push(
+        move || {
+            let last = input_dim.saturating_sub(1) as i64;
+            let idx: Vec<i64> = read_idx(&d2)?.into_iter().map(|r| r.clamp(0, last)).collect();
+            let mut uniq = idx.clone();
+            uniq.sort_unstable();
+            uniq.dedup();
+            let mut acc = vec![0f64; uniq.len() * output_dim];
+            crate::with_dtype!(dtype, T, {
+                #[allow(unused_imports)]
+                use crate::dtype::Element;
+                // SAFETY: this engine operation reads the output gradient.
+                let g = unsafe { host_slice::<T>(&og2)? };
+                for (k, r) in idx.iter().enumerate() {
+                    let pos = uniq.binary_search(r).unwrap_or(0);
+                    let (dst, src) = (&mut acc[pos * output_dim..(pos + 1) * output_dim], &g[k * output_dim..(k + 1) * output_dim]);
+                    for (d, s) in dst.iter_mut().zip(src) {
+                        *d += s.to_f64();
+                    }
+                }
+                let vals: Vec<T> = acc.iter().map(|&v| T::from_f64(v)).collect();
+                o2.set_parts(Parts {
+                    data: crate::ndarray::sparse::fresh_array(&[uniq.len(), output_dim], &vals, ctx)?,
+                    aux: vec![idx_array(&uniq, DType::I64, ctx)?],
+                });
+            });
+            Ok(())
+        },
+        &[og.var().clone(), data.var().clone()],
+        std::slice::from_ref(out.var()),
+        false,
+    )?;
+    Ok(out)
+}
+
 // ---- helpers for the kernels ---------------------------------------------------------
 
 /// Index values of an aux (or dense index) array as i64, inside an engine operation.
