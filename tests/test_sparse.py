@@ -479,3 +479,22 @@ def test_embedding_sparse_grad_is_made_sparse(req):
     assert g.stype == "row_sparse"
     np.testing.assert_array_equal(g.indices.asnumpy(), [2, 7, 9])
     np.testing.assert_allclose(g.asnumpy(), ref, rtol=1e-6)
+
+
+def test_lazy_update_of_a_row_sparse_weight():
+    # a row_sparse weight (all rows stored) with a row_sparse gradient: only the
+    # gradient's rows change, the result stays row_sparse
+    w = np.random.RandomState(28).randn(5, 2).astype(np.float32)
+    weight = mx.nd.array(w).tostype("row_sparse")
+    mom = mx.nd.zeros((5, 2))
+    g = mx.nd.sparse.row_sparse_array(([[1.0, 1.0]], [3]), shape=(5, 2))
+    mx.nd.sgd_mom_update(weight, g, mom, lr=0.5, momentum=0.9, wd=0.1, out=weight)
+    assert weight.stype == "row_sparse"
+    ref = w.copy()
+    ref[3] = w[3] + (-0.5 * 0.1 * w[3] - 0.5 * 1.0)
+    np.testing.assert_allclose(weight.asnumpy(), ref, rtol=1e-6)
+    # RMSProp has no lazy form in MXNet: every row gets the dense update
+    weight = mx.nd.array(w)
+    n = mx.nd.zeros((5, 2))
+    mx.nd.rmsprop_update(weight, g, n, lr=0.1, wd=0.5, out=weight)
+    assert not np.allclose(weight.asnumpy()[0], w[0])

@@ -4,29 +4,68 @@
 //! arithmetic), and they are scattered back. `lazy_update=False` falls back to the
 //! dense update (the gradient cast to dense), as MXNet's standard update.
 
-use super::{blob, parts_of, read_idx, SparseCall, SparseImpl};
+use super::cast::sparse_to_dense;
+use super::{blob, idx_array, parts_of, read_idx, SparseCall, SparseImpl};
+use crate::ndarray::AnyArray;
 use crate::error::{Error, Result};
 use crate::ndarray::sparse::copy_host;
 use crate::ndarray::{NDArray, SType};
 use crate::op::{lookup as op_lookup, Blob, OpCall, Params};
 use crate::shape::Shape;
 
-/// Ops whose update of a row depends only on that row (weight, gradient, states).
-const ROWWISE: &[&str] = &["_sparse_adagrad_update", "sgd_update", "sgd_mom_update", "adam_update", "ftrl_update", "adagrad_update", "rmsprop_update", "signum_update", "ftml_update"];
+/// The ops MXNet updates lazily for a row_sparse gradient (the others, e.g. RMSProp,
+/// take the dense update).
+const ROWWISE: &[&str] = &["_sparse_adagrad_update", "sgd_update", "sgd_mom_update", "adam_update", "ftrl_update", "adagrad_update"];
 
 fn stype_fn(p: &Params, ins: &[SType]) -> Option<Vec<SType>> {
     let lazy = p.iter().find(|(k, _)| *k == "lazy_update").map(|_| p.bool("lazy_update")).unwrap_or(true);
     let ok = ins.len() >= 2
-        && ins[0] == SType::Default
+        && ins[0] != SType::Csr
         && ins[1] == SType::RowSparse
         && ins[2..].iter().all(|s| *s == SType::Default)
         && lazy;
-    ok.then(|| vec![SType::Default])
+    // A row_sparse weight stays row_sparse (MXNet's rule); its rows are updated the
+    // same lazy way.
+    ok.then(|| vec![ins[0]])
 }
 
 fn compute(c: &SparseCall) -> Result<()> {
-    let w = c.inputs[0].dense().unwrap();
-    let out = c.outputs[0].dense().unwrap();
+    match (&c.inputs[0], &c.outputs[0]) {
+        (AnyArray::Dense(w), AnyArray::Dense(out)) => lazy_dense(c, w, out),
+        (AnyArray::Sparse(ws), AnyArray::Sparse(os)) => {
+            // Through a dense copy of the weight; the result keeps the rows stored.
+            let tmp = NDArray::empty(ws.shape(), c.ctx, ws.dtype())?;
+            sparse_to_dense(SType::RowSparse, &parts_of(&c.inputs[0]), &tmp)?;
+            lazy_dense(c, &tmp, &tmp)?;
+            let old = read_idx(&parts_of(&c.inputs[0]).aux[0])?;
+            let mut rows = read_idx(&parts_of(&c.inputs[1]).aux[0])?;
+            rows.extend(old);
+            rows.sort_unstable();
+            rows.dedup();
+            os.set_parts(rows_of(&tmp, &rows, os.aux_types()[0])?);
+            Ok(())
+        }
+        _ => Err(c.err("the weight and the output must have the same storage type")),
+    }
+}
+
+/// The rows `rows` of a dense host array as row_sparse parts.
+fn rows_of(a: &NDArray, rows: &[i64], idx_t: crate::dtype::DType) -> Result<crate::ndarray::sparse::Parts> {
+    let n = a.shape()[0];
+    let row_bytes = if n == 0 { 0 } else { a.nbytes() / n };
+    let b = blob(a)?;
+    let mut shape = a.shape().to_vec();
+    shape[0] = rows.len();
+    let data = NDArray::empty(&shape, a.ctx(), a.dtype())?;
+    let d = blob(&data)?;
+    for (k, &r) in rows.iter().enumerate() {
+        // SAFETY: r < n (rows come from checked indices); data holds rows.len() rows.
+        unsafe { std::ptr::copy_nonoverlapping(b.ptr.add(r as usize * row_bytes), d.ptr.add(k * row_bytes), row_bytes) };
+    }
+    Ok(crate::ndarray::sparse::Parts { data, aux: vec![idx_array(rows, idx_t, a.ctx())?] })
+}
+
+fn lazy_dense(c: &SparseCall, w: &NDArray, out: &NDArray) -> Result<()> {
     let gp = parts_of(&c.inputs[1]);
     let states: Vec<&NDArray> = c.inputs[2..].iter().map(|a| a.dense().unwrap()).collect();
     let rows = w.shape()[0];
