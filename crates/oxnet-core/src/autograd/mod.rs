@@ -213,7 +213,9 @@ fn write_sparse_grad(buf: &crate::ndarray::SparseArray, req: GradReq, g: Option<
         }
         (GradReq::Add, Some(g)) => {
             let g = match g {
-                AnyArray::Dense(d) if d.dtype() != buf.dtype() => AnyArray::Dense(op::call1("Cast", &[d], &[("dtype", Value::DType(buf.dtype()))])?),
+                AnyArray::Dense(d) if d.dtype() != buf.dtype() => {
+                    AnyArray::Dense(op::call1("Cast", &[d], &[("dtype", Value::DType(buf.dtype()))])?)
+                }
                 g => g,
             };
             let gs = if g.stype() == buf.stype() { g } else { cast_storage(&g, buf.stype())? };
@@ -483,7 +485,9 @@ pub fn backward(
                 let g = crate::op::sparse::embedding_grad_rsp(&out_grads[0], &plain_inputs[0], params)?;
                 let g = crate::ndarray::AnyArray::Sparse(g);
                 let g = match sparse_grads.remove(&e.key()) {
-                    Some(prev) => crate::op::sparse::invoke_any(op::lookup("elemwise_add")?, &[prev, g], Params::default(), None, None)?.remove(0),
+                    Some(prev) => {
+                        crate::op::sparse::invoke_any(op::lookup("elemwise_add")?, &[prev, g], Params::default(), None, None)?.remove(0)
+                    }
                     None => g,
                 };
                 sparse_grads.insert(e.key(), g);
@@ -562,7 +566,10 @@ pub fn backward(
                     let g = match (grads.remove(&key).map(crate::ndarray::AnyArray::Dense), sparse_grads.remove(&key)) {
                         (Some(d), Some(s)) => {
                             let d = crate::op::sparse::cast_storage(&d, sbuf.stype())?;
-                            Some(crate::op::sparse::invoke_any(op::lookup("elemwise_add")?, &[d, s], Params::default(), None, None)?.remove(0))
+                            Some(
+                                crate::op::sparse::invoke_any(op::lookup("elemwise_add")?, &[d, s], Params::default(), None, None)?
+                                    .remove(0),
+                            )
                         }
                         (d, s) => s.or(d),
                     };

@@ -230,11 +230,7 @@ impl SparseArray {
                     return Err(Error::new(format!("{name}: data, indices and indptr must be 1-dimensional")));
                 }
                 if indices.shape()[0] != data.shape()[0] {
-                    return Err(Error::new(format!(
-                        "{name}: data has {} values but indices has {}",
-                        data.shape()[0],
-                        indices.shape()[0]
-                    )));
+                    return Err(Error::new(format!("{name}: data has {} values but indices has {}", data.shape()[0], indices.shape()[0])));
                 }
                 if indptr.shape()[0] != shape[0] + 1 {
                     return Err(Error::new(format!(
@@ -352,9 +348,7 @@ pub fn copy_host(src: &NDArray, dst: &NDArray) -> Result<()> {
     let d = dst.chunk().storage.try_ptr()?;
     // SAFETY: both arrays hold n bytes from their offsets; the caller holds their vars
     // (or owns them).
-    unsafe {
-        std::ptr::copy_nonoverlapping(s.add(src.offset() * src.dtype().size()), d.add(dst.offset() * dst.dtype().size()), n)
-    };
+    unsafe { std::ptr::copy_nonoverlapping(s.add(src.offset() * src.dtype().size()), d.add(dst.offset() * dst.dtype().size()), n) };
     Ok(())
 }
 
@@ -430,15 +424,19 @@ impl AnyArray {
     }
 }
 
-fn ints_of(a: &NDArray) -> Result<Vec<i64>> {
-    // SAFETY: called after waiting on the owning sparse array; typed by the dtype.
+/// The values of an index array (integer, or float truncated toward zero) as i64.
+/// Only inside an engine operation that ordered `a`, or after waiting on its owner.
+pub fn index_values(a: &NDArray) -> Result<Vec<i64>> {
+    // SAFETY: see above; typed by the array's dtype.
     unsafe {
         Ok(match a.dtype() {
             DType::I64 => host_slice::<i64>(a)?.to_vec(),
             DType::I32 => host_slice::<i32>(a)?.iter().map(|&v| v as i64).collect(),
             DType::U8 | DType::Bool => host_slice::<u8>(a)?.iter().map(|&v| v as i64).collect(),
             DType::I8 => host_slice::<i8>(a)?.iter().map(|&v| v as i64).collect(),
-            d => return Err(Error::new(format!("index arrays must be integers, got {}", d.name()))),
+            DType::F32 => host_slice::<f32>(a)?.iter().map(|&v| v as i64).collect(),
+            DType::F64 => host_slice::<f64>(a)?.iter().map(|&v| v as i64).collect(),
+            DType::F16 => host_slice::<half::f16>(a)?.iter().map(|&v| v.to_f64() as i64).collect(),
         })
     }
 }
@@ -468,8 +466,8 @@ impl SparseArray {
                 if !full_check {
                     return Ok(());
                 }
-                let ip = ints_of(indptr)?;
-                let ix = ints_of(indices)?;
+                let ip = index_values(indptr)?;
+                let ix = index_values(indices)?;
                 if ip[0] != 0 {
                     return bad(format!("csr indptr must start at 0, got {}", ip[0]));
                 }
@@ -479,7 +477,10 @@ impl SparseArray {
                 for r in 0..shape[0] {
                     let (a, b) = (ip[r], ip[r + 1]);
                     if b < a || b > ix.len() as i64 || a < 0 {
-                        return bad(format!("csr indptr must be non-decreasing and within [0, nnz]: indptr[{r}] = {a}, indptr[{}] = {b}", r + 1));
+                        return bad(format!(
+                            "csr indptr must be non-decreasing and within [0, nnz]: indptr[{r}] = {a}, indptr[{}] = {b}",
+                            r + 1
+                        ));
                     }
                     let row = &ix[a as usize..b as usize];
                     for (k, &c) in row.iter().enumerate() {
@@ -504,7 +505,7 @@ impl SparseArray {
                 if !full_check {
                     return Ok(());
                 }
-                let ix = ints_of(idx)?;
+                let ix = index_values(idx)?;
                 for (k, &r) in ix.iter().enumerate() {
                     if r < 0 || r >= shape[0] as i64 {
                         return bad(format!("row_sparse row index {r} is out of range [0, {})", shape[0]));

@@ -829,7 +829,19 @@ pub(super) fn register(r: &mut Registry) {
     add(r, "lamb_update_phase2", "Phase II of the LAMB update: weight = weight - lr * (r1 / r2) * g, with r1 clipped to [lower_bound, upper_bound] and a ratio of 1 where r1 or r2 is 0.", &["weight", "g", "r1", "r2"], LAMB2_P, infer_lamb2, lamb2_c, &[]);
     add(r, "adagrad_update", "Fused update of the AdaGrad optimizer (oxnet).\n\n    g = clip(rescale_grad * grad)\n    history = history + g^2\n    weight = weight - lr * (g / sqrt(history + epsilon) + wd * weight)", &["weight", "grad", "history"], ADAGRAD_P, infer_plain, adagrad_c, &[2]);
     // MXNet's name for AdaGrad with a row_sparse gradient (the lazy form, op::sparse).
-    r.add(OpDef::new("_sparse_adagrad_update", "Update function for AdaGrad optimizer with a row_sparse gradient (rows present only).", Arity::Fixed(&["weight", "grad", "history"]), ADAGRAD_P, infer_plain, adagrad_c).inplace().mutate(&[2]).cost(4));
+    r.add(
+        OpDef::new(
+            "_sparse_adagrad_update",
+            "Update function for AdaGrad optimizer with a row_sparse gradient (rows present only).",
+            Arity::Fixed(&["weight", "grad", "history"]),
+            ADAGRAD_P,
+            infer_plain,
+            adagrad_c,
+        )
+        .inplace()
+        .mutate(&[2])
+        .cost(4),
+    );
     add(r, "adadelta_update", "Fused update of the AdaDelta optimizer (oxnet).\n\n    g = clip(rescale_grad * grad)\n    acc_g = rho * acc_g + (1 - rho) * g^2\n    delta = sqrt(acc_delta + epsilon) / sqrt(acc_g + epsilon) * g\n    acc_delta = rho * acc_delta + (1 - rho) * delta^2\n    weight = weight - (delta + wd * weight)", &["weight", "grad", "acc_g", "acc_delta"], ADADELTA_P, infer_plain, adadelta_c, &[2, 3]);
     add(
         r,

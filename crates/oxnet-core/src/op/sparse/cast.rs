@@ -10,8 +10,7 @@ use crate::ndarray::{AnyArray, NDArray, SType};
 use crate::op::{infer_like_first, Arity, OpCall, OpDef, ParamSpec, Params, Registry};
 use crate::with_dtype;
 
-const PARAMS: &[ParamSpec] =
-    &[ParamSpec::choice("stype", &["default", "row_sparse", "csr"], None, "Output storage type.")];
+const PARAMS: &[ParamSpec] = &[ParamSpec::choice("stype", &["default", "row_sparse", "csr"], None, "Output storage type.")];
 
 fn dense_copy(c: &mut OpCall) -> Result<()> {
     let (a, o) = (&c.inputs[0], &c.outputs[0]);
@@ -110,8 +109,7 @@ pub(super) fn dense_to_rsp(a: &NDArray, idx_t: DType) -> Result<Parts> {
     with_dtype!(a.dtype(), T, {
         // SAFETY: inside the cast's engine operation, which reads `a`.
         let v = unsafe { host_slice::<T>(a)? };
-        let keep: Vec<i64> =
-            (0..rows).filter(|&r| v[r * width..(r + 1) * width].iter().any(|&x| !is_zero(x))).map(|r| r as i64).collect();
+        let keep: Vec<i64> = (0..rows).filter(|&r| v[r * width..(r + 1) * width].iter().any(|&x| !is_zero(x))).map(|r| r as i64).collect();
         let mut ds = a.shape().to_vec();
         ds[0] = keep.len();
         let mut data: Vec<T> = Vec::with_capacity(keep.len() * width);

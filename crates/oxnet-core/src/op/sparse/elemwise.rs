@@ -19,9 +19,37 @@ use crate::with_dtype;
 
 /// Unary ops f with f(0) = 0 (MXNet registers row_sparse and csr forms for these).
 const ZERO_PRESERVING: &[&str] = &[
-    "abs", "sign", "round", "rint", "ceil", "floor", "trunc", "fix", "square", "sqrt", "sin", "tan", "arcsin", "arctan",
-    "sinh", "tanh", "arcsinh", "arctanh", "expm1", "log1p", "relu", "negative", "degrees", "radians", "_mul_scalar",
-    "_div_scalar", "_copy", "clip", "cbrt", "erf", "erfinv",
+    "abs",
+    "sign",
+    "round",
+    "rint",
+    "ceil",
+    "floor",
+    "trunc",
+    "fix",
+    "square",
+    "sqrt",
+    "sin",
+    "tan",
+    "arcsin",
+    "arctan",
+    "sinh",
+    "tanh",
+    "arcsinh",
+    "arctanh",
+    "expm1",
+    "log1p",
+    "relu",
+    "negative",
+    "degrees",
+    "radians",
+    "_mul_scalar",
+    "_div_scalar",
+    "_copy",
+    "clip",
+    "cbrt",
+    "erf",
+    "erfinv",
 ];
 
 fn unary_stype(p: &Params, ins: &[SType]) -> Option<Vec<SType>> {
@@ -104,9 +132,7 @@ fn add_stype(_: &Params, ins: &[SType]) -> Option<Vec<SType>> {
 
 fn mul_stype(_: &Params, ins: &[SType]) -> Option<Vec<SType>> {
     Some(vec![match (ins[0], ins[1]) {
-        (SType::RowSparse, SType::RowSparse) | (SType::RowSparse, SType::Default) | (SType::Default, SType::RowSparse) => {
-            SType::RowSparse
-        }
+        (SType::RowSparse, SType::RowSparse) | (SType::RowSparse, SType::Default) | (SType::Default, SType::RowSparse) => SType::RowSparse,
         (SType::Csr, SType::Csr) | (SType::Csr, SType::Default) | (SType::Default, SType::Csr) => SType::Csr,
         _ => return None,
     }])
@@ -118,6 +144,22 @@ fn apply(op: Bin, a: f64, b: f64) -> f64 {
         Bin::Sub => a - b,
         Bin::Mul => a * b,
     }
+}
+
+/// Replaces a csr output's parts with these values, row pointers and column indices.
+fn set_csr<T: Element>(
+    os: &crate::ndarray::SparseArray,
+    vals: &[T],
+    indptr: &[i64],
+    idx: &[i64],
+    ctx: crate::context::Context,
+) -> Result<()> {
+    let at = os.aux_types();
+    os.set_parts(Parts {
+        data: fresh_array(&[vals.len()], vals, ctx)?,
+        aux: vec![idx_array(indptr, at[0], ctx)?, idx_array(idx, at[1], ctx)?],
+    });
+    Ok(())
 }
 
 /// The stored (index, row values) of a sparse operand as a map-like sorted list.
@@ -206,11 +248,7 @@ fn binary_t<T: Element>(c: &SparseCall, op: Bin) -> Result<()> {
                 vals.extend(m.vals);
                 indptr.push(idx.len() as i64);
             }
-            let at = os.aux_types();
-            os.set_parts(Parts {
-                data: fresh_array(&[vals.len()], &vals, c.ctx)?,
-                aux: vec![idx_array(&indptr, at[0], c.ctx)?, idx_array(&idx, at[1], c.ctx)?],
-            });
+            set_csr(os, &vals, &indptr, &idx, c.ctx)?;
             Ok(())
         }
         (_, _, AnyArray::Dense(od)) => {
@@ -322,7 +360,10 @@ fn add_n(c: &SparseCall) -> Result<()> {
                 }
                 let mut ds = shape.clone();
                 ds[0] = acc.idx.len();
-                os.set_parts(Parts { data: fresh_array(&ds, &acc.vals, c.ctx)?, aux: vec![idx_array(&acc.idx, os.aux_types()[0], c.ctx)?] });
+                os.set_parts(Parts {
+                    data: fresh_array(&ds, &acc.vals, c.ctx)?,
+                    aux: vec![idx_array(&acc.idx, os.aux_types()[0], c.ctx)?],
+                });
             }
             AnyArray::Dense(od) => {
                 // SAFETY: the output is this op's to write; the inputs are read.
@@ -471,11 +512,7 @@ fn slice_csr(c: &SparseCall) -> Result<()> {
             }
             indptr.push(idx.len() as i64);
         }
-        let at = os.aux_types();
-        os.set_parts(Parts {
-            data: fresh_array(&[vals.len()], &vals, c.ctx)?,
-            aux: vec![idx_array(&indptr, at[0], c.ctx)?, idx_array(&idx, at[1], c.ctx)?],
-        });
+        set_csr(os, &vals, &indptr, &idx, c.ctx)?;
         Ok(())
     })
 }
@@ -507,7 +544,13 @@ fn bcast(c: &SparseCall) -> Result<()> {
         let mut vals = Vec::with_capacity(v.len());
         for row in 0..rows {
             for k in ip[row] as usize..ip[row + 1] as usize {
-                let y = if scalar { d[0] } else if by_row { d[row] } else { d[ix[k] as usize] };
+                let y = if scalar {
+                    d[0]
+                } else if by_row {
+                    d[row]
+                } else {
+                    d[ix[k] as usize]
+                };
                 let (x, y) = (v[k].to_f64(), y.to_f64());
                 vals.push(T::from_f64(if div { x / y } else { x * y }));
             }
@@ -547,11 +590,7 @@ fn take_csr(c: &SparseCall) -> Result<()> {
             vals.extend_from_slice(&v[a..b]);
             indptr.push(idx.len() as i64);
         }
-        let at = os.aux_types();
-        os.set_parts(Parts {
-            data: fresh_array(&[vals.len()], &vals, c.ctx)?,
-            aux: vec![idx_array(&indptr, at[0], c.ctx)?, idx_array(&idx, at[1], c.ctx)?],
-        });
+        set_csr(os, &vals, &indptr, &idx, c.ctx)?;
         Ok(())
     })
 }
@@ -582,10 +621,10 @@ pub(super) fn lookup(name: &str) -> Option<&'static SparseImpl> {
 
 // ---- _contrib_quadratic (op::contrib_elemwise) keeps sparse storage when c == 0 ----
 
-static QUAD: SparseImpl = SparseImpl { stype: |p, ins| (ins[0] != SType::Default && p.float("c") == 0.0).then(|| vec![ins[0]]), compute: unary };
+static QUAD: SparseImpl =
+    SparseImpl { stype: |p, ins| (ins[0] != SType::Default && p.float("c") == 0.0).then(|| vec![ins[0]]), compute: unary };
 
 pub(super) fn register(r: &mut Registry) {
-
     r.add(
         OpDef::new(
             "_sparse_retain",

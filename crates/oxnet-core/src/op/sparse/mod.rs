@@ -166,7 +166,13 @@ pub fn invoke_any(
 
 /// Dense computation of an op given sparse arrays: inputs cast to dense, results
 /// cast into sparse `out` arrays.
-fn fallback(op: &'static OpDef, inputs: &[AnyArray], params: Params, out: Option<&[AnyArray]>, ctx: Option<Context>) -> Result<Vec<AnyArray>> {
+fn fallback(
+    op: &'static OpDef,
+    inputs: &[AnyArray],
+    params: Params,
+    out: Option<&[AnyArray]>,
+    ctx: Option<Context>,
+) -> Result<Vec<AnyArray>> {
     let dense: Vec<NDArray> = inputs.iter().map(to_dense_recorded).collect::<Result<_>>()?;
     let dense_out: Option<Vec<Option<NDArray>>> = out.map(|o| o.iter().map(|a| a.dense().cloned()).collect());
     let direct = dense_out.as_ref().map(|v| v.iter().all(|a| a.is_some())).unwrap_or(false);
@@ -306,18 +312,7 @@ pub fn embedding_grad_rsp(og: &NDArray, data: &NDArray, p: &Params) -> Result<Sp
 
 /// Index values of an aux (or dense index) array as i64, inside an engine operation.
 pub(crate) fn read_idx(a: &NDArray) -> Result<Vec<i64>> {
-    // SAFETY: callers run inside an engine op holding the owning var; typed by dtype.
-    unsafe {
-        Ok(match a.dtype() {
-            DType::I64 => host_slice::<i64>(a)?.to_vec(),
-            DType::I32 => host_slice::<i32>(a)?.iter().map(|&v| v as i64).collect(),
-            DType::U8 | DType::Bool => host_slice::<u8>(a)?.iter().map(|&v| v as i64).collect(),
-            DType::I8 => host_slice::<i8>(a)?.iter().map(|&v| v as i64).collect(),
-            DType::F32 => host_slice::<f32>(a)?.iter().map(|&v| v as i64).collect(),
-            DType::F64 => host_slice::<f64>(a)?.iter().map(|&v| v as i64).collect(),
-            DType::F16 => host_slice::<half::f16>(a)?.iter().map(|&v| v.to_f64() as i64).collect(),
-        })
-    }
+    crate::ndarray::sparse::index_values(a)
 }
 
 /// A fresh index array of dtype `d` holding `v`.

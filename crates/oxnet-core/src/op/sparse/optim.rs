@@ -6,9 +6,9 @@
 
 use super::cast::sparse_to_dense;
 use super::{blob, idx_array, parts_of, read_idx, SparseCall, SparseImpl};
-use crate::ndarray::AnyArray;
 use crate::error::{Error, Result};
 use crate::ndarray::sparse::copy_host;
+use crate::ndarray::AnyArray;
 use crate::ndarray::{NDArray, SType};
 use crate::op::{lookup as op_lookup, Blob, OpCall, Params};
 use crate::shape::Shape;
@@ -19,11 +19,7 @@ const ROWWISE: &[&str] = &["_sparse_adagrad_update", "sgd_update", "sgd_mom_upda
 
 fn stype_fn(p: &Params, ins: &[SType]) -> Option<Vec<SType>> {
     let lazy = p.iter().find(|(k, _)| *k == "lazy_update").map(|_| p.bool("lazy_update")).unwrap_or(true);
-    let ok = ins.len() >= 2
-        && ins[0] != SType::Csr
-        && ins[1] == SType::RowSparse
-        && ins[2..].iter().all(|s| *s == SType::Default)
-        && lazy;
+    let ok = ins.len() >= 2 && ins[0] != SType::Csr && ins[1] == SType::RowSparse && ins[2..].iter().all(|s| *s == SType::Default) && lazy;
     // A row_sparse weight stays row_sparse (MXNet's rule); its rows are updated the
     // same lazy way.
     ok.then(|| vec![ins[0]])

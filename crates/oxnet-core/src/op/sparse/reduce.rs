@@ -24,7 +24,15 @@ fn square_sum_dense(c: &mut OpCall) -> Result<()> {
         }
     });
     let sum = crate::op::lookup("sum")?;
-    let mut call = OpCall { op: sum, params: c.params, inputs: std::slice::from_ref(&sq_blob), outputs: c.outputs, ctx: c.ctx, rng: None, is_train: c.is_train };
+    let mut call = OpCall {
+        op: sum,
+        params: c.params,
+        inputs: std::slice::from_ref(&sq_blob),
+        outputs: c.outputs,
+        ctx: c.ctx,
+        rng: None,
+        is_train: c.is_train,
+    };
     (sum.cpu)(&mut call)
 }
 
