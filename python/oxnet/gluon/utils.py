@@ -35,6 +35,9 @@ def split_data(data, num_slice, batch_axis=0, even_split=True):
         bounds.append(bounds[-1] + each + (1 if i < extra else 0))
     if batch_axis == 0:
         return [data[bounds[i]:bounds[i + 1]] for i in range(num_slice)]
+    if not isinstance(data, ndarray.NDArray):  # an mx.np.ndarray
+        lead = (slice(None),) * batch_axis
+        return [data[lead + (slice(bounds[i], bounds[i + 1]),)] for i in range(num_slice)]
     return [ndarray.slice_axis(data, axis=batch_axis, begin=bounds[i], end=bounds[i + 1])
             for i in range(num_slice)]
 
