@@ -330,3 +330,59 @@ def test_gluon_split_data_np():
     parts = mx.gluon.utils.split_data(x, 4, batch_axis=1, even_split=False)
     assert all(isinstance(p, np.ndarray) for p in parts)
     _check(np.concatenate(parts, axis=1), x.asnumpy())
+
+
+def test_more_functions():
+    a_np, b_np = _rand(2, 3), _rand(2, 3) + 3
+    a, b = np.array(a_np), np.array(b_np)
+    _check(np.divide(a, b), a_np / b_np, rtol=1e-5)
+    _check(np.remainder(a, b), onp.remainder(a_np, b_np), rtol=1e-5, atol=1e-5)
+    _check(np.floor_divide(a, b), onp.floor_divide(a_np, b_np))
+    _check(np.floor_divide(np.array([7, -7], dtype="int32"), 2), [3, -4], dtype="int32")
+    m1, m2 = a_np > 0, b_np > 3
+    for name in ("logical_and", "logical_or", "logical_xor"):
+        _check(getattr(np, name)(np.array(m1, dtype="bool"), np.array(m2, dtype="bool")),
+               getattr(onp, name)(m1, m2), dtype="bool")
+    for name in ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal"):
+        _check(getattr(np, name)(a, 0.5), getattr(onp, name)(a_np, 0.5), dtype="bool")
+    _check(np.amax(a, axis=1), onp.amax(a_np, axis=1))
+    _check(np.amin(a), onp.amin(a_np))
+    _check(np.identity(3, dtype="int32"), onp.identity(3), dtype="int32")
+    assert np.empty_like(a).shape == (2, 3) and np.empty_like(a, dtype="int8").dtype == onp.int8
+    _check(np.full((2, 3), np.array([1.0, 2.0, 3.0])), onp.full((2, 3), [1.0, 2.0, 3.0]))
+    c = np.copy(a)
+    c[0, 0] = 100
+    assert a.asnumpy()[0, 0] != 100
+    assert np.shape(a) == (2, 3) and np.ndim(a) == 2 and np.size(a) == 6
+    for name in ("arcsin", "arccos", "arctanh"):
+        x = _rand(5) / 3
+        _check(getattr(np, name)(np.array(x)), getattr(onp, name)(x), rtol=1e-5)
+    for name in ("sinh", "cosh", "tan", "arcsinh", "degrees", "radians", "rint", "fix",
+                 "log2", "log10"):
+        x = onp.abs(_rand(5)) + 1.1
+        _check(getattr(np, name)(np.array(x)), getattr(onp, name)(x), rtol=1e-5)
+    _check(np.arccosh(np.array([1.5, 2.0])), onp.arccosh([1.5, 2.0]), rtol=1e-5)
+    out = np.zeros((2, 3))
+    res = np.add(a, b, out=out)
+    assert res is out
+    _check(out, a_np + b_np)
+    mx.random.seed(3)
+    assert np.random.rand(2, 3).shape == (2, 3)
+    assert np.random.randn(4).shape == (4,)
+    _check(npx.activation(np.array(a_np), act_type="tanh"), onp.tanh(a_np), rtol=1e-5)
+
+
+def test_not_built_raises():
+    a = np.ones((2, 2))
+    with pytest.raises(NotImplementedError):
+        np.add(a, a, where=True)
+    with pytest.raises(NotImplementedError):
+        np.clip(a, np.zeros((2, 2)), 1)
+    with pytest.raises(NotImplementedError):
+        np.where(a > 0)
+    with pytest.raises(NotImplementedError):
+        np.reshape(a, (4,), order="F")
+    with pytest.raises(TypeError):
+        np.array(["a", "b"])
+    with pytest.raises(AttributeError):
+        np.fft  # noqa: B018 - not built: absent, never approximated

@@ -575,12 +575,12 @@ def clip(a, a_min, a_max, out=None):
     """NumPy's ``clip`` with scalar bounds (None: no bound on that side)."""
     if a_min is None and a_max is None:
         raise ValueError("One of max or min must be given")
-    nd = _nd_of(a)
-    lo = -_np.inf if a_min is None else float(a_min)
-    hi = _np.inf if a_max is None else float(a_max)
     if not _is_scalar(a_min if a_min is not None else 0) or \
             not _is_scalar(a_max if a_max is not None else 0):
         raise NotImplementedError("clip: array bounds are not supported, only scalars")
+    nd = _nd_of(a)
+    lo = -_np.inf if a_min is None else float(a_min)
+    hi = _np.inf if a_max is None else float(a_max)
     return _out(_mx_nd.clip(nd, a_min=lo, a_max=hi), out)
 
 
@@ -652,9 +652,11 @@ def array(object, dtype=None, ctx=None):  # pylint: disable=redefined-builtin
         res = _cast_nd(nd, dt)
         res = res.copyto(ctx) if res is nd or res.context != ctx else res
         return _wrap(res)
-    src = _np.asarray(object, dtype=dt)
-    if src.dtype.kind in "OUSV":
-        raise TypeError("cannot make an mx.np.ndarray from %s" % type(object).__name__)
+    src = _np.asarray(object)
+    if src.dtype.kind in "OUSVM":
+        raise TypeError("cannot make an mx.np.ndarray from %s of dtype %s"
+                        % (type(object).__name__, src.dtype))
+    src = src.astype(dt, copy=False)
     res = _mx_nd.empty(src.shape, ctx=ctx, dtype=dt.name)
     if src.size:
         res[:] = src if src.ndim else src.reshape(())
