@@ -386,3 +386,34 @@ def test_not_built_raises():
         np.array(["a", "b"])
     with pytest.raises(AttributeError):
         np.fft  # noqa: B018 - not built: absent, never approximated
+
+
+def test_random_choice_shuffle():
+    mx.random.seed(5)
+    c = np.random.choice(5, size=(200,))
+    assert c.dtype == onp.int64 and c.shape == (200,)
+    assert set(c.asnumpy().tolist()) == set(range(5))
+    assert np.random.choice(3).shape == ()
+    pool = np.array([10.0, 20.0, 30.0])
+    w = np.random.choice(pool, 300, p=np.array([0.0, 0.5, 0.5])).asnumpy()
+    assert set(w.tolist()) == {20.0, 30.0}
+    perm = np.random.choice(7, 7, replace=False).asnumpy()
+    assert sorted(perm.tolist()) == list(range(7))
+    with pytest.raises(ValueError):
+        np.random.choice(3, 4, replace=False)
+    with pytest.raises(ValueError):
+        np.random.choice(pool, 2, p=np.array([0.5, 0.6, 0.1]))
+    with pytest.raises(TypeError):
+        np.random.choice(3, shape=(2,))
+    x = np.arange(10)
+    np.random.shuffle(x)
+    assert sorted(x.asnumpy().tolist()) == list(range(10))
+
+
+def test_reshape_errors_are_mxnet_errors():
+    a = np.ones((10, 10))
+    for bad in ((1,), (-1, 3)):
+        with pytest.raises(mx.base.MXNetError):
+            a.reshape(bad)
+        with pytest.raises(ValueError):
+            np.reshape(a, bad)

@@ -20,7 +20,7 @@ import numbers
 import numpy as _np
 
 from .. import ndarray as _mx_nd
-from ..base import MXNetError
+from ..base import MXNetError, MXNetValueError
 from ..context import Context, current_context
 from ..ndarray.ndarray import NDArray
 
@@ -389,16 +389,16 @@ def _resolve_reshape(old_shape, newshape):
     size = int(_np.prod(old_shape, dtype=_np.int64))
     unknown = [i for i, s in enumerate(newshape) if s == -1]
     if len(unknown) > 1:
-        raise ValueError("can only specify one unknown dimension")
+        raise MXNetValueError("can only specify one unknown dimension")
     if any(s < -1 for s in newshape):
-        raise ValueError("negative dimensions not allowed in reshape to %s" % (newshape,))
+        raise MXNetValueError("negative dimensions not allowed in reshape to %s" % (newshape,))
     if unknown:
         known = int(_np.prod([s for s in newshape if s != -1], dtype=_np.int64))
         if known == 0 or size % known:
-            raise ValueError("cannot reshape array of size %d into shape %s" % (size, newshape))
+            raise MXNetValueError("cannot reshape array of size %d into shape %s" % (size, newshape))
         newshape = tuple(size // known if s == -1 else s for s in newshape)
     if int(_np.prod(newshape, dtype=_np.int64)) != size:
-        raise ValueError("cannot reshape array of size %d into shape %s" % (size, newshape))
+        raise MXNetValueError("cannot reshape array of size %d into shape %s" % (size, newshape))
     return newshape
 
 

@@ -5,9 +5,9 @@ import numpy as _np
 
 from .. import ndarray as _mx_nd
 from ..random import seed  # noqa: F401
-from .multiarray import _wrap, _reshape_nd, _ctx_of, _is_scalar, _out
+from .multiarray import _wrap, _reshape_nd, _ctx_of, _is_scalar, _out, _nd_of, _cast_nd, ndarray
 
-__all__ = ["uniform", "normal", "randint", "rand", "randn", "seed"]
+__all__ = ["uniform", "normal", "randint", "choice", "shuffle", "rand", "randn", "seed"]
 
 
 def _size(size):
@@ -61,3 +61,51 @@ def rand(*size, **kwargs):
 def randn(*size, **kwargs):
     """Standard normal samples of shape ``size``."""
     return normal(size=size, **kwargs)
+
+
+def choice(a, size=None, replace=True, p=None, ctx=None, out=None):
+    """Samples from ``a`` (a 1-D array, or an int n standing for ``arange(n)``, whose
+    samples are int64): with replacement, uniformly or with probabilities ``p``;
+    without replacement uniformly (``p`` with ``replace=False`` is not built)."""
+    shape = _size(size)
+    count = int(_np.prod(shape, dtype=_np.int64))
+    if isinstance(a, (int, _np.integer)):
+        n, pool = int(a), None
+        if n <= 0:
+            raise ValueError("a must be greater than 0 unless no samples are taken")
+        c = _ctx_of(ctx)
+    else:
+        pool = _nd_of(a, ctx)
+        if pool.ndim != 1:
+            raise ValueError("a must be 1-dimensional")
+        n, c = pool.shape[0], pool.context
+        if n == 0:
+            raise ValueError("a cannot be empty unless no samples are taken")
+    if replace:
+        if p is None:
+            idx = _mx_nd.random.randint(0, n, shape=(count,), dtype="int64", ctx=c)
+        else:
+            prob = _cast_nd(_nd_of(p, c), _np.float32)
+            if prob.shape != (n,):
+                raise ValueError("a and p must have same size")
+            pn = prob.asnumpy()
+            if (pn < 0).any() or abs(float(pn.sum()) - 1.0) > 1e-5:
+                raise ValueError("probabilities are not non-negative or do not sum to 1")
+            idx = _cast_nd(_mx_nd.random.multinomial(prob, shape=(count,)), _np.int64)
+    else:
+        if p is not None:
+            raise NotImplementedError("choice: p with replace=False is not supported")
+        if count > n:
+            raise ValueError("Cannot take a larger sample than population when "
+                             "'replace=False'")
+        perm = _mx_nd.random.shuffle(_mx_nd.arange(0, n, ctx=c, dtype="int64"))
+        idx = _mx_nd.slice_axis(perm, axis=0, begin=0, end=count)
+    res = idx if pool is None else _mx_nd.take(pool, idx)
+    return _out(_reshape_nd(res, shape), out)
+
+
+def shuffle(x):
+    """Shuffles ``x`` in place along its first axis."""
+    if not isinstance(x, ndarray):
+        raise TypeError("shuffle takes an mx.np.ndarray, got %s" % type(x).__name__)
+    _mx_nd.random.shuffle(x._nd).copyto(x._nd)
