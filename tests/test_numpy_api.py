@@ -417,3 +417,27 @@ def test_reshape_errors_are_mxnet_errors():
             a.reshape(bad)
         with pytest.raises(ValueError):
             np.reshape(a, bad)
+
+
+def test_default_dtype_switch():
+    assert not mx.util.is_np_default_dtype()
+    npx.set_np(dtype=True)
+    try:
+        assert mx.util.is_np_default_dtype()
+        assert np.zeros((2,)).dtype == onp.float64
+        assert np.array([1, 2]).dtype == onp.float64
+        assert np.random.uniform(size=3).dtype == onp.float64
+        assert (np.array([1, 2], dtype="int32") / 2).dtype == onp.float64
+        assert repr(np.ones(2)) == "array([1., 1.])"
+        assert repr(np.ones(2, dtype="float32")) == "array([1., 1.], dtype=float32)"
+    finally:
+        npx.reset_np()
+    assert not mx.util.is_np_default_dtype() and np.zeros((2,)).dtype == onp.float32
+
+    @mx.util.use_np_default_dtype
+    def make():
+        return np.ones((1,)).dtype
+    assert make() == onp.float64 and np.ones((1,)).dtype == onp.float32
+    with mx.util.np_default_dtype(True):
+        assert np.arange(3).dtype == onp.float64
+    from oxnet.test_utils import use_np_array, use_np_shape  # noqa: F401

@@ -20,6 +20,7 @@ import numbers
 import numpy as _np
 
 from .. import ndarray as _mx_nd
+from .. import util as _util
 from ..base import MXNetError, MXNetValueError
 from ..context import Context, current_context
 from ..ndarray.ndarray import NDArray
@@ -39,7 +40,13 @@ __all__ = ["ndarray", "array", "asarray", "zeros", "ones", "full", "empty", "zer
            "where", "ravel", "copy", "shape", "ndim", "size"]
 
 float32 = _np.float32
-_DEFAULT_FLOAT = _np.dtype(_np.float32)
+_FLOAT32 = _np.dtype(_np.float32)
+
+
+def _default_float():
+    """mx.np's default float dtype: float32, or float64 under
+    ``npx.set_np(dtype=True)`` / ``util.np_default_dtype``."""
+    return _np.dtype(_np.float64) if _util.is_np_default_dtype() else _FLOAT32
 
 
 # ---------------------------------------------------------------------------
@@ -122,7 +129,7 @@ def _scalar_dtype(arr_dtype, scalar):
     if isinstance(scalar, (bool, _np.bool_)):
         return arr_dtype
     if isinstance(scalar, (float, _np.floating)) and not _is_float(arr_dtype):
-        return _DEFAULT_FLOAT
+        return _default_float()
     if arr_dtype == _np.bool_:
         return _np.dtype(_np.int64) if isinstance(scalar, (int, _np.integer)) else arr_dtype
     return arr_dtype
@@ -172,7 +179,7 @@ def _make_binary(name, op, result=None, float_out=False):
                                       % (name, ", ".join(sorted(kwargs))))
         a, b, dtype = _binary_operands(x1, x2)
         if float_out and not _is_float(dtype):
-            a, b = _cast_nd(a, _DEFAULT_FLOAT), _cast_nd(b, _DEFAULT_FLOAT)
+            a, b = _cast_nd(a, _default_float()), _cast_nd(b, _default_float())
         if result == "bool" and dtype == _np.bool_ and op not in (
                 "broadcast_logical_and", "broadcast_logical_or", "broadcast_logical_xor"):
             a, b = _cast_nd(a, _np.int32), _cast_nd(b, _np.int32)
@@ -228,7 +235,7 @@ def _make_unary(name, op, to_float=True):
                                       % (name, ", ".join(sorted(kwargs))))
         nd = _nd_of(x)
         if to_float and not _is_float(nd.dtype):
-            nd = _cast_nd(nd, _DEFAULT_FLOAT)
+            nd = _cast_nd(nd, _default_float())
         return _out(getattr(_mx_nd, op)(nd), out)
     fn.__name__ = name
     fn.__doc__ = "NumPy's ``%s``, elementwise (registry op ``%s``)." % (name, op)
@@ -309,7 +316,7 @@ def _make_reduce(name, op, mean_like=False):
         nd = _nd_of(a)
         axes = _norm_axis(axis, nd.ndim)
         if mean_like and not _is_float(nd.dtype) and dtype is None:
-            nd = _cast_nd(nd, _DEFAULT_FLOAT)
+            nd = _cast_nd(nd, _default_float())
         elif nd.dtype == _np.bool_ and op in ("sum", "prod"):
             nd = _cast_nd(nd, _np.int64)
         if dtype is not None:
@@ -638,7 +645,7 @@ def _dtype_of_source(obj, dtype):
     if src.dtype == _np.bool_:
         return src.dtype
     # MXNet 1.9.1: arrays from Python lists and scalars are float32 by default.
-    return _DEFAULT_FLOAT
+    return _default_float()
 
 
 def array(object, dtype=None, ctx=None):  # pylint: disable=redefined-builtin
@@ -672,7 +679,7 @@ def asarray(obj, dtype=None, ctx=None):
 
 
 def _creation_dtype(dtype):
-    return _DEFAULT_FLOAT if dtype is None else _np.dtype(dtype)
+    return _default_float() if dtype is None else _np.dtype(dtype)
 
 
 def zeros(shape, dtype=None, order="C", ctx=None):  # pylint: disable=redefined-outer-name
@@ -709,7 +716,7 @@ def full(shape, fill_value, dtype=None, order="C", ctx=None, out=None):  # pylin
         dt = _np.dtype(dtype) if dtype is not None else _np.dtype(fv.dtype)
         return _out(broadcast_to(_wrap(_cast_nd(fv, dt)), shape)._nd, out)
     if dtype is None:
-        dtype = _np.bool_ if isinstance(fill_value, (bool, _np.bool_)) else _DEFAULT_FLOAT
+        dtype = _np.bool_ if isinstance(fill_value, (bool, _np.bool_)) else _default_float()
     return _out(_full_nd(_np_shape_arg(shape), fill_value, dtype, _ctx_of(ctx)), out)
 
 
@@ -924,9 +931,9 @@ class ndarray:  # pylint: disable=invalid-name
     def __repr__(self):
         text = repr(self.asnumpy())
         if "dtype=" in text:
-            if self.dtype == _np.float32:
+            if self.dtype == _default_float():
                 text = text[:text.rindex(",")] + ")"
-        elif self.dtype not in (_np.dtype(_np.float32), _np.dtype(_np.bool_)):
+        elif self.dtype not in (_default_float(), _np.dtype(_np.bool_)):
             text = text[:-1] + ", dtype=%s)" % self.dtype.name
         if self.ctx.device_type != "cpu":
             text = text[:-1] + ", ctx=%s)" % self.ctx

@@ -5,7 +5,8 @@ import numpy as _np
 
 from .. import ndarray as _mx_nd
 from ..random import seed  # noqa: F401
-from .multiarray import _wrap, _reshape_nd, _ctx_of, _is_scalar, _out, _nd_of, _cast_nd, ndarray
+from .multiarray import (_wrap, _reshape_nd, _ctx_of, _is_scalar, _out, _nd_of, _cast_nd,
+                         _default_float, ndarray)
 
 __all__ = ["uniform", "normal", "randint", "choice", "shuffle", "rand", "randn", "seed"]
 
@@ -23,14 +24,14 @@ def _sample(op, a, b, size, dtype, ctx, out, **kw):
         raise NotImplementedError("mx.np.random.%s: array-valued parameters are not "
                                   "supported, only scalars" % op)
     shape = _size(size)
-    dtype = _np.dtype("float32" if dtype is None else dtype)
+    dtype = _default_float() if dtype is None else _np.dtype(dtype)
     res = getattr(_mx_nd.random, op)(a, b, shape=shape if shape else (1,), dtype=dtype.name,
                                      ctx=_ctx_of(ctx), **kw)
     return _out(_reshape_nd(res, shape), out)
 
 
 def uniform(low=0.0, high=1.0, size=None, dtype=None, ctx=None, out=None):
-    """Samples of U[low, high) of shape ``size`` (None: a zero-dim array); float32 unless
+    """Samples of U[low, high) of shape ``size`` (None: a zero-dim array); the default float unless
     ``dtype``."""
     return _sample("uniform", low, high, size, dtype, ctx, out)
 
