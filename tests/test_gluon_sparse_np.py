@@ -125,3 +125,12 @@ def test_row_sparse_clip_under_mxnet_alias_warns_once():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.startswith("0 "), out
+
+
+def test_hybrid_block_np_input_is_a_clear_error():
+    net = gluon.nn.Dense(2, in_units=3)
+    net.initialize()
+    with pytest.raises(mx.base.MXNetError, match="mx.np.ndarray"):
+        net(mx.np.ones((1, 3)))
+    out = net(mx.np.ones((1, 3)).as_nd_ndarray()).as_np_ndarray()
+    assert isinstance(out, mx.np.ndarray) and out.shape == (1, 2)

@@ -441,3 +441,14 @@ def test_default_dtype_switch():
     with mx.util.np_default_dtype(True):
         assert np.arange(3).dtype == onp.float64
     from oxnet.test_utils import use_np_array, use_np_shape  # noqa: F401
+
+
+def test_copy_and_pickle():
+    import copy
+    import pickle
+    a = np.arange(4)
+    for b in (copy.deepcopy(a), pickle.loads(pickle.dumps(a))):
+        assert isinstance(b, np.ndarray)
+        _check(b, onp.arange(4), dtype="float32")
+        b[0] = 9
+        assert a.asnumpy()[0] == 0

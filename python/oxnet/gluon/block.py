@@ -93,6 +93,11 @@ def _gather_type_ctx_info(args):
             if first_ctx is None:
                 first_ctx = fc
         return has_symbol, has_ndarray, ctx_set, first_ctx
+    if type(args).__module__ == "oxnet.numpy.multiarray":
+        raise MXNetError(
+            "HybridBlock: an mx.np.ndarray input (NumPy mode) is not supported by oxnet's "
+            "Gluon yet; pass x.as_nd_ndarray() and convert the outputs with "
+            "as_np_ndarray()")
     return False, False, set(), None
 
 
