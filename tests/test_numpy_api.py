@@ -452,3 +452,72 @@ def test_copy_and_pickle():
         _check(b, onp.arange(4), dtype="float32")
         b[0] = 9
         assert a.asnumpy()[0] == 0
+
+
+@pytest.mark.parametrize("sa,sb", [((2, 3), (3, 4)), ((3,), (3, 4)), ((2, 3), (3,)),
+                                   ((3,), (3,)), ((5, 2, 3), (3, 4)), ((5, 2, 3), (1, 3, 4)),
+                                   ((2, 1, 2, 3), (4, 3, 2))])
+def test_matmul(sa, sb):
+    a, b = _rand(*sa), _rand(*sb)
+    _check(np.matmul(np.array(a), np.array(b)), onp.matmul(a, b), rtol=1e-4, atol=1e-5)
+    _check(np.array(a) @ np.array(b), a @ b, rtol=1e-4, atol=1e-5)
+
+
+def test_matmul_errors():
+    with pytest.raises(ValueError):
+        np.matmul(np.ones((2, 3)), np.ones((2, 3)))
+    with pytest.raises(ValueError):
+        np.matmul(np.ones((2, 3)), 2.0)
+
+
+def test_array_manipulation_more():
+    a_np = onp.array([[3, 1, 2], [0, 5, 4]], dtype="float32")
+    a = np.array(a_np)
+    _check(np.tile(a, (2, 1)), onp.tile(a_np, (2, 1)))
+    _check(np.tile(a, 2), onp.tile(a_np, 2))
+    _check(np.repeat(a, 2), onp.repeat(a_np, 2))
+    _check(np.repeat(a, 3, axis=1), onp.repeat(a_np, 3, axis=1))
+    _check(a.repeat(2, axis=0), a_np.repeat(2, axis=0))
+    _check(np.flip(a), onp.flip(a_np))
+    _check(np.flip(a, axis=1), onp.flip(a_np, axis=1))
+    for axis in (-1, 0, None):
+        _check(np.sort(a, axis=axis), onp.sort(a_np, axis=axis))
+        _check(np.argsort(a, axis=axis), onp.argsort(a_np, axis=axis), dtype="int64")
+        _check(np.cumsum(a, axis=axis), onp.cumsum(a_np, axis=axis))
+    b = a.copy()
+    b.sort(axis=1)
+    _check(b, onp.sort(a_np, axis=1))
+    _check(np.take(a, [2, 0], axis=1), onp.take(a_np, [2, 0], axis=1))
+    _check(np.take(a, np.array([4, 1], dtype="int64")), onp.take(a_np, [4, 1]))
+    _check(np.take(a, 1, axis=0), onp.take(a_np, 1, axis=0))
+    _check(np.take(a, [5, -1], axis=1, mode="clip"), onp.take(a_np, [5, -1], axis=1, mode="clip"))
+    with pytest.raises(IndexError):
+        np.take(a, [3], axis=1)
+    x = np.array(_rand(2, 3, 4))
+    _check(np.moveaxis(x, 0, -1), onp.moveaxis(x.asnumpy(), 0, -1))
+    _check(np.moveaxis(x, [0, 1], [2, 0]), onp.moveaxis(x.asnumpy(), [0, 1], [2, 0]))
+    _check(np.around(np.array([0.5, 1.5, -2.5, 2.4])), onp.around([0.5, 1.5, -2.5, 2.4]))
+    with pytest.raises(NotImplementedError):
+        np.around(a, 2)
+
+
+def test_predicates_and_stats():
+    v = onp.array([1.0, onp.nan, onp.inf, -onp.inf, 0.0], dtype="float32")
+    for name in ("isnan", "isinf", "isfinite"):
+        _check(getattr(np, name)(np.array(v)), getattr(onp, name)(v), dtype="bool")
+    _check(np.isnan(np.array([1, 2], dtype="int32")), [False, False], dtype="bool")
+    m = onp.array([[1, 0, 2], [3, 4, 5]], dtype="float32")
+    for axis in (None, 0, 1):
+        for name in ("all", "any"):
+            _check(getattr(np, name)(np.array(m), axis=axis), getattr(onp, name)(m, axis=axis),
+                   dtype="bool")
+    assert bool(np.array(m).any()) and not bool(np.array(m).all())
+    assert bool(np.all(np.zeros((0,)))) and not bool(np.any(np.zeros((0,))))
+    a = _rand(3, 4)
+    for axis in (None, 0, 1, (0, 1)):
+        for ddof in (0, 1):
+            _check(np.var(np.array(a), axis=axis, ddof=ddof), onp.var(a, axis=axis, ddof=ddof),
+                   rtol=1e-4, atol=1e-5)
+            _check(np.std(np.array(a), axis=axis, ddof=ddof), onp.std(a, axis=axis, ddof=ddof),
+                   rtol=1e-4, atol=1e-5)
+    _check(np.array(a).std(axis=1, keepdims=True), a.std(axis=1, keepdims=True), rtol=1e-4)

@@ -37,7 +37,9 @@ __all__ = ["ndarray", "array", "asarray", "zeros", "ones", "full", "empty", "zer
            "logical_not", "sum", "mean", "max", "min", "amax", "amin", "prod", "argmax",
            "argmin", "reshape", "transpose", "swapaxes", "expand_dims", "squeeze",
            "broadcast_to", "concatenate", "stack", "split", "array_split", "dot", "clip",
-           "where", "ravel", "copy", "shape", "ndim", "size"]
+           "where", "ravel", "copy", "shape", "ndim", "size", "matmul", "tile", "repeat",
+           "flip", "sort", "argsort", "cumsum", "isnan", "isinf", "isfinite", "all", "any",
+           "var", "std", "take", "moveaxis", "around", "round"]
 
 float32 = _np.float32
 _FLOAT32 = _np.dtype(_np.float32)
@@ -397,7 +399,7 @@ def _resolve_reshape(old_shape, newshape):
     unknown = [i for i, s in enumerate(newshape) if s == -1]
     if len(unknown) > 1:
         raise MXNetValueError("can only specify one unknown dimension")
-    if any(s < -1 for s in newshape):
+    if _builtins.any(s < -1 for s in newshape):
         raise MXNetValueError("negative dimensions not allowed in reshape to %s" % (newshape,))
     if unknown:
         known = int(_np.prod([s for s in newshape if s != -1], dtype=_np.int64))
@@ -489,10 +491,10 @@ def concatenate(seq, axis=0, out=None):
     if axis is None:
         nds = [_reshape_nd(a, (a.size,)) for a in nds]
         axis = 0
-    if any(a.ndim == 0 for a in nds):
+    if _builtins.any(a.ndim == 0 for a in nds):
         raise ValueError("zero-dimensional arrays cannot be concatenated")
     ndim = nds[0].ndim
-    if any(a.ndim != ndim for a in nds):
+    if _builtins.any(a.ndim != ndim for a in nds):
         raise ValueError("all the input arrays must have same number of dimensions")
     ax = _norm_axis(axis, ndim)[0]
     dtype = nds[0].dtype
@@ -509,7 +511,7 @@ def stack(arrays, axis=0, out=None):
     nds = [_nd_of(a) for a in arrays]
     if not nds:
         raise ValueError("need at least one array to stack")
-    if any(tuple(a.shape) != tuple(nds[0].shape) for a in nds):
+    if _builtins.any(tuple(a.shape) != tuple(nds[0].shape) for a in nds):
         raise ValueError("all input arrays must have the same shape")
     ax = _norm_axis(axis, nds[0].ndim + 1)[0]
     dtype = nds[0].dtype
@@ -629,6 +631,193 @@ def ndim(a):
 def size(a):
     """The number of elements of ``a``."""
     return _nd_of(a).size
+
+
+def matmul(a, b, out=None):
+    """NumPy's ``matmul``: matrix products over the last two axes, the leading (batch)
+    axes broadcast; a 1-D operand is a row (``a``) or column (``b``) vector."""
+    if _is_scalar(a) or _is_scalar(b):
+        raise ValueError("matmul: Input operand does not have enough dimensions")
+    x, y, dtype = _binary_operands(a, b)
+    if x.ndim == 0 or y.ndim == 0:
+        raise ValueError("matmul: Input operand does not have enough dimensions")
+    xv, yv = x.ndim == 1, y.ndim == 1
+    if xv:
+        x = _reshape_nd(x, (1, x.shape[0]))
+    if yv:
+        y = _reshape_nd(y, (y.shape[0], 1))
+    if x.shape[-1] != y.shape[-2]:
+        raise ValueError("matmul: Input operand 1 has a mismatch in its core dimension 0 "
+                         "(size %d is different from %d)" % (y.shape[-2], x.shape[-1]))
+    batch = _np.broadcast_shapes(tuple(x.shape[:-2]), tuple(y.shape[:-2]))
+    m, k, n = x.shape[-2], x.shape[-1], y.shape[-1]
+
+    def _batched(nd, rows, cols):
+        full = batch + (rows, cols)
+        if tuple(nd.shape) != full:
+            nd = broadcast_to(_wrap(nd), full)._nd
+        nb = int(_np.prod(batch, dtype=_np.int64)) if batch else 1
+        return _reshape_nd(nd, (nb, rows, cols))
+    res = _mx_nd.batch_dot(_batched(x, m, k), _batched(y, k, n))
+    shape = batch + ((m,) if not xv else ()) + ((n,) if not yv else ())
+    return _out(_reshape_nd(res, shape), out)
+
+
+def tile(A, reps):
+    """NumPy's ``tile``: ``A`` repeated ``reps`` times along each axis."""
+    nd = _nd_of(A)
+    reps = (int(reps),) if isinstance(reps, (int, _np.integer)) else tuple(int(r) for r in reps)
+    if nd.ndim == 0:
+        nd = _reshape_nd(nd, (1,))
+    return _wrap(_mx_nd.tile(nd, reps=reps))
+
+
+def repeat(a, repeats, axis=None):
+    """NumPy's ``repeat`` with an int ``repeats`` (per-element counts are not built)."""
+    if not isinstance(repeats, (int, _np.integer)):
+        raise NotImplementedError("repeat: only an int number of repeats is supported")
+    nd = _nd_of(a)
+    if axis is None:
+        return _wrap(_mx_nd.repeat(_reshape_nd(nd, (nd.size,)), repeats=int(repeats), axis=0))
+    return _wrap(_mx_nd.repeat(nd, repeats=int(repeats), axis=_norm_axis(axis, nd.ndim)[0]))
+
+
+def flip(m, axis=None):
+    """NumPy's ``flip``: the order of elements reversed along ``axis`` (None: all)."""
+    nd = _nd_of(m)
+    axes = tuple(range(nd.ndim)) if axis is None else _norm_axis(axis, nd.ndim)
+    if nd.ndim == 0 or not axes:
+        return _wrap(nd.copy())
+    return _wrap(_mx_nd.flip(nd, axis=axes))
+
+
+def sort(a, axis=-1):
+    """NumPy's ``sort`` (ascending; ``axis`` None sorts the flattened array)."""
+    nd = _nd_of(a)
+    if axis is None:
+        nd, axis = _reshape_nd(nd, (nd.size,)), 0
+    return _wrap(_mx_nd.sort(nd, axis=_norm_axis(axis, nd.ndim)[0]))
+
+
+def argsort(a, axis=-1):
+    """NumPy's ``argsort``: int64 indices that sort ``a`` (ascending)."""
+    nd = _nd_of(a)
+    if axis is None:
+        nd, axis = _reshape_nd(nd, (nd.size,)), 0
+    return _wrap(_mx_nd.argsort(nd, axis=_norm_axis(axis, nd.ndim)[0], dtype="int64"))
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    """NumPy's ``cumsum`` along ``axis`` (None: over the flattened array)."""
+    nd = _nd_of(a)
+    if dtype is not None:
+        nd = _cast_nd(nd, dtype)
+    elif nd.dtype == _np.bool_:
+        nd = _cast_nd(nd, _np.int64)
+    if axis is None:
+        nd, axis = _reshape_nd(nd, (nd.size,)), 0
+    return _out(_mx_nd.cumsum(nd, axis=_norm_axis(axis, nd.ndim)[0]), out)
+
+
+def _make_isx(name):
+    def fn(x, out=None):
+        nd = _nd_of(x)
+        if not _is_float(nd.dtype):
+            return _out(_full_nd(nd.shape, name == "isfinite", _np.bool_, nd.context), out)
+        return _out(_cast_nd(getattr(_mx_nd.contrib, name)(nd), _np.bool_), out)
+    fn.__name__ = name
+    fn.__doc__ = "NumPy's ``%s``: a bool array." % name
+    return fn
+
+
+isnan = _make_isx("isnan")
+isinf = _make_isx("isinf")
+isfinite = _make_isx("isfinite")
+
+
+def all(a, axis=None, out=None, keepdims=False):  # noqa: A001 - NumPy's name
+    """NumPy's ``all``: whether every element (along ``axis``) is nonzero (bool)."""
+    nz = not_equal(_wrap(_cast_nd(_nd_of(a), _np.float32)), 0.0)
+    res = min(_wrap(_cast_nd(nz._nd, _np.float32)), axis=axis, keepdims=keepdims) \
+        if nz.size else full((), True, dtype=_np.bool_)
+    return _out(_cast_nd(res._nd, _np.bool_), out)
+
+
+def any(a, axis=None, out=None, keepdims=False):  # noqa: A001 - NumPy's name
+    """NumPy's ``any``: whether some element (along ``axis``) is nonzero (bool)."""
+    nz = not_equal(_wrap(_cast_nd(_nd_of(a), _np.float32)), 0.0)
+    res = max(_wrap(_cast_nd(nz._nd, _np.float32)), axis=axis, keepdims=keepdims) \
+        if nz.size else full((), False, dtype=_np.bool_)
+    return _out(_cast_nd(res._nd, _np.bool_), out)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """NumPy's ``var``: the mean squared deviation from the mean over ``axis``, divided by
+    ``N - ddof``."""
+    x = _wrap(_nd_of(a))
+    if not _is_float(x.dtype) and dtype is None:
+        x = x.astype(_default_float())
+    elif dtype is not None:
+        x = x.astype(dtype)
+    axes = _norm_axis(axis, x.ndim)
+    n = x.size if axes is None else int(_np.prod([x.shape[i] for i in axes], dtype=_np.int64))
+    dev = x - mean(x, axis=axes, keepdims=True)
+    res = sum(dev * dev, axis=axes, keepdims=keepdims) / float(_builtins.max(n - ddof, 0))
+    return _out(res._nd, out)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """NumPy's ``std``: the square root of :func:`var`."""
+    return _out(sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))._nd, out)
+
+
+def take(a, indices, axis=None, mode="raise", out=None):
+    """NumPy's ``take`` along ``axis`` (None: from the flattened array); ``mode`` 'clip'
+    or 'wrap' as MXNet ('raise' checks the indices' range first)."""
+    nd = _nd_of(a)
+    if axis is None:
+        nd, axis = _reshape_nd(nd, (nd.size,)), 0
+    ax = _norm_axis(axis, nd.ndim)[0]
+    scalar_idx = _is_scalar(indices)
+    idx = _nd_of(_np.asarray(indices) if scalar_idx or isinstance(indices, list) else indices,
+                 nd.context)
+    if mode == "raise":
+        iv = idx.asnumpy()
+        if iv.size and (iv.max() >= nd.shape[ax] or iv.min() < -nd.shape[ax]):
+            raise IndexError("take: index out of bounds for axis %d with size %d"
+                             % (ax, nd.shape[ax]))
+        mode = "wrap"
+    elif mode not in ("clip", "wrap"):
+        raise ValueError("take: mode must be 'raise', 'wrap' or 'clip'")
+    res = _mx_nd.take(nd, _cast_nd(idx, _np.float32) if idx.ndim else
+                      _reshape_nd(_cast_nd(idx, _np.float32), (1,)), axis=ax, mode=mode)
+    if idx.ndim == 0:
+        res = _reshape_nd(res, tuple(nd.shape[:ax]) + tuple(nd.shape[ax + 1:]))
+    return _out(res, out)
+
+
+def moveaxis(a, source, destination):
+    """NumPy's ``moveaxis``."""
+    nd = _nd_of(a)
+    src = _norm_axis(source, nd.ndim)
+    dst = _norm_axis(destination, nd.ndim)
+    if len(src) != len(dst):
+        raise ValueError("`source` and `destination` arguments must have the same number "
+                         "of elements")
+    order = [i for i in range(nd.ndim) if i not in src]
+    for d, s_ in sorted(zip(dst, src)):
+        order.insert(d, s_)
+    return transpose(nd, tuple(order))
+
+
+def around(x, decimals=0, out=None):
+    """NumPy's ``around`` with ``decimals=0`` (round half to even, as NumPy)."""
+    if decimals != 0:
+        raise NotImplementedError("around: only decimals=0 is supported")
+    return _out(_mx_nd.rint(_nd_of(x)), out)
+
+
+round = around  # noqa: A001 - NumPy's name
 
 
 # ---------------------------------------------------------------------------
@@ -1064,6 +1253,37 @@ class ndarray:  # pylint: disable=invalid-name
     def dot(self, b, out=None):
         return dot(self, b, out=out)
 
+    def all(self, axis=None, out=None, keepdims=False):
+        return all(self, axis=axis, out=out, keepdims=keepdims)
+
+    def any(self, axis=None, out=None, keepdims=False):
+        return any(self, axis=axis, out=out, keepdims=keepdims)
+
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        return var(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        return std(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+    def cumsum(self, axis=None, dtype=None, out=None):
+        return cumsum(self, axis=axis, dtype=dtype, out=out)
+
+    def sort(self, axis=-1):
+        """Sorts in place along ``axis`` (NumPy's method)."""
+        sort(self, axis=axis)._nd.copyto(self._nd)
+
+    def argsort(self, axis=-1):
+        return argsort(self, axis=axis)
+
+    def take(self, indices, axis=None, mode="raise"):
+        return take(self, indices, axis=axis, mode=mode)
+
+    def repeat(self, repeats, axis=None):
+        return repeat(self, repeats, axis=axis)
+
+    def tile(self, reps):
+        return tile(self, reps)
+
     # -- operators --
     def __add__(self, other):
         return add(self, other)
@@ -1108,7 +1328,10 @@ class ndarray:  # pylint: disable=invalid-name
         return power(other, self)
 
     def __matmul__(self, other):
-        return dot(self, other)
+        return matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return matmul(other, self)
 
     def __neg__(self):
         return negative(self)
