@@ -521,3 +521,19 @@ def test_predicates_and_stats():
             _check(np.std(np.array(a), axis=axis, ddof=ddof), onp.std(a, axis=axis, ddof=ddof),
                    rtol=1e-4, atol=1e-5)
     _check(np.array(a).std(axis=1, keepdims=True), a.std(axis=1, keepdims=True), rtol=1e-4)
+
+
+def test_numpy_ufuncs_dispatch():
+    x_np = onp.array([1.0, 2.0], dtype="float32")
+    x = np.array(x_np)
+    res = onp.ones(2) + x
+    assert isinstance(res, np.ndarray) and res.dtype == onp.float64
+    _check(res, onp.ones(2) + x_np)
+    _check(onp.exp(x), onp.exp(x_np), rtol=1e-6)
+    _check(onp.ones(2) / x, 1 / x_np, rtol=1e-6)
+    _check(onp.zeros(2) < x, [True, True], dtype="bool")
+    with pytest.raises(TypeError):
+        onp.add.reduce(x)
+    assert onp.asarray(x).dtype == onp.float32 and float(onp.sum(x)) == 3.0
+    with pytest.raises(IndexError):
+        np.ones((2, 3))[np.array([1.0, 0.0])]  # float index arrays, as NumPy

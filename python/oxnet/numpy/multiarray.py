@@ -1017,6 +1017,16 @@ class ndarray:  # pylint: disable=invalid-name
     __slots__ = ("_nd", "__weakref__")
     __array_priority__ = 1000.0
 
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """A NumPy ufunc called on an mx.np array (``onp.exp(x)``, ``onp_arr + x``) runs
+        the mx.np function of that name, as MXNet does; one that is not built raises."""
+        fn = _UFUNC_NAMES.get(ufunc.__name__, ufunc.__name__)
+        fn = globals().get(fn) if method == "__call__" else None
+        if fn is None or not callable(fn):
+            raise TypeError("mx.np.ndarray: NumPy's %s.%s is not supported on mx.np arrays"
+                            % (ufunc.__name__, method))
+        return fn(*inputs, **kwargs)
+
     def __init__(self, shape, dtype=_np.float32, ctx=None):  # pylint: disable=redefined-outer-name
         self._nd = _mx_nd.empty(_np_shape_arg(shape), ctx=_ctx_of(ctx),
                                 dtype=_np.dtype(dtype).name)
@@ -1389,6 +1399,9 @@ class ndarray:  # pylint: disable=invalid-name
 
     def __imod__(self, other):
         return self._inplace(mod, other)
+
+
+_UFUNC_NAMES = {"divide": "true_divide", "absolute": "absolute"}
 
 
 def _nd_as_np_ndarray(self):
