@@ -134,3 +134,15 @@ def test_hybrid_block_np_input_is_a_clear_error():
         net(mx.np.ones((1, 3)))
     out = net(mx.np.ones((1, 3)).as_nd_ndarray()).as_np_ndarray()
     assert isinstance(out, mx.np.ndarray) and out.shape == (1, 2)
+
+
+def test_almost_equal_big_arrays_tolerance_and_inf():
+    from oxnet.test_utils import almost_equal
+    a = np.random.RandomState(1).rand(2 * (1 << 18) + 3).astype("float32")
+    b = a * (1 + 1e-7)  # within rtol, not equal
+    assert almost_equal(a, b, rtol=1e-5, atol=0)
+    assert not almost_equal(a, a + 1e-3, rtol=1e-5, atol=1e-6)
+    a[7] = b[7] = np.inf
+    assert almost_equal(a, b, rtol=1e-5, atol=0)
+    b[7] = -np.inf
+    assert not almost_equal(a, b, rtol=1e-5, atol=0)
