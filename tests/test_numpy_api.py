@@ -271,7 +271,7 @@ def test_indexing():
     with pytest.raises(IndexError):
         s[0]
     with pytest.raises(NotImplementedError):
-        a[a > 0]
+        a[a > 0, 1]  # a boolean mask inside a tuple key is not built
     assert [x.shape for x in np.ones((2, 3))] == [(3,), (3,)]
 
 
@@ -537,3 +537,50 @@ def test_numpy_ufuncs_dispatch():
     assert onp.asarray(x).dtype == onp.float32 and float(onp.sum(x)) == 3.0
     with pytest.raises(IndexError):
         np.ones((2, 3))[np.array([1.0, 0.0])]  # float index arrays, as NumPy
+
+
+def test_boolean_mask_indexing():
+    a_np = onp.arange(12, dtype="float32").reshape(3, 4)
+    a = np.array(a_np)
+    _check(a[a > 5], a_np[a_np > 5])
+    rows = onp.array([True, False, True])
+    _check(a[np.array(rows, dtype="bool")], a_np[rows])
+    _check(a[rows], a_np[rows])
+    b, b_np = a.copy(), a_np.copy()
+    b[b > 8] = 0
+    b_np[b_np > 8] = 0
+    _check(b, b_np)
+    b[np.array(rows, dtype="bool")] = -1
+    b_np[rows] = -1
+    _check(b, b_np)
+    with pytest.raises(IndexError):
+        a[np.array([True, False], dtype="bool")]
+    with pytest.raises(NotImplementedError):
+        b[b > 0] = np.ones((3,))
+    a.attach_grad()
+    with mx.autograd.record():
+        y = (a[a > 2] * 2).sum()
+    y.backward()
+    _check(a.grad, onp.where(a_np > 2, 2.0, 0.0))
+
+
+def test_linalg():
+    rs = onp.random.RandomState(2)
+    m = (rs.rand(2, 3, 3) + 2 * onp.eye(3)).astype("float32")
+    x = np.array(m)
+    _check(np.linalg.inv(x), onp.linalg.inv(m), rtol=1e-4, atol=1e-5)
+    _check(np.linalg.det(x), onp.linalg.det(m), rtol=1e-4)
+    sign, logdet = np.linalg.slogdet(x)
+    want = onp.linalg.slogdet(m)
+    _check(sign, want[0])
+    _check(logdet, want[1], rtol=1e-4)
+    v = rs.rand(4, 5).astype("float32") - 0.5
+    for kw in ({}, {"axis": 1}, {"axis": 0, "keepdims": True}, {"ord": "fro"},
+               {"ord": 1, "axis": 1}, {"axis": (0, 1)}):
+        _check(np.linalg.norm(np.array(v), **kw), onp.linalg.norm(v, **kw), rtol=1e-5)
+    with pytest.raises(NotImplementedError):
+        np.linalg.norm(np.array(v), ord=2)
+    with pytest.raises(NotImplementedError):
+        np.linalg.norm(np.array(v), ord=onp.inf)
+    with pytest.raises(onp.linalg.LinAlgError):
+        np.linalg.inv(np.ones((2, 3)))

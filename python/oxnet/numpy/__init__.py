@@ -11,6 +11,7 @@ import numpy as _np
 from .multiarray import *  # noqa: F401,F403
 from .multiarray import ndarray, _wrap  # noqa: F401
 from . import random  # noqa: F401
+from . import linalg  # noqa: F401
 
 # NumPy's dtypes and constants, as MXNet's np module re-exports them.
 float16 = _np.float16

@@ -1178,7 +1178,29 @@ class ndarray:  # pylint: disable=invalid-name
     __hash__ = object.__hash__
 
     # -- indexing --
+    def _bool_mask(self, key):
+        """The mask NDArray (float32 0/1, flattened) when ``key`` is one boolean array
+        over this array's leading axes, else None."""
+        if isinstance(key, ndarray) and key.dtype == _np.bool_:
+            mask = key._nd
+        elif isinstance(key, NDArray) and _np.dtype(key.dtype) == _np.bool_:
+            mask = key
+        elif isinstance(key, (_np.ndarray, list)) and _np.asarray(key).dtype == _np.bool_:
+            mask = _nd_of(_np.asarray(key), self.ctx)
+        else:
+            return None
+        k = mask.ndim
+        if k == 0 or k > self.ndim or tuple(mask.shape) != self.shape[:k]:
+            raise IndexError("boolean index of shape %s does not match the indexed array's "
+                             "shape %s" % (tuple(mask.shape), self.shape))
+        return _reshape_nd(_cast_nd(mask, _np.float32), (mask.size,)), k
+
     def __getitem__(self, key):
+        masked = self._bool_mask(key)
+        if masked is not None:
+            mask, k = masked
+            flat = _reshape_nd(self._nd, (mask.size,) + self.shape[k:])
+            return _wrap(_mx_nd.contrib.boolean_mask(flat, mask, axis=0))
         ndkey, npkey = _key_of(key)
         want = _np.lib.stride_tricks.as_strided(_np.zeros(1, dtype=_np.int8), self.shape,
                                                 (0,) * self.ndim)[npkey].shape
@@ -1203,6 +1225,19 @@ class ndarray:  # pylint: disable=invalid-name
                 nd1[:] = value.reshape((1,)) if hasattr(value, "reshape") else value
                 return
             raise IndexError("too many indices for array: array is 0-dimensional")
+        masked = self._bool_mask(key)
+        if masked is not None:
+            if not _is_scalar(value):
+                raise NotImplementedError("boolean mask assignment of an array is not "
+                                          "supported, only of a scalar")
+            mask, k = masked
+            shape_k = self.shape[:k] + (1,) * (self.ndim - k)
+            cond = _reshape_nd(mask, shape_k)
+            if shape_k != self.shape:
+                cond = cond.broadcast_to(self.shape)
+            fill = _full_nd(self.shape, value, self.dtype, self.ctx)
+            _mx_nd.where(cond, fill, self._nd).copyto(self._nd)
+            return
         ndkey, _ = _key_of(key)
         self._nd[ndkey] = value
 
