@@ -5,7 +5,7 @@ import numpy as _np
 
 from .. import ndarray as _mx_nd
 from ..random import seed  # noqa: F401
-from .multiarray import (_wrap, _reshape_nd, _ctx_of, _is_scalar, _out, _nd_of, _cast_nd,
+from .multiarray import (_reshape_nd, _ctx_of, _is_scalar, _out, _nd_of, _cast_nd,
                          _default_float, ndarray)
 
 __all__ = ["uniform", "normal", "randint", "choice", "shuffle", "rand", "randn", "seed"]
