@@ -146,3 +146,20 @@ def test_almost_equal_big_arrays_tolerance_and_inf():
     assert almost_equal(a, b, rtol=1e-5, atol=0)
     b[7] = -np.inf
     assert not almost_equal(a, b, rtol=1e-5, atol=0)
+
+
+def test_split_and_load_array_types():
+    data = np.arange(12, dtype="float32").reshape(6, 2)
+    parts = gluon.utils.split_and_load(data, [mx.cpu(0), mx.cpu(1)])
+    assert all(isinstance(p, mx.nd.NDArray) for p in parts)
+    assert [p.context for p in parts] == [mx.cpu(0), mx.cpu(1)]
+    with mx.util.np_array(True):
+        parts = gluon.utils.split_and_load(data, [mx.cpu(0), mx.cpu(1)])
+    assert all(isinstance(p, mx.np.ndarray) for p in parts)
+    np.testing.assert_array_equal(parts[1].asnumpy(), data[3:])
+    parts = gluon.utils.split_and_load(mx.np.array(data), [mx.cpu(0), mx.cpu(1), mx.cpu(2)])
+    assert all(isinstance(p, mx.np.ndarray) for p in parts)
+    assert parts[2].ctx == mx.cpu(2)
+    np.testing.assert_array_equal(parts[2].asnumpy(), data[4:])
+    parts = gluon.utils.split_and_load([[1, 2], [3, 4]], [mx.cpu(0)])
+    assert isinstance(parts[0], mx.nd.NDArray) and parts[0].shape == (2, 2)
