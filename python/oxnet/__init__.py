@@ -50,6 +50,10 @@ from . import callback
 from . import module
 from . import module as mod
 from . import rnn
+from . import numpy
+from . import numpy as np
+from . import numpy_extension
+from . import numpy_extension as npx
 from . import gluon
 from . import contrib  # noqa: E402
 from . import recordio  # noqa: E402
@@ -62,4 +66,5 @@ __all__ = ["nd", "ndarray", "random", "autograd", "context", "Context", "cpu", "
            "metric", "gluon", "sym", "symbol", "executor", "attribute", "AttrScope", "viz",
            "visualization", "model", "callback", "module", "mod", "util", "runtime",
            "engine", "rnn", "is_np_shape", "set_np_shape", "np_shape", "use_np_shape",
-           "is_np_array", "np_array", "use_np_array", "use_np"]
+           "is_np_array", "np_array", "use_np_array", "use_np", "np", "npx", "numpy",
+           "numpy_extension"]

@@ -40,7 +40,8 @@ import oxnet as mx
 from .context import Context, current_context  # noqa: F401
 from .ndarray import array  # noqa: F401
 from .symbol import Symbol  # noqa: F401
-from .util import use_np, getenv, setenv, get_cuda_compute_capability  # noqa: F401
+from .util import (use_np, use_np_array, use_np_shape, use_np_default_dtype,  # noqa: F401
+                   getenv, setenv, get_cuda_compute_capability)
 from .runtime import Features  # noqa: F401
 from ._test_compare import *  # noqa: F401,F403
 from ._test_compare import _as_np, _find_max_violation  # noqa: F401

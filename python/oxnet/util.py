@@ -23,7 +23,8 @@ from .base import py_str  # noqa: F401
 
 __all__ = ["makedirs", "get_gpu_count", "get_gpu_memory", "set_np_shape", "is_np_shape",
            "np_shape", "use_np_shape", "set_module", "np_array", "is_np_array",
-           "use_np_array", "use_np", "np_ufunc_legal_option", "wrap_np_unary_func",
+           "use_np_array", "use_np", "is_np_default_dtype", "set_np_default_dtype",
+           "np_default_dtype", "use_np_default_dtype", "np_ufunc_legal_option", "wrap_np_unary_func",
            "wrap_np_binary_func", "set_np", "reset_np", "getenv", "setenv",
            "set_flush_denorms", "get_cuda_compute_capability", "get_rtc_compile_opts"]
 
@@ -258,17 +259,65 @@ def _set_np_array(active):
     return prev
 
 
-def set_np(shape=True, array=True):
-    """Turns NumPy shape and array semantics on (array semantics need shape semantics)."""
+def set_np(shape=True, array=True, dtype=False):
+    """Turns NumPy shape and array semantics on (array semantics need shape semantics);
+    ``dtype=True`` also makes float64 the default dtype of ``mx.np``'s array creation
+    (float32 otherwise, as MXNet 1.9.1)."""
     if not shape and array:
         raise ValueError("NumPy Shape semantics is required in using NumPy array semantics.")
     _set_np_array(array)
     set_np_shape(shape)
+    set_np_default_dtype(dtype)
 
 
 def reset_np():
-    """Turns NumPy shape and array semantics off."""
-    set_np(shape=False, array=False)
+    """Turns NumPy shape and array semantics (and the float64 default dtype) off."""
+    set_np(shape=False, array=False, dtype=False)
+
+
+# ---- NumPy default dtype -------------------------------------------------------------
+
+_np_default_dtype = [False]
+
+
+def is_np_default_dtype():
+    """Whether ``mx.np`` creates float64 arrays by default (NumPy's default) instead of
+    float32."""
+    return _np_default_dtype[0]
+
+
+def set_np_default_dtype(is_np_default_dtype=True):  # pylint: disable=redefined-outer-name
+    """Makes float64 (True) or float32 (False) ``mx.np``'s default dtype; returns the
+    previous setting."""
+    prev = _np_default_dtype[0]
+    _np_default_dtype[0] = bool(is_np_default_dtype)
+    return prev
+
+
+class _NumpyDefaultDtypeScope:
+    def __init__(self, is_np_default_dtype):  # pylint: disable=redefined-outer-name
+        self._enter = is_np_default_dtype
+        self._prev = None
+
+    def __enter__(self):
+        if self._enter is not None:
+            self._prev = set_np_default_dtype(self._enter)
+
+    def __exit__(self, ptype, value, trace):
+        if self._enter is not None and self._prev != self._enter:
+            set_np_default_dtype(self._prev)
+
+
+def np_default_dtype(active=True):
+    """A scope (``with np_default_dtype(True):``) with float64 as ``mx.np``'s default
+    dtype (or float32 with False)."""
+    return _NumpyDefaultDtypeScope(active)
+
+
+def use_np_default_dtype(func):
+    """Decorator: ``func`` (or every method of a class) runs with float64 as ``mx.np``'s
+    default dtype."""
+    return _wrap_scoped(func, lambda: np_default_dtype(True), "use_np_default_dtype")
 
 
 def set_module(module):

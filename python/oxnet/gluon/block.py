@@ -30,6 +30,7 @@ from .. import ndarray
 from .. import symbol
 from ..base import MXNetError
 from ..ndarray import NDArray
+from ..ndarray.ndarray import _STORAGE_TYPE_STR_TO_ID
 from ..symbol import Symbol
 from .parameter import DeferredInitializationError, Parameter, ParameterDict, _indent
 
@@ -92,6 +93,11 @@ def _gather_type_ctx_info(args):
             if first_ctx is None:
                 first_ctx = fc
         return has_symbol, has_ndarray, ctx_set, first_ctx
+    if type(args).__module__ == "oxnet.numpy.multiarray":
+        raise MXNetError(
+            "HybridBlock: an mx.np.ndarray input (NumPy mode) is not supported by oxnet's "
+            "Gluon yet; pass x.as_nd_ndarray() and convert the outputs with "
+            "as_np_ndarray()")
     return False, False, set(), None
 
 
@@ -704,6 +710,9 @@ class HybridBlock(Block):
                 raise MXNetError("%s: a hybridized block takes NDArrays, got %s"
                                  % (self.name, type(a).__name__))
         ctx = flat[0].context
+        # The cached graph computes on dense arrays: a csr or row_sparse input takes
+        # MXNet's storage fallback (cast to dense) on the way in.
+        flat = [a if a.stype == "default" else a.tostype("default") for a in flat]
         arrays = [flat[v] if is_arg else v.data(ctx) for is_arg, v in self._cached_op_args]
         try:
             outs = self._cached_op.forward(arrays)
@@ -813,6 +822,13 @@ class SymbolBlock(HybridBlock):
             outputs = outputs[0]
         syms, self._in_format = _flatten(inputs, "input")
         out, self._out_format = _flatten(outputs, "output")
+        # MXNet 1.9.1: a SymbolBlock cannot hold row_sparse parameters
+        rsp = str(_STORAGE_TYPE_STR_TO_ID["row_sparse"])
+        for o in out:
+            for j in o.get_internals():
+                assert j.attr("__storage_type__") != rsp, \
+                    "SymbolBlock doesn't support Parameter '%s' because its storage type is " \
+                    "'row_sparse'." % j.name
         out = out[0] if len(out) == 1 else symbol.Group(out)
         input_names = set()
         for i in syms:

@@ -467,7 +467,8 @@ class Parameter:
         if self._var is None:
             from .. import symbol
             self._var = symbol.var(self.name, shape=self.shape, dtype=self.dtype,
-                                   lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=self.init)
+                                   lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=self.init,
+                                   stype=self._stype)
         return self._var
 
     def cast(self, dtype):

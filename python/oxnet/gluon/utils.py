@@ -9,6 +9,8 @@ import warnings
 import numpy as np
 
 from .. import ndarray
+from .. import numpy as _mx_np
+from ..util import is_np_array
 from ..base import MXNetError
 from .parameter import _add_all
 
@@ -35,15 +37,19 @@ def split_data(data, num_slice, batch_axis=0, even_split=True):
         bounds.append(bounds[-1] + each + (1 if i < extra else 0))
     if batch_axis == 0:
         return [data[bounds[i]:bounds[i + 1]] for i in range(num_slice)]
+    if not isinstance(data, ndarray.NDArray):  # an mx.np.ndarray
+        lead = (slice(None),) * batch_axis
+        return [data[lead + (slice(bounds[i], bounds[i + 1]),)] for i in range(num_slice)]
     return [ndarray.slice_axis(data, axis=batch_axis, begin=bounds[i], end=bounds[i + 1])
             for i in range(num_slice)]
 
 
 def split_and_load(data, ctx_list, batch_axis=0, even_split=True):
-    """Splits ``data`` (NDArray or NumPy array) into one slice per context and copies
-    each slice to its context."""
-    if isinstance(data, np.ndarray):
-        data = ndarray.array(data, ctx=ctx_list[0])
+    """Splits ``data`` (an NDArray, an mx.np array, or anything ``array`` takes: an
+    mx.np array under NumPy-array semantics, else an NDArray) into one slice per context
+    and copies each slice to its context."""
+    if not isinstance(data, (ndarray.NDArray, _mx_np.ndarray)):
+        data = (_mx_np.array if is_np_array() else ndarray.array)(data, ctx=ctx_list[0])
     if len(ctx_list) == 1:
         return [data.as_in_context(ctx_list[0])]
     slices = split_data(data, len(ctx_list), batch_axis, even_split)

@@ -15,6 +15,9 @@ from .. import _core
 from ..base import MXNetError, numeric_types
 from ..context import Context, current_context
 from .ndarray import NDArray, _DTYPE_NP_TO_MX, _ctx_from_tuple  # noqa: F401
+# imported once here, not inside functions: a function-level relative import warns
+# (ImportWarning) when this module was imported under an alias (mxnet.ndarray.sparse)
+from . import ndarray as _nd_module
 
 _STORAGE_AUX_TYPES = {"row_sparse": [np.int64], "csr": [np.int64, np.int64]}
 _STORAGE_TYPE_STR_TO_ID = {"undefined": -1, "default": 0, "row_sparse": 1, "csr": 2}
@@ -241,15 +244,15 @@ class BaseSparseNDArray(NDArray):
     def __pow__(self, other):
         if isinstance(other, numeric_types):
             return _internal._power_scalar(self, scalar=float(other))
-        from . import ndarray as _nd
+        _nd = _nd_module
         return _nd.power(self.tostype("default"), other)
 
     def __rpow__(self, other):
-        from . import ndarray as _nd
+        _nd = _nd_module
         return _nd.power(other, self.tostype("default"))
 
     def __mod__(self, other):
-        from . import ndarray as _nd
+        _nd = _nd_module
         return _nd.modulo(self.tostype("default"), other)
 
     def _iop(self, other, fn):
@@ -281,7 +284,7 @@ class BaseSparseNDArray(NDArray):
         # (e.g. x == 1), as in MXNet; otherwise it is dense
         if isinstance(other, numeric_types):
             return getattr(_internal, scalar_op)(self, scalar=float(other))
-        from . import ndarray as _nd
+        _nd = _nd_module
         o = other.tostype("default") if isinstance(other, BaseSparseNDArray) else other
         return getattr(_nd, name)(self.tostype("default"), o)
 
@@ -392,10 +395,10 @@ def _assign_all(dst, value):
         if dst.stype == "csr":
             raise ValueError("Assigning a numeric value to CSRNDArray is not supported")
         # every row of a row_sparse array takes the value
-        from .ndarray import full as _full
+        _full = _nd_module.full
         _full(dst.shape, value, ctx=dst.context, dtype=dst.dtype).copyto(dst)
     elif isinstance(value, (np.ndarray, np.generic, list, tuple)):
-        from .ndarray import array as _dense
+        _dense = _nd_module.array
         _dense(np.asarray(value), ctx=dst.context, dtype=dst.dtype).copyto(dst)
     else:
         raise TypeError("type %s not supported" % str(type(value)))
@@ -409,7 +412,7 @@ _core._set_sparse_classes(RowSparseNDArray, CSRNDArray)
 
 
 def _as_nd(a, dtype=None, ctx=None):
-    from .ndarray import array as _dense
+    _dense = _nd_module.array
     if isinstance(a, NDArray):
         if a.stype != "default":
             raise TypeError("expected a dense array for a sparse array's part, got %s" % a.stype)
@@ -441,7 +444,7 @@ def _is_scipy_sparse(a):
 def zeros(stype, shape, ctx=None, dtype=None, aux_types=None, **kwargs):
     """An all-zero array of storage type ``stype`` ('csr', 'row_sparse' or 'default')."""
     if stype == "default":
-        from .ndarray import zeros as _dz
+        _dz = _nd_module.zeros
         return _dz(shape, ctx=ctx, dtype=dtype, **kwargs)
     if isinstance(shape, int):
         shape = (shape,)
@@ -455,7 +458,7 @@ def zeros(stype, shape, ctx=None, dtype=None, aux_types=None, **kwargs):
 def empty(stype, shape, ctx=None, dtype=None):
     """An array of storage type ``stype`` holding no values (all zeros)."""
     if stype == "default":
-        from .ndarray import empty as _de
+        _de = _nd_module.empty
         return _de(shape, ctx=ctx, dtype=dtype)
     return zeros(stype, shape, ctx=ctx, dtype=dtype)
 
@@ -507,7 +510,7 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
         dtype = _infer_dtype(csr.data, dtype)
         return _csr_from_parts(csr.data, csr.indices, csr.indptr, csr.shape, ctx, dtype)
     # dense input
-    from .ndarray import array as _dense
+    _dense = _nd_module.array
     dns = arg1 if isinstance(arg1, NDArray) else _dense(np.asarray(arg1), ctx=ctx, dtype=_infer_dtype(arg1, dtype))
     _check_shape(dns.shape, shape)
     if len(dns.shape) != 2:
@@ -561,7 +564,7 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
         return array(arg1, ctx=ctx, dtype=dtype)
     if isinstance(arg1, CSRNDArray):
         raise ValueError("Unexpected input type: CSRNDArray")
-    from .ndarray import array as _dense
+    _dense = _nd_module.array
     dns = arg1 if isinstance(arg1, NDArray) else _dense(np.asarray(arg1), ctx=ctx, dtype=_infer_dtype(arg1, dtype))
     _check_shape(dns.shape, shape)
     if ctx is not None and dns.context != _ctx(ctx):
@@ -592,7 +595,7 @@ def array(source_array, ctx=None, dtype=None):
 
 
 def _binary(lhs, rhs, elem, bcast, scalar, rscalar, py_fn):
-    from . import ndarray as _nd
+    _nd = _nd_module
     if isinstance(lhs, numeric_types) and isinstance(rhs, numeric_types):
         return py_fn(lhs, rhs)
     if isinstance(rhs, numeric_types):
