@@ -106,7 +106,7 @@ def test_csv_iter(tmp_path):
         mx.io.CSVIter(data_csv=d, data_shape=(3,), batch_size=1)
 
 
-def test_libsvm_iter_dense(tmp_path):
+def test_libsvm_iter_basic(tmp_path):
     p = str(tmp_path / "d.t")
     open(p, "w").write("1.0 0:0.5 2:1.2\n-2.0\n-3.0 0:0.6 1:2.4 2:1.2\n4 2:-1.2\n")
     it = mx.io.LibSVMIter(data_libsvm=p, data_shape=(3,), batch_size=3)
