@@ -15,7 +15,9 @@ random streams differ from MXNet's (same seeds give the same batches in oxnet).
 
 import os
 import queue
+import atexit
 import threading
+import weakref
 
 import numpy as np
 
@@ -232,6 +234,7 @@ class ImageRecordIter(DataIter):
         self._thread = threading.Thread(target=self._producer, args=(plan, self._queue, self._stop),
                                         daemon=True, name="oxnet-ImageRecordIter")
         self._thread.start()
+        _LIVE.add(self)
         self._done = False
 
     def iter_next(self):
@@ -276,6 +279,21 @@ class ImageRecordIter(DataIter):
             self._stop_producer()
             self._file.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+_LIVE = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all_producers():
+    """Joins the prefetch threads before the interpreter finalises: a daemon thread
+    coming back from the Rust decoder after that would be unwound through Rust frames
+    and abort the process ("FATAL: exception not rethrown")."""
+    for it in list(_LIVE):
+        try:
+            it._stop_producer()
+        except Exception:  # noqa: BLE001 - best effort at exit
             pass
 
 
