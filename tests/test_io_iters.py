@@ -156,3 +156,18 @@ def test_resize_and_prefetching_iter():
     np.testing.assert_array_equal(b[1].data[1].asnumpy(), data[5:] * 2)
     p.reset()
     assert len(list(p)) == 2
+
+
+@pytest.mark.timeout(60)
+def test_image_record_iter_reset_while_prefetch_queue_full():
+    # the producer has queued every batch and waits to queue its end marker: reset()
+    # must not deadlock joining it (it did: a blocking put with no stop check)
+    it = mx.io.ImageRecordIter(path_imgrec=REC, data_shape=(3, 32, 32), batch_size=15,
+                               resize=32, prefetch_buffer=3, round_batch=False)
+    import time
+    time.sleep(0.5)
+    it.reset()
+    assert len(list(it)) == 3
+    time.sleep(0.5)
+    it.reset()
+    assert len(list(it)) == 3

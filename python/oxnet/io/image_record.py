@@ -198,22 +198,26 @@ class ImageRecordIter(DataIter):
         return DataBatch([nd.array(data, dtype=self._dtype)], [nd.array(label)], pad=pad,
                          provide_data=self.provide_data, provide_label=self.provide_label)
 
+    @staticmethod
+    def _put(q, item, stop):
+        """Puts ``item`` unless ``stop`` is set first (never blocks a ``reset``)."""
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
     def _producer(self, plan, q, stop):
         try:
             for idx, pad in plan:
                 if stop.is_set():
                     return
-                b = self._make_batch(idx, pad)
-                while not stop.is_set():
-                    try:
-                        q.put(b, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
+                self._put(q, self._make_batch(idx, pad), stop)
         except BaseException as e:  # noqa: BLE001 - handed to the consumer
-            q.put(e)
+            self._put(q, e, stop)
             return
-        q.put(None)
+        self._put(q, None, stop)
 
     def _stop_producer(self):
         if self._thread is not None:
