@@ -171,3 +171,24 @@ def test_image_record_iter_reset_while_prefetch_queue_full():
     time.sleep(0.5)
     it.reset()
     assert len(list(it)) == 3
+
+
+def test_ndarray_iter_csr_sources():
+    import scipy.sparse as sp
+    m = sp.random(11, 7, density=0.3, format="csr", random_state=0, dtype=np.float32)
+    dns = m.toarray()
+    csr = mx.nd.sparse.csr_matrix(m)
+    for src in (csr, m, {"data": csr}):      # CSR needs last_batch_handle='discard' (MXNet)
+        with pytest.raises(NotImplementedError):
+            mx.io.NDArrayIter(src, dns, 3)
+    it = mx.io.NDArrayIter(m, dns, 3, last_batch_handle="discard")
+    got = list(it)
+    assert len(got) == 3 and got[0].data[0].stype == "csr"
+    np.testing.assert_allclose(np.concatenate([b.data[0].asnumpy() for b in got]), dns[:9])
+    np.random.seed(0)
+    it = mx.io.NDArrayIter({"c": csr, "d": dns}, dns, 3, shuffle=True, last_batch_handle="discard")
+    for b in it:   # rows stay together across the CSR and dense sources and the label
+        c, d = b.data[0], b.data[1]
+        assert c.stype == "csr"
+        np.testing.assert_allclose(c.asnumpy(), d.asnumpy())
+        np.testing.assert_allclose(b.label[0].asnumpy(), d.asnumpy())
