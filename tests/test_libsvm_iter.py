@@ -189,3 +189,31 @@ def test_bad_arguments(tmp_path):
     with pytest.raises(mx.MXNetError, match="part_index"):
         mx.io.LibSVMIter(data_libsvm=p, data_shape=(3,), num_parts=2, part_index=2)
     assert os.path.exists(p)
+
+
+def test_same_batches_as_mxnet_1_9_1():
+    """Batches MXNet 1.9.1 gave on the fixture (tests/fixtures/libsvm), two epochs each:
+    padding, reset, label:weight, blank lines, CSR labels and 2/3/5-way byte splits."""
+    import json
+    import sys
+    here = os.path.join(os.path.dirname(__file__), "fixtures", "libsvm")
+    want = json.load(open(os.path.join(here, "mxnet_batches.json")))
+    assert want.pop("mxnet") == "1.9.1"
+    sys.path.insert(0, here)
+    try:
+        from make_libsvm_fixture import CONFIGS
+    finally:
+        sys.path.remove(here)
+    for name, kw in CONFIGS.items():
+        it = mx.io.LibSVMIter(data_libsvm=os.path.join(here, "data.t"), **kw)
+        got = []
+        for _ in range(2):
+            for b in it:
+                got.append((b.data[0].asnumpy(), b.label[0].asnumpy(), b.pad, b.data[0].stype,
+                            b.label[0].stype))
+            it.reset()
+        assert len(got) == len(want[name]), name
+        for (d, l, pad, ds, ls), (wd, wl, wpad, wds, wls) in zip(got, want[name]):
+            np.testing.assert_allclose(d, wd, atol=1e-6)
+            np.testing.assert_allclose(l, wl, atol=1e-6)
+            assert (pad, ds, ls) == (wpad, wds, wls), name
