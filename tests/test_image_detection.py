@@ -233,3 +233,28 @@ def test_draw_next_draws_boxes():
     box = imglist[0][3:7]
     x1, y1 = int(box[0] * 40), int(box[1] * 40)
     assert images[0][y1, x1].tolist() == [0, 0, 255]     # BGR of the given RGB colour
+
+
+def test_crop_and_pad_proposals_equal_mxnet_1_9_1():
+    """MXNet 1.9.1's proposals (tests/fixtures/detection) for 180 random crops and 180
+    pads, drawn from the same Python ``random`` state, are ours exactly."""
+    import sys
+    here = os.path.join(os.path.dirname(__file__), "fixtures", "detection")
+    want = json.load(open(os.path.join(here, "mxnet_proposals.json")))
+    assert want.pop("mxnet") == "1.9.1"
+    sys.path.insert(0, here)
+    try:
+        from make_det_fixture import proposals
+    finally:
+        sys.path.remove(here)
+    got = proposals(mx)
+    for kind in ("crop", "pad"):
+        assert len(got[kind]) == len(want[kind]) == 180
+        hits = 0
+        for g, w in zip(got[kind], want[kind]):
+            assert g[:4] == w[:4] and len(g) == len(w)
+            if len(w) > 4:
+                hits += 1
+                assert g[4] == w[4]
+                np.testing.assert_allclose(g[5], w[5], atol=1e-6)
+        assert hits > 100
