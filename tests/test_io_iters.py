@@ -106,7 +106,7 @@ def test_csv_iter(tmp_path):
         mx.io.CSVIter(data_csv=d, data_shape=(3,), batch_size=1)
 
 
-def test_libsvm_iter_dense(tmp_path):
+def test_libsvm_iter_basic(tmp_path):
     p = str(tmp_path / "d.t")
     open(p, "w").write("1.0 0:0.5 2:1.2\n-2.0\n-3.0 0:0.6 1:2.4 2:1.2\n4 2:-1.2\n")
     it = mx.io.LibSVMIter(data_libsvm=p, data_shape=(3,), batch_size=3)
@@ -156,3 +156,39 @@ def test_resize_and_prefetching_iter():
     np.testing.assert_array_equal(b[1].data[1].asnumpy(), data[5:] * 2)
     p.reset()
     assert len(list(p)) == 2
+
+
+@pytest.mark.timeout(60)
+def test_image_record_iter_reset_while_prefetch_queue_full():
+    # the producer has queued every batch and waits to queue its end marker: reset()
+    # must not deadlock joining it (it did: a blocking put with no stop check)
+    it = mx.io.ImageRecordIter(path_imgrec=REC, data_shape=(3, 32, 32), batch_size=15,
+                               resize=32, prefetch_buffer=3, round_batch=False)
+    import time
+    time.sleep(0.5)
+    it.reset()
+    assert len(list(it)) == 3
+    time.sleep(0.5)
+    it.reset()
+    assert len(list(it)) == 3
+
+
+def test_ndarray_iter_csr_sources():
+    import scipy.sparse as sp
+    m = sp.random(11, 7, density=0.3, format="csr", random_state=0, dtype=np.float32)
+    dns = m.toarray()
+    csr = mx.nd.sparse.csr_matrix(m)
+    for src in (csr, m, {"data": csr}):      # CSR needs last_batch_handle='discard' (MXNet)
+        with pytest.raises(NotImplementedError):
+            mx.io.NDArrayIter(src, dns, 3)
+    it = mx.io.NDArrayIter(m, dns, 3, last_batch_handle="discard")
+    got = list(it)
+    assert len(got) == 3 and got[0].data[0].stype == "csr"
+    np.testing.assert_allclose(np.concatenate([b.data[0].asnumpy() for b in got]), dns[:9])
+    np.random.seed(0)
+    it = mx.io.NDArrayIter({"c": csr, "d": dns}, dns, 3, shuffle=True, last_batch_handle="discard")
+    for b in it:   # rows stay together across the CSR and dense sources and the label
+        c, d = b.data[0], b.data[1]
+        assert c.stype == "csr"
+        np.testing.assert_allclose(c.asnumpy(), d.asnumpy())
+        np.testing.assert_allclose(b.label[0].asnumpy(), d.asnumpy())

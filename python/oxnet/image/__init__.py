@@ -6,3 +6,5 @@ from .image import *  # noqa: F401,F403
 from .image import _get_interp_method  # noqa: F401
 from .imageiter import ImageIter  # noqa: F401
 from .rotate import imrotate, random_rotate  # noqa: F401
+from . import detection  # noqa: F401
+from .detection import *  # noqa: F401,F403

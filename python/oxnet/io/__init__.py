@@ -5,7 +5,8 @@
 from .io import DataDesc, DataBatch, DataIter, NDArrayIter  # noqa: F401
 from .image_record import (ImageRecordIter, ImageRecordUInt8Iter,  # noqa: F401
                            ImageRecordIter_v1, ImageRecordUInt8Iter_v1)
-from .text_iters import CSVIter, LibSVMIter, MNISTIter  # noqa: F401
+from .text_iters import CSVIter, MNISTIter  # noqa: F401
+from .libsvm import LibSVMIter  # noqa: F401
 from .wrappers import ResizeIter, PrefetchingIter  # noqa: F401
 
 __all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "ImageRecordIter",

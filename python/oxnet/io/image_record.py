@@ -15,7 +15,9 @@ random streams differ from MXNet's (same seeds give the same batches in oxnet).
 
 import os
 import queue
+import atexit
 import threading
+import weakref
 
 import numpy as np
 
@@ -196,22 +198,26 @@ class ImageRecordIter(DataIter):
         return DataBatch([nd.array(data, dtype=self._dtype)], [nd.array(label)], pad=pad,
                          provide_data=self.provide_data, provide_label=self.provide_label)
 
+    @staticmethod
+    def _put(q, item, stop):
+        """Puts ``item`` unless ``stop`` is set first (never blocks a ``reset``)."""
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
     def _producer(self, plan, q, stop):
         try:
             for idx, pad in plan:
                 if stop.is_set():
                     return
-                b = self._make_batch(idx, pad)
-                while not stop.is_set():
-                    try:
-                        q.put(b, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
+                self._put(q, self._make_batch(idx, pad), stop)
         except BaseException as e:  # noqa: BLE001 - handed to the consumer
-            q.put(e)
+            self._put(q, e, stop)
             return
-        q.put(None)
+        self._put(q, None, stop)
 
     def _stop_producer(self):
         if self._thread is not None:
@@ -232,6 +238,7 @@ class ImageRecordIter(DataIter):
         self._thread = threading.Thread(target=self._producer, args=(plan, self._queue, self._stop),
                                         daemon=True, name="oxnet-ImageRecordIter")
         self._thread.start()
+        _LIVE.add(self)
         self._done = False
 
     def iter_next(self):
@@ -276,6 +283,21 @@ class ImageRecordIter(DataIter):
             self._stop_producer()
             self._file.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+_LIVE = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all_producers():
+    """Joins the prefetch threads before the interpreter finalises: a daemon thread
+    coming back from the Rust decoder after that would be unwound through Rust frames
+    and abort the process ("FATAL: exception not rethrown")."""
+    for it in list(_LIVE):
+        try:
+            it._stop_producer()
+        except Exception:  # noqa: BLE001 - best effort at exit
             pass
 
 

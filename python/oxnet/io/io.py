@@ -118,6 +118,26 @@ class DataIter:
         return 0
 
 
+def _is_scipy_csr(x):
+    try:
+        import scipy.sparse as spsp
+    except ImportError:
+        return False
+    return isinstance(x, spsp.csr_matrix)
+
+
+def _is_csr(x):
+    return getattr(x, "stype", "default") == "csr"
+
+
+def _take_rows(v, idx):
+    """Rows ``idx`` of a source (a CSRNDArray stays CSR)."""
+    if _is_csr(v):
+        from ..ndarray import sparse
+        return sparse.csr_matrix(v.asscipy()[idx], ctx=v.context, dtype=v.dtype)
+    return array(v.asnumpy()[idx], v.context, dtype=v.dtype)
+
+
 def _init_data(data, allow_empty, default_name):
     """Normalizes the ``data``/``label`` argument to a name-sorted list of
     ``(name, NDArray)``."""
@@ -125,7 +145,7 @@ def _init_data(data, allow_empty, default_name):
         if not allow_empty:
             raise ValueError("NDArrayIter: data must be given")
         data = []
-    if isinstance(data, (np.ndarray, NDArray)):
+    if isinstance(data, (np.ndarray, NDArray)) or _is_scipy_csr(data):
         data = [data]
     if isinstance(data, (list, tuple)):
         if not allow_empty and len(data) == 0:
@@ -189,6 +209,9 @@ class NDArrayIter(DataIter):
                 raise ValueError("NDArrayIter: every source needs at least as many examples "
                                  "along axis 0 as the first data source: %s has %d, %s has %d"
                                  % (self.data[0][0], n, k, v.shape[0]))
+        if last_batch_handle != "discard" and any(_is_csr(v) for _, v in self.data + self.label):
+            raise NotImplementedError("`NDArrayIter` only supports ``CSRNDArray`` with "
+                                      "`last_batch_handle` set to `discard`.")
         self.idx = np.arange(n)
         self.shuffle = shuffle
         self.last_batch_handle = last_batch_handle
@@ -312,7 +335,5 @@ class NDArrayIter(DataIter):
 
     def _shuffle_data(self):
         np.random.shuffle(self.idx)
-        self.data = [(k, array(v.asnumpy()[self.idx], v.context, dtype=v.dtype))
-                     for k, v in self.data]
-        self.label = [(k, array(v.asnumpy()[self.idx], v.context, dtype=v.dtype))
-                      for k, v in self.label]
+        self.data = [(k, _take_rows(v, self.idx)) for k, v in self.data]
+        self.label = [(k, _take_rows(v, self.idx)) for k, v in self.label]

@@ -1,4 +1,4 @@
-"""``mx.io.CSVIter``, ``LibSVMIter`` and ``MNISTIter``: iterators over files MXNet's
+"""``mx.io.CSVIter`` and ``MNISTIter``: iterators over files MXNet's
 C++ iterators read, with MXNet 1.9.1's batching.
 
 Batching (MXNet's batch loader): with ``round_batch`` (default) the last batch is
@@ -6,8 +6,7 @@ completed with the first examples, ``pad`` is their number and the next epoch st
 after them; without it ``pad`` is the number of missing examples and those slots keep
 the previous batch's values. Labels of shape ``(1,)`` come out as ``(batch,)``.
 
-``LibSVMIter`` gives dense NDArrays (oxnet has no CSR storage yet): fine for small
-feature counts; ``getdata().check_format``-style CSR uses raise ``MXNetError``.
+``LibSVMIter`` (CSR batches) is in ``libsvm.py``.
 """
 
 import gzip
@@ -20,7 +19,7 @@ from .. import ndarray as nd
 from ..base import MXNetError
 from .io import DataBatch, DataDesc, DataIter
 
-__all__ = ["CSVIter", "LibSVMIter", "MNISTIter"]
+__all__ = ["CSVIter", "MNISTIter"]
 
 
 class _ArrayBatchLoader(DataIter):
@@ -144,59 +143,6 @@ class CSVIter(_ArrayBatchLoader):
             label = np.zeros((data.shape[0],) + tuple(label_shape), dtype=np.float32)
         super(CSVIter, self).__init__(data, label, batch_size, round_batch, data_name,
                                       label_name, dtype)
-
-
-def _read_libsvm(path, width, what):
-    labels, rows = [], []
-    try:
-        f = open(path)
-    except OSError as e:
-        raise MXNetError("LibSVMIter: cannot read %s %s: %s" % (what, path, e)) from None
-    with f:
-        for n, line in enumerate(f):
-            parts = line.split()
-            if not parts:
-                continue
-            try:
-                labels.append([float(x) for x in parts[0].split(",")])
-                row = np.zeros(width, dtype=np.float32)
-                for tok in parts[1:]:
-                    k, v = tok.split(":")
-                    k = int(k)
-                    if k < 0 or k >= width:
-                        raise MXNetError("LibSVMIter: %s %s line %d: feature index %d is "
-                                         "outside [0, %d)" % (what, path, n + 1, k, width))
-                    row[k] = float(v)
-            except ValueError:
-                raise MXNetError("LibSVMIter: %s %s line %d does not parse: %r"
-                                 % (what, path, n + 1, line)) from None
-            rows.append(row)
-    return labels, np.array(rows, dtype=np.float32).reshape(len(rows), width)
-
-
-class LibSVMIter(_ArrayBatchLoader):
-    """Iterates over LibSVM files (``label idx:value ...``). Data and a
-    ``label_libsvm`` file come out dense (see the module docs)."""
-
-    def __init__(self, data_libsvm, data_shape, label_libsvm=None, label_shape=(1,),
-                 batch_size=1, round_batch=True, num_parts=1, part_index=0,
-                 prefetch_buffer=4, data_name="data", label_name="softmax_label", **kwargs):
-        width = int(np.prod(data_shape))
-        labels, data = _read_libsvm(data_libsvm, width, "data_libsvm")
-        if label_libsvm and label_libsvm != "NULL":
-            _, label = _read_libsvm(label_libsvm, int(np.prod(label_shape)), "label_libsvm")
-            if label.shape[0] != data.shape[0]:
-                raise MXNetError("LibSVMIter: %s has %d rows but %s has %d" %
-                                 (data_libsvm, data.shape[0], label_libsvm, label.shape[0]))
-        else:
-            label = np.array([lb[:int(np.prod(label_shape))] for lb in labels],
-                             dtype=np.float32).reshape((len(labels),) + tuple(label_shape))
-        if num_parts > 1:
-            n = data.shape[0]
-            a, b = n * part_index // num_parts, n * (part_index + 1) // num_parts
-            data, label = data[a:b], label[a:b]
-        super(LibSVMIter, self).__init__(data, label, batch_size, round_batch, data_name,
-                                         label_name)
 
 
 def _open_maybe_gz(path):
