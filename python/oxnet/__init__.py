@@ -52,6 +52,7 @@ from . import module as mod
 from . import rnn
 from . import gluon
 from . import contrib  # noqa: E402
+from . import onnx  # noqa: E402
 from . import recordio  # noqa: E402
 from . import image  # noqa: E402
 from . import image as img  # noqa: E402
