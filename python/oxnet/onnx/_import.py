@@ -113,7 +113,11 @@ class GraphImporter:
     def get(self, name):
         """The Symbol of tensor ``name`` (a constant becomes a parameter)."""
         if name in self.symbols:
-            return self.symbols[name]
+            v = self.symbols[name]
+            if not isinstance(v, self.sym.Symbol):
+                raise MXNetError("ONNX import: tensor %r (a run-time shape) is used as data, "
+                                 "which is not supported" % name)
+            return v
         if name in self.consts:
             v = self.sym.var(name)
             self.params[name] = self.consts[name]

@@ -667,13 +667,23 @@ def _gather(imp, node, ins, attrs, name):
     return S.take(imp.get(ins[0]), imp.get(ins[1]), axis=axis, mode="wrap", name=name)
 
 
+class ShapeOf:
+    """The run-time shape of a tensor (an ONNX Shape output without a static value)."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+
 @register("Shape")
 def _shape(imp, node, ins, attrs, name):
     s = imp.shape(ins[0])
-    if s is None or any(d == 0 for d in s):
-        _fail("Shape of a tensor without a static shape is not supported")
-    s = np.array(s, dtype=np.int64)
     start, end = attrs.get("start"), attrs.get("end")
+    if s is None or any(d == 0 for d in s):
+        if start is not None or end is not None:
+            _fail("Shape with start/end of a tensor without a static shape is not supported")
+        # the run-time shape: ConstantOfShape and Expand read it as *_like ops
+        return ShapeOf(ins[0])
+    s = np.array(s, dtype=np.int64)
     if start is not None or end is not None:
         s = s[slice(start, end)]
     return s
@@ -694,16 +704,26 @@ def _constant(imp, node, ins, attrs, name):
 
 @register("ConstantOfShape")
 def _constant_of_shape(imp, node, ins, attrs, name):
+    v = attrs.get("value")
+    value = np.zeros((1,), np.float32) if v is None else np.asarray(v).reshape(-1)
+    marker = imp.symbols.get(ins[0])
+    if isinstance(marker, ShapeOf):
+        S = _S(imp)
+        y = S.zeros_like(imp.get(marker.tensor))
+        if value[0] != 0:
+            y = S._plus_scalar(y, scalar=float(value[0]))
+        return S.Cast(y, dtype=str(value.dtype), name=name)
     shape = imp.const(ins[0])
     if shape is None:
         _fail("the shape input of ConstantOfShape must be a constant")
-    v = attrs.get("value")
-    value = np.zeros((1,), np.float32) if v is None else np.asarray(v).reshape(-1)
     return np.full(_ints(shape), value[0], dtype=value.dtype)
 
 
 @register("Expand")
 def _expand(imp, node, ins, attrs, name):
+    marker = imp.symbols.get(ins[1])
+    if isinstance(marker, ShapeOf):
+        return _S(imp).broadcast_like(imp.get(ins[0]), imp.get(marker.tensor), name=name)
     shape = imp.const(ins[1])
     if shape is None:
         _fail("the shape input of Expand must be a constant")
