@@ -335,6 +335,7 @@ def _softmax_common(op_type):
         t = a_float(attrs, "temperature")
         if t is not None and t != 1.0:
             x = ctx.add1("Div", [x, ctx.scalar(t, x)])
+            ctx.shapes[x] = ctx.shape(ins[0])
         dtype = a_str(attrs, "dtype")
         y = _softmax_axis(ctx, op_type, x, a_int(attrs, "axis", -1),
                           None if dtype else outs[0], name)

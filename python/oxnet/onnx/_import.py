@@ -222,8 +222,20 @@ class GraphImporter:
         return v
 
 
+def guarded(fn, *args):
+    """fn(*args), with any failure but MXNetError's reported as an MXNetError (a
+    corrupt file can make the onnx package raise anything)."""
+    try:
+        return fn(*args)
+    except MXNetError:
+        raise
+    except Exception as e:
+        raise MXNetError("ONNX import: the model cannot be imported (corrupt file?): %s: %s"
+                         % (type(e).__name__, e)) from None
+
+
 def import_proto(model):
-    return GraphImporter(model).run()
+    return guarded(lambda m: GraphImporter(m).run(), model)
 
 
 def graph_io(model):

@@ -34,6 +34,14 @@ def _S(imp):
     return imp.sym
 
 
+def _symfn(imp, name):
+    """The symbol function of registry op ``name`` (public or ``_internal``)."""
+    f = getattr(imp.sym, name, None)
+    if f is None:
+        f = getattr(imp.sym._internal, name)
+    return f
+
+
 def _ints(v):
     return [int(x) for x in np.asarray(v).reshape(-1)]
 
@@ -295,10 +303,10 @@ def _binary(imp, op_type, a_name, b_name, name):
         return _NP_OPS[op_type](ca, cb).astype(np.result_type(ca, cb))
     if op_type in _SCALAR_OPS:
         if cb is not None and cb.size == 1 and (imp.rank(a_name) or 0) >= cb.ndim:
-            return getattr(S, _SCALAR_OPS[op_type][0])(imp.get(a_name), scalar=float(cb.reshape(-1)[0]),
+            return _symfn(imp, _SCALAR_OPS[op_type][0])(imp.get(a_name), scalar=float(cb.reshape(-1)[0]),
                                                         name=name)
         if ca is not None and ca.size == 1 and (imp.rank(b_name) or 0) >= ca.ndim:
-            return getattr(S, _SCALAR_OPS[op_type][1])(imp.get(b_name), scalar=float(ca.reshape(-1)[0]),
+            return _symfn(imp, _SCALAR_OPS[op_type][1])(imp.get(b_name), scalar=float(ca.reshape(-1)[0]),
                                                         name=name)
     a = _align_const(imp, a_name, b_name) if ca is not None else imp.get(a_name)
     b = _align_const(imp, b_name, a_name) if cb is not None else imp.get(b_name)
@@ -340,7 +348,7 @@ register("Sum")(_variadic("Add"))
 @register("Mean")
 def _mean(imp, node, ins, attrs, name):
     y = _variadic("Add")(imp, node, ins, attrs, name + "_sum")
-    return _S(imp)._div_scalar(y, scalar=float(len([i for i in ins if i])), name=name)
+    return _symfn(imp, "_div_scalar")(y, scalar=float(len([i for i in ins if i])), name=name)
 
 
 def _unary(fn_name, **kw):
@@ -420,8 +428,8 @@ def _clip(imp, node, ins, attrs, name):
         hi = imp.const(ins[2]) if len(ins) > 2 and ins[2] else None
         if (len(ins) > 1 and ins[1] and lo is None) or (len(ins) > 2 and ins[2] and hi is None):
             _fail("the min/max of Clip must be constants")
-        lo = -3.4e38 if lo is None else float(lo)
-        hi = 3.4e38 if hi is None else float(hi)
+        lo = -3.4e38 if lo is None else float(np.asarray(lo).reshape(-1)[0])
+        hi = 3.4e38 if hi is None else float(np.asarray(hi).reshape(-1)[0])
     else:
         lo = float(attrs.get("min", -3.4e38))
         hi = float(attrs.get("max", 3.4e38))
@@ -711,7 +719,7 @@ def _constant_of_shape(imp, node, ins, attrs, name):
         S = _S(imp)
         y = S.zeros_like(imp.get(marker.tensor))
         if value[0] != 0:
-            y = S._plus_scalar(y, scalar=float(value[0]))
+            y = _symfn(imp, "_plus_scalar")(y, scalar=float(value[0]))
         return S.Cast(y, dtype=str(value.dtype), name=name)
     shape = imp.const(ins[0])
     if shape is None:
@@ -776,10 +784,8 @@ def _reduce(fn_name, since=18, **extra):
         kw = dict(extra)
         if axes is not None:
             kw["axis"] = tuple(axes)
-        y = getattr(_S(imp), fn_name)(imp.get(ins[0]), keepdims=keep, name=name, **kw)
-        if axes is None and not keep:
-            y = _S(imp).reshape(y, shape=())
-        return y
+        # a full reduction gives shape (1,), not (), in MXNet's (legacy) shapes
+        return getattr(_S(imp), fn_name)(imp.get(ins[0]), keepdims=keep, name=name, **kw)
     return fn
 
 

@@ -26,7 +26,8 @@ def get_model_metadata(model_file):
     ``{'input_tensor_data': [(name, shape), ...], 'output_tensor_data': [(name, shape), ...]}``
     (the initializers are not inputs; a dynamic dim is 0)."""
     from ...onnx._import import graph_io, load_proto
-    ins, outs = graph_io(load_proto(model_file))
+    from ...onnx._import import guarded
+    ins, outs = guarded(graph_io, load_proto(model_file))
     return {"input_tensor_data": ins, "output_tensor_data": outs}
 
 
@@ -35,10 +36,10 @@ def import_to_gluon(model_file, ctx):
     ``ctx``."""
     from ...gluon import SymbolBlock
     from ... import symbol as _sym
-    from ...onnx._import import GraphImporter, load_proto
+    from ...onnx._import import GraphImporter, guarded, load_proto
     model = load_proto(model_file)
-    imp = GraphImporter(model)
-    sym, arg_params, aux_params = imp.run()
+    imp = guarded(GraphImporter, model)
+    sym, arg_params, aux_params = guarded(imp.run)
     inputs = [_sym.var(n) for n in imp.inputs if n in set(sym.list_inputs())]
     net = SymbolBlock(outputs=sym, inputs=inputs)
     params = net.collect_params()

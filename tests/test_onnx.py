@@ -1,0 +1,636 @@
+"""mx.onnx.export_model and mx.contrib.onnx (import_model, import_to_gluon,
+get_model_metadata): oxnet's outputs against onnxruntime's, and round trips through
+oxnet's importer; fixtures written by MXNet 1.9.1's own exporter (tests/data/onnx)."""
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+import oxnet as mx  # noqa: E402
+from oxnet import gluon  # noqa: E402
+from oxnet.base import MXNetError  # noqa: E402
+from oxnet.gluon.model_zoo import vision  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "data", "onnx")
+TOL = 1e-4
+
+
+def _ort_run(path, feeds):
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+def _randomize(net, seed=0):
+    """Random weights with non-trivial BatchNorm statistics, so that outputs are O(1)
+    and the inference form of BatchNorm matters."""
+    rng = np.random.RandomState(seed)
+    for name, p in net.collect_params().items():
+        if name.endswith(("running_mean", "moving_mean")):
+            p.set_data(mx.nd.array(rng.uniform(-0.1, 0.1, p.shape)))
+        elif name.endswith(("running_var", "moving_var")):
+            p.set_data(mx.nd.array(rng.uniform(0.5, 1.5, p.shape)))
+        elif name.endswith("gamma"):
+            p.set_data(mx.nd.array(rng.uniform(0.8, 1.2, p.shape)))
+        elif name.endswith("beta"):
+            p.set_data(mx.nd.array(rng.uniform(-0.1, 0.1, p.shape)))
+
+
+def _check_close(got, want, tol=TOL):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    diff = float(np.abs(got.astype(np.float64) - want).max()) if want.size else 0.0
+    assert diff <= tol * max(1.0, float(np.abs(want).max())), diff
+
+
+# ---- the model zoo ---------------------------------------------------------------------
+
+# the smallest input each network accepts (its final fixed-size pooling decides)
+_ZOO_SIZE = {"alexnet": 64, "inceptionv3": 299}
+for _n in vision._models:
+    if _n.startswith(("densenet", "squeezenet")):
+        _ZOO_SIZE[_n] = 224
+
+
+def _export_block(net, tmp_path, shape, name="m", **kw):
+    prefix = str(tmp_path / name)
+    net.export(prefix)
+    path = str(tmp_path / (name + ".onnx"))
+    out = mx.onnx.export_model(prefix + "-symbol.json", prefix + "-0000.params", [shape],
+                               np.float32, path, **kw)
+    assert out == path
+    return path
+
+
+@pytest.mark.parametrize("name", sorted(vision._models))
+def test_model_zoo_exports_and_matches_onnxruntime(name, tmp_path):
+    size = _ZOO_SIZE.get(name, 32)
+    net = vision.get_model(name, classes=10)
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    x = np.random.RandomState(1).uniform(-1, 1, (1, 3, size, size)).astype(np.float32)
+    net(mx.nd.array(x))
+    _randomize(net)
+    want = net(mx.nd.array(x)).asnumpy()
+    path = _export_block(net, tmp_path, x.shape)
+    onnx.checker.check_model(path)
+    got = _ort_run(path, {"data": x})[0]
+    _check_close(got, want)
+
+
+@pytest.mark.parametrize("opset", [12, 13, 14, 15, 16, 17, 18, 19, 20, 21])
+def test_resnet_every_opset_and_dynamic_batch(opset, tmp_path):
+    net = vision.get_model("resnet18_v2", classes=7)
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    x = np.random.RandomState(2).uniform(-1, 1, (3, 3, 32, 32)).astype(np.float32)
+    net(mx.nd.array(x))
+    _randomize(net, 3)
+    want = net(mx.nd.array(x)).asnumpy()
+    path = _export_block(net, tmp_path, (1, 3, 32, 32), opset_version=opset, dynamic=True)
+    model = onnx.load(path)
+    assert model.opset_import[0].version == opset
+    onnx.checker.check_model(model)
+    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    _check_close(_ort_run(path, {"data": x})[0], want)     # batch 3 through a batch-1 export
+    _check_close(_ort_run(path, {"data": x[:1]})[0], want[:1])
+
+
+def _seed_cnn():
+    net = gluon.nn.HybridSequential()
+    with net.name_scope():
+        net.add(gluon.nn.Conv2D(channels=20, kernel_size=5, activation="relu"))
+        net.add(gluon.nn.MaxPool2D(pool_size=2, strides=2))
+        net.add(gluon.nn.Conv2D(channels=50, kernel_size=5, activation="relu"))
+        net.add(gluon.nn.MaxPool2D(pool_size=2, strides=2))
+        net.add(gluon.nn.Flatten())
+        net.add(gluon.nn.Dense(500, activation="relu"))
+        net.add(gluon.nn.Dense(10))
+    return net
+
+
+@pytest.mark.parametrize("opset", [12, 18])
+def test_seed_cnn(opset, tmp_path):
+    net = _seed_cnn()
+    net.initialize(mx.init.Xavier(magnitude=2.24))
+    net.hybridize()
+    x = np.random.RandomState(4).uniform(0, 1, (4, 1, 28, 28)).astype(np.float32)
+    want = net(mx.nd.array(x)).asnumpy()
+    path = _export_block(net, tmp_path, (1, 1, 28, 28), opset_version=opset, dynamic=True)
+    onnx.checker.check_model(path)
+    _check_close(_ort_run(path, {"data": x})[0], want)
+    # and back: Symbol + params into a Module
+    sym, arg_params, aux_params = mx.contrib.onnx.import_model(path)
+    mod = mx.mod.Module(sym, data_names=["data"], label_names=None)
+    mod.bind(data_shapes=[("data", x.shape)], for_training=False)
+    mod.set_params(arg_params, aux_params)
+    mod.forward(mx.io.DataBatch([mx.nd.array(x)]), is_train=False)
+    _check_close(mod.get_outputs()[0].asnumpy(), want)
+
+
+class _LM(gluon.HybridBlock):
+    def __init__(self, vocab=40, **kw):
+        super().__init__(**kw)
+        with self.name_scope():
+            self.emb = gluon.nn.Embedding(vocab, 16)
+            self.rnn = gluon.rnn.LSTM(24, num_layers=2, layout="NTC")
+            self.drop = gluon.nn.Dropout(0.3)
+            self.out = gluon.nn.Dense(vocab, flatten=False)
+
+    def hybrid_forward(self, F, x):
+        return F.log_softmax(self.out(self.drop(self.rnn(self.emb(x)))))
+
+
+@pytest.mark.parametrize("opset", [12, 13, 18])
+def test_lstm_language_model(opset, tmp_path):
+    net = _LM()
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    x = np.random.RandomState(5).randint(0, 40, (3, 6)).astype(np.float32)
+    want = net(mx.nd.array(x)).asnumpy()
+    path = _export_block(net, tmp_path, x.shape, opset_version=opset, dynamic=True)
+    onnx.checker.check_model(path)
+    _check_close(_ort_run(path, {"data": x})[0], want)
+    _check_close(_ort_run(path, {"data": x[:1]})[0], want[:1])
+    blk = mx.contrib.onnx.import_to_gluon(path, mx.cpu())
+    _check_close(blk(mx.nd.array(x)).asnumpy(), want)
+
+
+class _BNNet(gluon.HybridBlock):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        with self.name_scope():
+            self.conv = gluon.nn.Conv2D(6, 3, padding=1)
+            self.bn = gluon.nn.BatchNorm()
+            self.bn_noscale = gluon.nn.BatchNorm(scale=False, center=False)
+            self.dense = gluon.nn.Dense(8)
+            self.bn_last = gluon.nn.BatchNorm(axis=-1)
+            self.prelu = gluon.nn.PReLU()
+
+    def hybrid_forward(self, F, x):
+        y = self.bn_noscale(self.bn(self.conv(x)))
+        return self.bn_last(self.prelu(self.dense(y)))
+
+
+def test_hybridized_block_with_batchnorm(tmp_path):
+    net = _BNNet()
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    x = np.random.RandomState(6).uniform(-1, 1, (2, 3, 8, 8)).astype(np.float32)
+    net(mx.nd.array(x))
+    _randomize(net, 7)
+    want = net(mx.nd.array(x)).asnumpy()
+    path = _export_block(net, tmp_path, x.shape)
+    onnx.checker.check_model(path)
+    _check_close(_ort_run(path, {"data": x})[0], want)
+    sym, arg_params, aux_params = mx.contrib.onnx.import_model(path)
+    assert any(k.endswith("running_mean") for k in aux_params)
+    blk = mx.contrib.onnx.import_to_gluon(path, mx.cpu())
+    _check_close(blk(mx.nd.array(x)).asnumpy(), want)
+
+
+def test_export_accepts_symbol_dict_and_lists(tmp_path):
+    net = _BNNet()
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    x = np.random.RandomState(8).uniform(-1, 1, (2, 3, 8, 8)).astype(np.float32)
+    want = net(mx.nd.array(x)).asnumpy()
+    prefix = str(tmp_path / "b")
+    net.export(prefix)
+    sym = mx.sym.load(prefix + "-symbol.json")
+    saved = mx.nd.load(prefix + "-0000.params")
+    arg = {k[4:]: v for k, v in saved.items() if k.startswith("arg:")}
+    aux = {k[4:]: v for k, v in saved.items() if k.startswith("aux:")}
+    both = dict(arg)
+    both.update(aux)
+    for params in (both, [arg, aux], saved):
+        p = mx.onnx.export_model(sym, params, [x.shape], onnx_file_path=str(tmp_path / "b.onnx"))
+        _check_close(_ort_run(p, {"data": x})[0], want)
+    # the old argument names and the contrib path
+    p = mx.contrib.onnx.export_model(sym=sym, params=both, input_shape=[x.shape],
+                                     input_type=np.float32,
+                                     onnx_file_path=str(tmp_path / "c.onnx"),
+                                     run_shape_inference=True, verbose=False)
+    _check_close(_ort_run(p, {"data": x})[0], want)
+    assert "Convolution" in mx.onnx.get_operator_support()
+    md = mx.contrib.onnx.get_model_metadata(p)
+    assert md["input_tensor_data"] == [("data", x.shape)]
+    assert md["output_tensor_data"][0][1] == want.shape
+
+
+# ---- operator coverage (Symbol graphs, oxnet's executor as the oracle) -------------------
+
+def _v(name):
+    return mx.sym.var(name)
+
+
+def _cases():
+    d = _v("data")
+    c = []
+
+    def add(name, sym, shapes, params=None, dtype=np.float32, low=-1.0, high=1.0, rt=True):
+        c.append(pytest.param(sym, shapes, params or {}, dtype, low, high, rt, id=name))
+
+    add("fc_flatten", mx.sym.FullyConnected(d, num_hidden=5, name="fc"), {"data": (2, 3, 4)},
+        {"fc_weight": (5, 12), "fc_bias": (5,)})
+    add("fc_noflatten_nobias", mx.sym.FullyConnected(d, num_hidden=5, flatten=False,
+                                                     no_bias=True, name="fc"),
+        {"data": (2, 3, 4)}, {"fc_weight": (5, 4)})
+    add("conv_group_dilate", mx.sym.Convolution(d, kernel=(3, 3), num_filter=4, num_group=2,
+                                                stride=(2, 1), pad=(1, 2), dilate=(1, 2),
+                                                name="cv"),
+        {"data": (1, 4, 9, 9)}, {"cv_weight": (4, 2, 3, 3), "cv_bias": (4,)})
+    add("conv1d", mx.sym.Convolution(d, kernel=(3,), num_filter=2, no_bias=True, name="cv"),
+        {"data": (1, 3, 7)}, {"cv_weight": (2, 3, 3)})
+    add("deconv", mx.sym.Deconvolution(d, kernel=(3, 3), num_filter=3, stride=(2, 2),
+                                       pad=(1, 1), adj=(1, 1), name="dc"),
+        {"data": (1, 2, 5, 5)}, {"dc_weight": (2, 3, 3, 3)})
+    add("deconv_bias", mx.sym.Deconvolution(d, kernel=(2, 2), num_filter=2, stride=(2, 2),
+                                            no_bias=False, name="dc"),
+        {"data": (1, 2, 3, 3)}, {"dc_weight": (2, 2, 2, 2), "dc_bias": (2,)})
+    add("maxpool_full", mx.sym.Pooling(d, kernel=(3, 3), stride=(2, 2), pool_type="max",
+                                       pooling_convention="full"), {"data": (1, 2, 8, 8)})
+    add("avgpool_pad", mx.sym.Pooling(d, kernel=(3, 3), stride=(1, 1), pad=(1, 1),
+                                      pool_type="avg"), {"data": (1, 2, 5, 5)})
+    add("avgpool_nopadcount", mx.sym.Pooling(d, kernel=(3, 3), stride=(1, 1), pad=(1, 1),
+                                             pool_type="avg", count_include_pad=False),
+        {"data": (1, 2, 5, 5)})
+    add("sumpool", mx.sym.Pooling(d, kernel=(2, 2), stride=(2, 2), pool_type="sum"),
+        {"data": (1, 2, 4, 4)})
+    add("global_max", mx.sym.Pooling(d, kernel=(1, 1), global_pool=True, pool_type="max"),
+        {"data": (2, 3, 4, 5)})
+    add("global_avg", mx.sym.Pooling(d, kernel=(1, 1), global_pool=True, pool_type="avg"),
+        {"data": (2, 3, 4, 5)})
+    for act in ("relu", "sigmoid", "tanh", "softrelu", "softsign"):
+        add("act_" + act, mx.sym.Activation(d, act_type=act), {"data": (2, 5)})
+    for act in ("leaky", "elu", "selu", "gelu"):
+        add("leaky_" + act, mx.sym.LeakyReLU(d, act_type=act, slope=0.2), {"data": (2, 5)})
+    add("prelu", mx.sym.LeakyReLU(d, act_type="prelu", name="pr"), {"data": (2, 3, 4)},
+        {"pr_gamma": (3,)})
+    add("softmax_axis1", mx.sym.softmax(d, axis=1), {"data": (2, 3, 4)})
+    add("softmax_temp", mx.sym.softmax(d, temperature=2.0), {"data": (2, 3, 4)})
+    add("log_softmax", mx.sym.log_softmax(d, axis=-1), {"data": (2, 3, 4)})
+    add("softmax_output", mx.sym.SoftmaxOutput(d, name="softmax"), {"data": (2, 3, 4)})
+    add("softmax_output_multi", mx.sym.SoftmaxOutput(d, multi_output=True, name="softmax"),
+        {"data": (2, 3, 4)})
+    add("concat", mx.sym.Concat(d, d * 2, dim=2), {"data": (2, 3, 4)})
+    add("flatten", mx.sym.Flatten(d), {"data": (2, 3, 4)})
+    for i, spec in enumerate([(0, -1), (-1, 4), (0, 0, 2, 2), (-2,), (-3, 4), (0, -4, 3, 1, -2),
+                              (-1,), (2, -1, 0)]):
+        add("reshape%d" % i, mx.sym.Reshape(d, shape=spec), {"data": (2, 3, 4)})
+    add("reshape_reverse", mx.sym.Reshape(d, shape=(-1, 0), reverse=True), {"data": (2, 3, 4)})
+    add("transpose", mx.sym.transpose(d, axes=(2, 0, 1)), {"data": (2, 3, 4)})
+    add("transpose_default", mx.sym.transpose(d), {"data": (2, 3, 4)})
+    add("swapaxes", mx.sym.SwapAxis(d, dim1=0, dim2=2), {"data": (2, 3, 4)})
+    add("slice", mx.sym.slice(d, begin=(None, 1, 0), end=(None, 3, -1), step=(1, 1, 2)),
+        {"data": (2, 4, 6)})
+    add("slice_neg_step", mx.sym.slice(d, begin=(None, None), end=(None, None), step=(1, -1)),
+        {"data": (2, 4)})
+    add("slice_axis", mx.sym.slice_axis(d, axis=1, begin=1, end=None), {"data": (2, 4, 3)})
+    add("slice_axis_neg", mx.sym.slice_axis(d, axis=-1, begin=-2, end=-1), {"data": (2, 4, 3)})
+    x, y = _v("x"), _v("y")
+    for op in ("elemwise_add", "elemwise_sub", "elemwise_mul", "elemwise_div"):
+        add(op, getattr(mx.sym, op)(x, y), {"x": (2, 3), "y": (2, 3)}, low=0.5, high=2.0)
+    for op in ("broadcast_add", "broadcast_sub", "broadcast_mul", "broadcast_div",
+               "broadcast_maximum", "broadcast_minimum", "broadcast_power", "broadcast_equal",
+               "broadcast_greater", "broadcast_lesser_equal", "broadcast_not_equal"):
+        add(op, getattr(mx.sym, op)(x, y), {"x": (2, 3, 4), "y": (1, 3, 1)}, low=0.5, high=2.0)
+    add("scalar_ops", ((((d + 1) - 2) * 3 / 4) ** 2 + 1 / (d + 3) - (5 - d)) + (2 ** d),
+        {"data": (2, 3)})
+    add("scalar_minmax_cmp", mx.sym.maximum(d, 0.1) + mx.sym.minimum(d, 0.2) + (d > 0)
+        + (d <= 0.5) + (d == 0.25), {"data": (2, 3)})
+    add("clip", mx.sym.clip(d, -0.5, 0.5), {"data": (2, 3)})
+    add("dropout", mx.sym.Dropout(d, p=0.5), {"data": (2, 3)})
+    add("unary", mx.sym.exp(d) + mx.sym.log(mx.sym.abs(d) + 1) + mx.sym.sqrt(mx.sym.abs(d))
+        + mx.sym.rsqrt(mx.sym.abs(d) + 1) + mx.sym.square(d) + mx.sym.negative(d)
+        + mx.sym.floor(d) + mx.sym.ceil(d) + mx.sym.sin(d) + mx.sym.erf(d)
+        + mx.sym.sign(d) + mx.sym.reciprocal(d + 2) + mx.sym.round(d * 3)
+        + mx.sym.log1p(mx.sym.abs(d)) + mx.sym.expm1(d), {"data": (2, 3)}, rt=False)
+    add("embedding", mx.sym.Embedding(d, input_dim=10, output_dim=4, name="emb"),
+        {"data": (2, 3)}, {"emb_weight": (10, 4)}, low=0, high=9.99)
+    add("dot", mx.sym.dot(x, y), {"x": (2, 3), "y": (3, 4)})
+    add("dot_t", mx.sym.dot(x, y, transpose_a=True, transpose_b=True), {"x": (3, 2),
+                                                                       "y": (4, 3)})
+    add("dot_nd", mx.sym.dot(x, y), {"x": (2, 2, 3), "y": (3, 4)})
+    add("batch_dot", mx.sym.batch_dot(x, y, transpose_b=True), {"x": (2, 3, 4),
+                                                               "y": (2, 5, 4)})
+    add("sum_axis", mx.sym.sum(d, axis=1), {"data": (2, 3, 4)})
+    add("mean_keep", mx.sym.mean(d, axis=(1, 2), keepdims=True), {"data": (2, 3, 4)})
+    add("max_exclude", mx.sym.max(d, axis=1, exclude=True), {"data": (2, 3, 4)})
+    add("min_all", mx.sym.min(d), {"data": (2, 3, 4)})
+    add("sum_all", mx.sym.sum(d), {"data": (2, 3, 4)})
+    add("prod", mx.sym.prod(d, axis=-1), {"data": (2, 3, 4)})
+    add("norm", mx.sym.norm(d, axis=1), {"data": (2, 3, 4)})
+    add("expand_squeeze", mx.sym.squeeze(mx.sym.expand_dims(d, axis=1), axis=1)
+        + mx.sym.squeeze(mx.sym.expand_dims(d, axis=-1)), {"data": (2, 3)})
+    add("cast", mx.sym.Cast(mx.sym.Cast(d * 4, dtype="int32"), dtype="float32"),
+        {"data": (2, 3)})
+    add("where", mx.sym.where(x > 0, x, y), {"x": (2, 3), "y": (2, 3)})
+    add("argmax", mx.sym.argmax(d, axis=1) + mx.sym.argmin(d, axis=1, keepdims=False),
+        {"data": (2, 5)})
+    add("split", mx.sym.SliceChannel(d, num_outputs=3, axis=1)[1], {"data": (2, 6, 2)})
+    add("split_squeeze", mx.sym.split(d, num_outputs=2, axis=2, squeeze_axis=True)[0],
+        {"data": (2, 3, 2)})
+    add("stack", mx.sym.stack(x, y, axis=1), {"x": (2, 3), "y": (2, 3)})
+    add("tile", mx.sym.tile(d, reps=(2, 1, 3)), {"data": (2, 3)})
+    add("broadcast_to", mx.sym.broadcast_to(d, shape=(2, 0, 4)), {"data": (1, 3, 1)})
+    add("broadcast_axis", mx.sym.broadcast_axis(d, axis=2, size=3), {"data": (2, 3, 1)})
+    add("broadcast_like", mx.sym.broadcast_like(x, y), {"x": (1, 3), "y": (2, 3)})
+    add("zeros_ones_like", mx.sym.zeros_like(d) + mx.sym.ones_like(d) + d, {"data": (2, 3)})
+    add("add_n", mx.sym.add_n(x, y, x), {"x": (2, 3), "y": (2, 3)})
+    add("pad", mx.sym.Pad(d, mode="constant", pad_width=(0, 0, 0, 0, 1, 2, 2, 1),
+                          constant_value=0.5), {"data": (1, 2, 3, 3)})
+    add("pad_edge", mx.sym.Pad(d, mode="edge", pad_width=(0, 0, 0, 0, 1, 1, 1, 1)),
+        {"data": (1, 2, 3, 3)})
+    add("upsampling", mx.sym.UpSampling(d, scale=2, sample_type="nearest"),
+        {"data": (1, 2, 3, 3)}, rt=False)
+    add("lrn", mx.sym.LRN(d, nsize=3), {"data": (1, 5, 3, 3)})
+    add("instancenorm", mx.sym.InstanceNorm(d, name="in"), {"data": (2, 3, 4, 4)},
+        {"in_gamma": (3,), "in_beta": (3,)})
+    add("layernorm", mx.sym.LayerNorm(d, name="ln"), {"data": (2, 3, 4)},
+        {"ln_gamma": (4,), "ln_beta": (4,)})
+    add("layernorm_axis1", mx.sym.LayerNorm(d, axis=1, name="ln"), {"data": (2, 3, 4)},
+        {"ln_gamma": (3,), "ln_beta": (3,)}, rt=False)
+    add("l2norm", mx.sym.L2Normalization(d), {"data": (2, 3, 4)}, rt=False)
+    add("batchnorm_fixgamma", mx.sym.BatchNorm(d, name="bn"), {"data": (2, 3, 4)},
+        {"bn_gamma": (3,), "bn_beta": (3,), "bn_moving_mean": (3,), "bn_moving_var": (3,)})
+    add("identity_blockgrad", mx.sym.BlockGrad(d) + mx.sym.identity(d), {"data": (2, 3)})
+    add("hard_sigmoid", mx.sym.hard_sigmoid(d), {"data": (2, 3)})
+    add("slice_like", mx.sym.slice_like(x, y), {"x": (4, 5), "y": (2, 3)}, rt=False)
+    return c
+
+
+def _oxnet_forward(sym, feeds):
+    args = {k: mx.nd.array(v, dtype=v.dtype) for k, v in feeds.items()}
+    arg_names = sym.list_arguments()
+    aux_names = sym.list_auxiliary_states()
+    exe = sym.bind(mx.cpu(), {k: args[k] for k in arg_names},
+                   aux_states={k: args[k] for k in aux_names}, grad_req="null")
+    exe.forward(is_train=False)
+    return [o.asnumpy() for o in exe.outputs]
+
+
+@pytest.mark.parametrize("opset", [12, 18])
+@pytest.mark.parametrize("sym,shapes,pshapes,dtype,low,high,roundtrip", _cases())
+def test_op_export(sym, shapes, pshapes, dtype, low, high, roundtrip, opset, tmp_path):
+    rng = np.random.RandomState(9)
+    inputs = {k: rng.uniform(low, high, s).astype(dtype) for k, s in shapes.items()}
+    params = {k: rng.uniform(0.5, 1.5, s).astype(np.float32) if k.endswith("var")
+              else rng.uniform(-1, 1, s).astype(np.float32) for k, s in pshapes.items()}
+    feeds = dict(inputs)
+    feeds.update(params)
+    arg_shapes, _, _ = sym.infer_shape_partial(**{k: v.shape for k, v in feeds.items()})
+    for k, s in zip(sym.list_arguments(), arg_shapes):  # label inputs of the output layers
+        if k not in feeds:
+            feeds[k] = np.zeros(s, np.float32)
+    want = _oxnet_forward(sym, feeds)
+    names = [k for k in sym.list_arguments() if k in inputs]
+    path = mx.onnx.export_model(sym, {k: mx.nd.array(v) for k, v in params.items()},
+                                [inputs[k].shape for k in names], [dtype] * len(names),
+                                str(tmp_path / "op.onnx"), opset_version=opset)
+    onnx.checker.check_model(path)
+    got = _ort_run(path, {k: inputs[k] for k in names})
+    _check_close(got[0], want[0])
+    if roundtrip:
+        sym2, arg2, aux2 = mx.contrib.onnx.import_model(path)
+        feeds2 = {k: v for k, v in inputs.items()}
+        feeds2.update({k: v.asnumpy() for k, v in list(arg2.items()) + list(aux2.items())})
+        _check_close(_oxnet_forward(sym2, feeds2)[0], want[0])
+
+
+def test_dynamic_input_shapes_and_reshape_codes(tmp_path):
+    d = mx.sym.var("data")
+    sym = mx.sym.Reshape(mx.sym.Reshape(d, shape=(0, -3, 0)), shape=(-4, -1, 1, -2))
+    sym = mx.sym.FullyConnected(mx.sym.Reshape(sym, shape=(0, -1)), num_hidden=3, name="fc")
+    params = {"fc_weight": mx.nd.array(np.random.RandomState(0).uniform(-1, 1, (3, 20))),
+              "fc_bias": mx.nd.zeros((3,))}
+    path = mx.onnx.export_model(sym, params, [(1, 2, 5, 2)], onnx_file_path=str(tmp_path / "d.onnx"),
+                                dynamic=True, dynamic_input_shapes=[(None, 2, 5, 2)])
+    model = onnx.load(path)
+    dims = model.graph.input[0].type.tensor_type.shape.dim
+    assert dims[0].dim_param and [d.dim_value for d in dims[1:]] == [2, 5, 2]
+    for n in (1, 4):
+        x = np.random.RandomState(n).uniform(-1, 1, (n, 2, 5, 2)).astype(np.float32)
+        want = _oxnet_forward(sym, dict(data=x, **{k: v.asnumpy() for k, v in params.items()}))
+        _check_close(_ort_run(path, {"data": x})[0], want[0])
+
+
+# ---- the fused RNN operator (once oxnet has it) -------------------------------------------
+
+def _has_rnn_op():
+    try:
+        mx._core.get_op("RNN")
+        return True
+    except Exception:
+        return False
+
+
+@pytest.mark.skipif(not _has_rnn_op(), reason="oxnet has no fused RNN operator yet")
+@pytest.mark.parametrize("mode,bidir,layers", [("lstm", False, 2), ("gru", True, 1),
+                                               ("rnn_tanh", False, 1), ("rnn_relu", True, 2)])
+def test_fused_rnn_export(mode, bidir, layers, tmp_path):
+    T, N, I, H = 5, 2, 4, 3
+    D = 2 if bidir else 1
+    G = {"lstm": 4, "gru": 3}.get(mode, 1)
+    size = 0
+    for layer in range(layers):
+        in_l = I if layer == 0 else D * H
+        size += D * (G * H * in_l + G * H * H + 2 * G * H)
+    rng = np.random.RandomState(10)
+    data, p, h0, c0 = (mx.sym.var(n) for n in ("data", "rnn_params", "h0", "c0"))
+    ins = [data, p, h0] + ([c0] if mode == "lstm" else [])
+    sym = mx.sym.RNN(*ins, state_size=H, num_layers=layers, bidirectional=bidir, mode=mode,
+                     state_outputs=True, name="rnn")
+    feeds = {"data": rng.uniform(-1, 1, (T, N, I)).astype(np.float32),
+             "h0": rng.uniform(-1, 1, (layers * D, N, H)).astype(np.float32),
+             "c0": rng.uniform(-1, 1, (layers * D, N, H)).astype(np.float32)}
+    params = {"rnn_params": mx.nd.array(rng.uniform(-0.5, 0.5, (size,)))}
+    want = _oxnet_forward(sym, dict(feeds, rnn_params=params["rnn_params"].asnumpy()))
+    names = [n for n in sym.list_arguments() if n in feeds]
+    path = mx.onnx.export_model(sym, params, [feeds[n].shape for n in names],
+                                onnx_file_path=str(tmp_path / "rnn.onnx"))
+    onnx.checker.check_model(path)
+    got = _ort_run(path, {n: feeds[n] for n in names})
+    for g, w in zip(got, want):
+        _check_close(g, w)
+
+
+# ---- import: MXNet 1.9.1's exports, hand-built graphs, bad files -------------------------
+
+@pytest.mark.parametrize("name", ["mxnet_seed_cnn", "mxnet_small_resnet",
+                                  "mxnet_mobilenetv2_0.25"])
+def test_import_models_exported_by_mxnet(name):
+    path = os.path.join(DATA, name + ".onnx")
+    ref = np.load(os.path.join(DATA, name + ".npz"))
+    x, want = ref["x"], ref["y"]
+    blk = mx.contrib.onnx.import_to_gluon(path, mx.cpu())
+    _check_close(blk(mx.nd.array(x)).asnumpy(), want)
+    sym, arg_params, aux_params = mx.contrib.onnx.import_model(path)
+    mod = mx.mod.Module(sym, data_names=[sym.list_arguments()[0]], label_names=None)
+    mod.bind(data_shapes=[(sym.list_arguments()[0], x.shape)], for_training=False)
+    mod.set_params(arg_params, aux_params)
+    mod.forward(mx.io.DataBatch([mx.nd.array(x)]), is_train=False)
+    _check_close(mod.get_outputs()[0].asnumpy(), want)
+    # and the file's own meaning, by onnxruntime
+    _check_close(_ort_run(path, {sym.list_arguments()[0]: x})[0], want)
+
+
+def _hand_model(opset=13):
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.RandomState(11)
+    W = rng.uniform(-1, 1, (6, 4)).astype(np.float32)
+    E = rng.uniform(-1, 1, (10, 6)).astype(np.float32)
+    inits = [numpy_helper.from_array(W, "W"), numpy_helper.from_array(E, "E"),
+             numpy_helper.from_array(np.array([0, 2, 5], np.int64), "idx"),
+             numpy_helper.from_array(np.array([1, 0], np.int64), "starts"),
+             numpy_helper.from_array(np.array([4, 2], np.int64), "ends"),
+             numpy_helper.from_array(np.array([1, 2], np.int64), "axes"),
+             numpy_helper.from_array(np.array([-1, 3], np.int64), "shape"),
+             numpy_helper.from_array(np.array([1], np.int64), "ax1"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "half")]
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["mm"]),                    # (2,3,4)
+        helper.make_node("Mul", ["mm", "half"], ["mh"]),
+        helper.make_node("Relu", ["mh"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1]),       # (2,4,3)
+        helper.make_node("Slice", ["t", "starts", "ends", "axes"], ["s"]),  # (2,3,2)
+        helper.make_node("Reshape", ["s", "shape"], ["rs"]),                # (4,3)
+        helper.make_node("Gather", ["E", "idx"], ["g"]),                    # (3,6)
+        helper.make_node("ReduceMean", ["g"], ["gm"], axes=[1], keepdims=0) if opset < 18
+        else helper.make_node("ReduceMean", ["g", "ax1"], ["gm"], keepdims=0),
+        helper.make_node("Softmax", ["r"], ["sm"], axis=-1),
+        helper.make_node("ReduceSum", ["sm", "ax1"], ["ss"], keepdims=1) if opset >= 13
+        else helper.make_node("ReduceSum", ["sm"], ["ss"], axes=[1], keepdims=1),
+        helper.make_node("Concat", ["sm", "ss"], ["cc"], axis=1),
+        helper.make_node("Sigmoid", ["cc"], ["out"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "hand", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 6])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [2, 4, 4]),
+         helper.make_tensor_value_info("rs", TensorProto.FLOAT, [4, 3])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    return model
+
+
+@pytest.mark.parametrize("opset", [11, 13, 18])
+def test_import_hand_built_graph(opset, tmp_path):
+    model = _hand_model(opset)
+    onnx.checker.check_model(model)
+    path = str(tmp_path / "hand.onnx")
+    onnx.save(model, path)
+    x = np.random.RandomState(12).uniform(-1, 1, (2, 3, 6)).astype(np.float32)
+    want = _ort_run(path, {"x": x})
+    blk = mx.contrib.onnx.import_to_gluon(path, mx.cpu())
+    got = blk(mx.nd.array(x))
+    _check_close(got[0].asnumpy(), want[0])
+    _check_close(got[1].asnumpy(), want[1])
+
+
+def _tiny_model(op_type="Relu", opset=13, domain=""):
+    from onnx import TensorProto, helper
+    node = helper.make_node(op_type, ["x"], ["y"], name="my_node", domain=domain)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                          [1, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])])
+    imports = [helper.make_opsetid("", opset)]
+    if domain:
+        imports.append(helper.make_opsetid(domain, 1))
+    model = helper.make_model(graph, opset_imports=imports)
+    model.ir_version = 7
+    return model
+
+
+def test_import_errors_name_node_and_opset(tmp_path):
+    p = str(tmp_path / "u.onnx")
+    onnx.save(_tiny_model("NonZero"), p)
+    with pytest.raises(MXNetError, match="my_node.*NonZero"):
+        mx.contrib.onnx.import_model(p)
+    onnx.save(_tiny_model("Relu", opset=99), p)
+    with pytest.raises(MXNetError, match="opset 99"):
+        mx.contrib.onnx.import_model(p)
+    onnx.save(_tiny_model("Foo", domain="com.example"), p)
+    with pytest.raises(MXNetError, match="my_node.*Foo"):
+        mx.contrib.onnx.import_model(p)
+    with pytest.raises(MXNetError):
+        mx.contrib.onnx.import_model(str(tmp_path / "missing.onnx"))
+    data = open(os.path.join(DATA, "mxnet_small_resnet.onnx"), "rb").read()
+    with open(p, "wb") as f:
+        f.write(data[:len(data) // 3])
+    with pytest.raises(MXNetError, match="not a valid ONNX model|no graph|truncated"):
+        mx.contrib.onnx.import_model(p)
+    with open(p, "wb") as f:
+        f.write(b"")
+    with pytest.raises(MXNetError):
+        mx.contrib.onnx.import_to_gluon(p, mx.cpu())
+
+
+_FUZZ = r"""
+import sys, numpy as np, oxnet as mx
+from oxnet.base import MXNetError
+data = open(sys.argv[1], 'rb').read()
+rng = np.random.RandomState(0)
+cases = [data[:n] for n in rng.randint(0, len(data), 40)]
+for _ in range(60):
+    b = bytearray(data)
+    for p in rng.randint(0, len(b), rng.randint(1, 8)):
+        b[p] = rng.randint(0, 256)
+    cases.append(bytes(b))
+ok = err = 0
+for c in cases:
+    try:
+        sym, arg, aux = mx.contrib.onnx.import_model(c)
+        ok += 1
+    except MXNetError:
+        err += 1
+print('ok', ok, 'err', err)
+"""
+
+
+def test_fuzz_truncated_and_flipped_files_never_crash():
+    path = os.path.join(DATA, "mxnet_small_resnet.onnx")
+    r = subprocess.run([sys.executable, "-c", _FUZZ, path], capture_output=True, text=True,
+                       timeout=600, env=dict(os.environ))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "err" in r.stdout
+
+
+def test_export_errors(tmp_path):
+    d = mx.sym.var("data")
+    sym = mx.sym.topk(mx.sym.relu(d), k=2, name="my_topk")
+    p = str(tmp_path / "e.onnx")
+    with pytest.raises(MXNetError, match="my_topk.*topk|topk.*my_topk"):
+        mx.onnx.export_model(sym, {}, [(2, 5)], onnx_file_path=p)
+    fc = mx.sym.FullyConnected(d, num_hidden=3, name="fc")
+    with pytest.raises(MXNetError, match="input shapes"):
+        mx.onnx.export_model(fc, {"fc_weight": mx.nd.zeros((3, 4)), "fc_bias": mx.nd.zeros(3)},
+                             [(2, 4), (3, 3)], onnx_file_path=p)
+    with pytest.raises(MXNetError, match="opset"):
+        mx.onnx.export_model(fc, {"fc_weight": mx.nd.zeros((3, 4)), "fc_bias": mx.nd.zeros(3)},
+                             [(2, 4)], onnx_file_path=p, opset_version=7)
+    with pytest.raises(MXNetError, match="fc_weight|fc_bias"):
+        mx.onnx.export_model(fc, {"fc_bias": mx.nd.zeros(3)}, [(2, 4)], onnx_file_path=p)
+    with pytest.raises(MXNetError):
+        mx.onnx.export_model(str(tmp_path / "nope-symbol.json"), {}, [(2, 4)],
+                             onnx_file_path=p)
+    with pytest.raises(MXNetError, match="in_shapes"):
+        mx.onnx.export_model(fc, {}, None, onnx_file_path=p)
+
+
+def test_import_from_pytorch_if_available(tmp_path):
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4),
+                                torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
+                                torch.nn.Flatten(), torch.nn.Linear(4, 5)).eval()
+    x = torch.randn(1, 3, 8, 8)
+    path = str(tmp_path / "pt.onnx")
+    torch.onnx.export(model, x, path, input_names=["x"], output_names=["y"], opset_version=13)
+    blk = mx.contrib.onnx.import_to_gluon(path, mx.cpu())
+    _check_close(blk(mx.nd.array(x.numpy())).asnumpy(), model(x).detach().numpy())
