@@ -465,21 +465,28 @@ def test_fused_rnn_export(mode, bidir, layers, tmp_path):
 # ---- import: MXNet 1.9.1's exports, hand-built graphs, bad files -------------------------
 
 @pytest.mark.parametrize("name", ["mxnet_seed_cnn", "mxnet_small_resnet",
-                                  "mxnet_mobilenetv2_0.25"])
+                                  "mxnet_mobilenetv2_0.25", "mxnet_kitchen_sink"])
 def test_import_models_exported_by_mxnet(name):
+    """Files written by MXNet 1.9.1's mx.onnx.export_model (make_mxnet_fixtures.py), with
+    MXNet's outputs for fixed inputs."""
     path = os.path.join(DATA, name + ".onnx")
     ref = np.load(os.path.join(DATA, name + ".npz"))
-    x, want = ref["x"], ref["y"]
+    want = ref["y"]
+    md = mx.contrib.onnx.get_model_metadata(path)
+    names = [n for n, _ in md["input_tensor_data"]]
+    feeds = {n: ref["x"] if n == "data" and "x" in ref.files else ref[n] for n in names}
+    for n, shape in md["input_tensor_data"]:
+        assert feeds[n].shape == shape
     blk = mx.contrib.onnx.import_to_gluon(path, mx.cpu())
-    _check_close(blk(mx.nd.array(x)).asnumpy(), want)
+    _check_close(blk(*[mx.nd.array(feeds[n]) for n in names]).asnumpy(), want)
     sym, arg_params, aux_params = mx.contrib.onnx.import_model(path)
-    mod = mx.mod.Module(sym, data_names=[sym.list_arguments()[0]], label_names=None)
-    mod.bind(data_shapes=[(sym.list_arguments()[0], x.shape)], for_training=False)
+    mod = mx.mod.Module(sym, data_names=names, label_names=None)
+    mod.bind(data_shapes=[(n, feeds[n].shape) for n in names], for_training=False)
     mod.set_params(arg_params, aux_params)
-    mod.forward(mx.io.DataBatch([mx.nd.array(x)]), is_train=False)
+    mod.forward(mx.io.DataBatch([mx.nd.array(feeds[n]) for n in names]), is_train=False)
     _check_close(mod.get_outputs()[0].asnumpy(), want)
     # and the file's own meaning, by onnxruntime
-    _check_close(_ort_run(path, {sym.list_arguments()[0]: x})[0], want)
+    _check_close(_ort_run(path, feeds)[0], want)
 
 
 def _hand_model(opset=13):

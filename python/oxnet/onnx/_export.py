@@ -211,6 +211,8 @@ def build_model(sym, params, in_shapes=None, in_types=np.float32, verbose=False,
         if nodes[h[0]]["op"] == "null":
             used_vars.add(nodes[h[0]]["name"])
     all_inputs = [n["name"] for n in nodes if n["op"] == "null" and n["name"] not in params]
+    order = {nm: k for k, nm in enumerate(sym.list_inputs())}   # MXNet's input order
+    all_inputs.sort(key=lambda nm: order.get(nm, len(order)))
     data_inputs = [nm for nm in all_inputs if nm not in label_vars or nm in used_vars]
     missing = [nm for nm in sym.list_arguments() + sym.list_auxiliary_states()
                if nm not in params and nm not in all_inputs]

@@ -84,7 +84,7 @@ class GraphImporter:
                 self.shapes[vi.name] = d
         try:
             import onnx
-            inferred = onnx.shape_inference.infer_shapes(model)
+            inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
             for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
                 d = _dims(vi)
                 if d is not None and vi.name not in self.shapes:
@@ -141,7 +141,32 @@ class GraphImporter:
         s = self.shapes.get(name)
         if s is None and name in self.consts:
             s = self.consts[name].shape
+        if (s is None or 0 in s) and isinstance(self.symbols.get(name), self.sym.Symbol):
+            s2 = self._infer(name)
+            if s2 is not None:
+                s = s2
+                self.shapes[name] = s
         return s
+
+    def _infer(self, name):
+        """The static shape of a translated tensor by oxnet's shape inference, from the
+        graph inputs' static shapes and the parameters' shapes."""
+        sym = self.symbols[name]
+        known = {}
+        for arg in sym.list_arguments() + sym.list_auxiliary_states():
+            if arg in self.params:
+                known[arg] = self.params[arg].shape
+            elif arg in self.shapes and self.shapes[arg] and 0 not in self.shapes[arg]:
+                known[arg] = self.shapes[arg]
+            else:
+                return None
+        try:
+            _, outs, _ = sym.infer_shape_partial(**known)
+        except MXNetError:
+            return None
+        if not outs or outs[0] is None or 0 in outs[0] or not len(outs[0]):
+            return None
+        return tuple(outs[0])
 
     def rank(self, name):
         s = self.shape(name)
@@ -155,6 +180,13 @@ class GraphImporter:
             if node.domain not in ("", "ai.onnx"):
                 raise MXNetError("ONNX import: node %r: operator %s of domain %r is not "
                                  "supported" % (label, node.op_type, node.domain))
+            folded = self._fold(node)
+            if folded is not None:
+                for out, val in zip(node.output, folded):
+                    if out:
+                        self.consts[out] = val
+                        self.shapes[out] = val.shape
+                continue
             fn = _import_ops.get(node.op_type)
             if fn is None:
                 raise MXNetError("ONNX import: node %r: operator %s (opset %d) is not supported"
@@ -206,6 +238,37 @@ class GraphImporter:
         aux_params = {k: nd.array(v, dtype=v.dtype) for k, v in self.params.items()
                       if k in aux_names}
         return out, arg_params, aux_params
+
+    _NO_FOLD = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+                "Multinomial", "Bernoulli", "Dropout", "Constant"}
+
+    def _fold(self, node):
+        """The output values of a node all of whose inputs are constants (shape
+        arithmetic: Shape -> Gather -> Concat -> Reshape), computed by onnx's reference
+        evaluator; None when it does not apply."""
+        ins = [i for i in node.input if i]
+        if not ins or node.op_type in self._NO_FOLD or any(i not in self.consts for i in ins):
+            return None
+        try:
+            from onnx import helper
+            from onnx.reference import ReferenceEvaluator
+        except ImportError:  # pragma: no cover - onnx < 1.13
+            return None
+        try:
+            vals = {i: self.consts[i] for i in ins}
+            g = helper.make_graph(
+                [node], "fold",
+                [helper.make_tensor_value_info(i, helper.np_dtype_to_tensor_dtype(v.dtype),
+                                               list(v.shape)) for i, v in vals.items()],
+                [helper.make_tensor_value_info(o, 0, None) for o in node.output if o])
+            m = helper.make_model(g, opset_imports=[helper.make_opsetid("", self.opset)])
+            res = ReferenceEvaluator(m).run(None, vals)
+        except Exception:
+            return None  # the translation decides
+        outs = []
+        for r in res:
+            outs.append(np.asarray(r))
+        return outs
 
     def _name(self, node):
         return node.output[0] if node.output and node.output[0] else (node.name or node.op_type)

@@ -71,6 +71,74 @@ def mobilenet_v2():
     return net, (1, 3, 32, 32)
 
 
+def kitchen_sink():
+    """A Symbol (not a Gluon block) with many of MXNet's common ops."""
+    data = mx.sym.var('data')        # (2, 3, 8, 8)
+    tokens = mx.sym.var('tokens')    # (2, 5)
+    c = mx.sym.Convolution(data, kernel=(3, 3), num_filter=4, pad=(1, 1), name='conv')
+    c = mx.sym.BatchNorm(c, fix_gamma=False, name='bn')
+    c = mx.sym.LeakyReLU(c, act_type='leaky', slope=0.1, name='lrelu')
+    p = mx.sym.Pooling(c, kernel=(2, 2), stride=(2, 2), pool_type='avg', name='pool')  # (2,4,4,4)
+    d = mx.sym.Deconvolution(p, kernel=(2, 2), stride=(2, 2), num_filter=2, no_bias=True, name='deconv')  # (2,2,8,8)
+    g = mx.sym.Pooling(d, kernel=(1, 1), global_pool=True, pool_type='max', name='gpool')
+    f = mx.sym.Flatten(g)                                   # (2, 2)
+    r = mx.sym.Reshape(p, shape=(0, -1, 4), name='rs')     # (2, 16, 4)
+    t = mx.sym.transpose(r, axes=(0, 2, 1))                 # (2, 4, 16)
+    s = mx.sym.slice_axis(t, axis=2, begin=2, end=10)       # (2, 4, 8)
+    e = mx.sym.Embedding(tokens, input_dim=20, output_dim=8, name='emb')  # (2,5,8)
+    bd = mx.sym.batch_dot(e, s, transpose_b=True)           # (2,5,4)
+    m = mx.sym.mean(bd, axis=1)                             # (2,4)
+    fc = mx.sym.FullyConnected(mx.sym.Concat(m, f, dim=1), num_hidden=6, name='fc')  # (2,6)
+    fc = mx.sym.Activation(fc, act_type='tanh')
+    fc = mx.sym.clip(fc * 2 + 0.5, -0.8, 0.9)
+    fc = mx.sym.Dropout(fc, p=0.3)
+    x = mx.sym.expand_dims(fc, axis=1)                      # (2,1,6)
+    x = mx.sym.broadcast_mul(x, mx.sym.expand_dims(mx.sym.sum(bd, axis=2), axis=2))  # (2,5,6)
+    x = mx.sym.squeeze(mx.sym.slice_axis(x, axis=1, begin=0, end=1), axis=1)
+    return mx.sym.log_softmax(x, axis=-1), {'data': (2, 3, 8, 8), 'tokens': (2, 5)}
+
+
+def export_kitchen_sink(rng):
+    """MXNet 1.9.1's exporter writes the installed onnx's newest opset into the model but
+    translates with its opset-13 tables, and checks the graph against the newest opset:
+    with onnx 1.14 (opset 19) that breaks for ReduceMean (axes became an input in 18).
+    So this model is made with onnx told that its newest opset is 13 (the opset MXNet's
+    tables were written for), MXNet's graph check left to onnx.checker.check_model at
+    the end."""
+    import onnx
+    import onnx.checker
+    import onnx.defs
+    saved = onnx.defs.onnx_opset_version, onnx.checker.check_graph
+    onnx.defs.onnx_opset_version = lambda: 13
+    onnx.checker.check_graph = lambda graph, ctx=None: None
+    try:
+        sym, shapes = kitchen_sink()
+        arg_shapes, _, aux_shapes = sym.infer_shape(**shapes)
+        params = {}
+        for n, s in zip(sym.list_arguments(), arg_shapes):
+            if n not in shapes:
+                params[n] = mx.nd.array(rng.uniform(-0.5, 0.5, s))
+        for n, s in zip(sym.list_auxiliary_states(), aux_shapes):
+            params[n] = mx.nd.array(rng.uniform(0.5, 1.5, s))
+        x = {'data': rng.uniform(-1, 1, shapes['data']).astype(np.float32),
+             'tokens': rng.randint(0, 20, shapes['tokens']).astype(np.float32)}
+        args = {k: mx.nd.array(v) for k, v in x.items()}
+        args.update({k: v for k, v in params.items() if k in sym.list_arguments()})
+        exe = sym.bind(mx.cpu(), args,
+                       aux_states={k: params[k] for k in sym.list_auxiliary_states()})
+        exe.forward(is_train=False)
+        y = exe.outputs[0].asnumpy()
+        names = [n for n in sym.list_arguments() if n in shapes]   # MXNet's input order
+        path = os.path.join(HERE, 'mxnet_kitchen_sink.onnx')
+        mx.onnx.export_model(sym, params, [shapes[n] for n in names],
+                             [np.float32] * len(names), path)
+    finally:
+        onnx.defs.onnx_opset_version, onnx.checker.check_graph = saved
+    onnx.checker.check_model(onnx.load(path))
+    np.savez(os.path.join(HERE, 'mxnet_kitchen_sink.npz'), y=y, **x)
+    print('mxnet_kitchen_sink', os.path.getsize(path), 'bytes, output', y.shape)
+
+
 def randomize_bn(net, rng):
     # non-trivial running statistics, so that the inference form of BatchNorm matters
     for name, p in net.collect_params().items():
@@ -107,6 +175,7 @@ def main():
         size = os.path.getsize(path)
         assert size < 2 * 1024 * 1024, (name, size)
         print(name, size, 'bytes, output', y.shape)
+    export_kitchen_sink(rng)
 
 
 if __name__ == '__main__':
