@@ -79,7 +79,10 @@ def test_model_zoo_exports_and_matches_onnxruntime(name, tmp_path):
     net(mx.nd.array(x))
     _randomize(net)
     want = net(mx.nd.array(x)).asnumpy()
-    path = _export_block(net, tmp_path, x.shape)
+    # the Symbol and the params in memory (the files' path: the tests below)
+    sym = net(mx.sym.var("data"))
+    params = {p.name: p.data() for p in net.collect_params().values()}
+    path = mx.onnx.export_model(sym, params, [x.shape], np.float32, str(tmp_path / "m.onnx"))
     onnx.checker.check_model(path)
     got = _ort_run(path, {"data": x})[0]
     _check_close(got, want)
@@ -641,3 +644,121 @@ def test_import_from_pytorch_if_available(tmp_path):
     torch.onnx.export(model, x, path, input_names=["x"], output_names=["y"], opset_version=13)
     blk = mx.contrib.onnx.import_to_gluon(path, mx.cpu())
     _check_close(blk(mx.nd.array(x.numpy())).asnumpy(), model(x).detach().numpy())
+
+
+def _np_rnn(mode, x, params, h0, c0, H, L, D):
+    """NumPy reference of MXNet's fused RNN op (cuDNN's layout: per layer and direction
+    W_i2h then W_h2h, then all the biases; LSTM gates i, f, g, o; GRU gates r, z, n with
+    the reset applied after the recurrent matmul)."""
+    G = {"lstm": 4, "gru": 3}.get(mode, 1)
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    T, N, I = x.shape
+    off = 0
+    W = {}
+    for layer in range(L):
+        in_l = I if layer == 0 else D * H
+        for d in range(D):
+            wi = params[off:off + G * H * in_l].reshape(G * H, in_l)
+            off += G * H * in_l
+            wh = params[off:off + G * H * H].reshape(G * H, H)
+            off += G * H * H
+            W[layer, d] = [wi, wh]
+    for layer in range(L):
+        for d in range(D):
+            W[layer, d] += [params[off:off + G * H], params[off + G * H:off + 2 * G * H]]
+            off += 2 * G * H
+    inp = x
+    hn, cn = [], []
+    for layer in range(L):
+        outs = []
+        for d in range(D):
+            wi, wh, bi, bh = W[layer, d]
+            h = h0[layer * D + d]
+            c = c0[layer * D + d] if c0 is not None else None
+            ys = [None] * T
+            for t in (range(T) if d == 0 else reversed(range(T))):
+                gi = inp[t] @ wi.T + bi
+                gh = h @ wh.T + bh
+                if mode == "lstm":
+                    g = gi + gh
+                    i, f, cc, o = (g[:, k * H:(k + 1) * H] for k in range(4))
+                    c = sig(f) * c + sig(i) * np.tanh(cc)
+                    h = sig(o) * np.tanh(c)
+                elif mode == "gru":
+                    r = sig(gi[:, :H] + gh[:, :H])
+                    z = sig(gi[:, H:2 * H] + gh[:, H:2 * H])
+                    n = np.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
+                    h = (1 - z) * n + z * h
+                else:
+                    h = np.tanh(gi + gh) if mode == "rnn_tanh" else np.maximum(gi + gh, 0)
+                ys[t] = h
+            outs.append(np.stack(ys))
+            hn.append(h)
+            cn.append(c)
+        inp = np.concatenate(outs, axis=-1)
+    return inp, np.stack(hn), (np.stack(cn) if c0 is not None else None)
+
+
+@pytest.mark.parametrize("mode,bidir,layers", [("lstm", False, 2), ("lstm", True, 1),
+                                               ("gru", True, 2), ("rnn_tanh", False, 1),
+                                               ("rnn_relu", True, 1)])
+@pytest.mark.parametrize("opset", [12, 18])
+def test_rnn_translation_against_numpy(mode, bidir, layers, opset, tmp_path):
+    """The RNN -> ONNX LSTM/GRU/RNN translation (used once oxnet has the fused RNN op),
+    run by onnxruntime against a NumPy reference of MXNet's RNN."""
+    from onnx import helper
+    from oxnet.onnx import _export_ops
+    from oxnet.onnx._export import ExportContext
+    T, N, I, H = 4, 2, 3, 5
+    D = 2 if bidir else 1
+    G = {"lstm": 4, "gru": 3}.get(mode, 1)
+    size = sum(D * (G * H * (I if k == 0 else D * H) + G * H * H + 2 * G * H)
+               for k in range(layers))
+    rng = np.random.RandomState(13)
+    x = rng.uniform(-1, 1, (T, N, I)).astype(np.float32)
+    params = rng.uniform(-0.5, 0.5, (size,)).astype(np.float32)
+    h0 = rng.uniform(-1, 1, (layers * D, N, H)).astype(np.float32)
+    c0 = rng.uniform(-1, 1, (layers * D, N, H)).astype(np.float32) if mode == "lstm" else None
+    ctx = ExportContext(opset, False, {"p": params})
+    ctx.initializers["p"] = params
+    ins = ["x", "p", "h0"] + (["c0"] if mode == "lstm" else [])
+    for nm, v in (("x", x), ("h0", h0), ("c0", c0)):
+        if v is not None:
+            ctx.shapes[nm] = v.shape
+    outs = ["y", "hn"] + (["cn"] if mode == "lstm" else [])
+    _export_ops.get("RNN")(ctx, "rnn", ins, outs,
+                           {"mode": mode, "state_size": str(H), "num_layers": str(layers),
+                            "bidirectional": str(bidir), "state_outputs": "True"})
+    from onnx import numpy_helper
+    f32 = onnx.TensorProto.FLOAT
+    g = helper.make_graph(
+        ctx.nodes, "rnn",
+        [helper.make_tensor_value_info(n, f32, list(ctx.shapes[n])) for n in ins if n != "p"],
+        [helper.make_tensor_value_info(n, f32, None) for n in outs],
+        [numpy_helper.from_array(v, k) for k, v in ctx.initializers.items() if k != "p"])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    path = str(tmp_path / "rnn.onnx")
+    onnx.save(model, path)
+    feeds = {"x": x, "h0": h0}
+    if c0 is not None:
+        feeds["c0"] = c0
+    got = _ort_run(path, feeds)
+    want = _np_rnn(mode, x.astype(np.float64), params.astype(np.float64), h0, c0, H, layers, D)
+    for g_, w_ in zip(got, want):
+        _check_close(g_, w_)
+
+
+def test_verbose_and_missing_onnx_package(tmp_path, monkeypatch, capsys):
+    fc = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=3, name="fc")
+    params = {"fc_weight": mx.nd.ones((3, 4)), "fc_bias": mx.nd.zeros(3)}
+    p = mx.onnx.export_model(fc, params, [(2, 4)], onnx_file_path=str(tmp_path / "v.onnx"),
+                             verbose=True)
+    assert "FullyConnected" in capsys.readouterr().out
+    np.testing.assert_allclose(_ort_run(p, {"data": np.ones((2, 4), np.float32)})[0],
+                               np.full((2, 3), 4.0), rtol=1e-6)
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    with pytest.raises(MXNetError, match="pip install"):
+        mx.onnx.export_model(fc, params, [(2, 4)], onnx_file_path=str(tmp_path / "w.onnx"))
+    with pytest.raises(MXNetError, match="pip install"):
+        mx.contrib.onnx.import_model(p)

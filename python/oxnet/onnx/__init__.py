@@ -2,8 +2,6 @@
 ``.params`` files MXNet and a hybridized Gluon block write) to ONNX, as MXNet 1.9.1's
 ``mxnet.onnx`` does. Needs the ``onnx`` package (``pip install oxnet[onnx]``)."""
 
-import logging
-
 import numpy as np
 
 from ..base import MXNetError
@@ -60,16 +58,24 @@ def export_model(sym, params, in_shapes=None, in_types=np.float32,
         in_types = input_type
     if input_shape is not None:
         in_shapes = input_shape
-    if verbose:
-        logging.getLogger().setLevel(logging.INFO)
     model = build_model(sym, params, in_shapes=in_shapes, in_types=in_types, verbose=verbose,
                         dynamic=dynamic, dynamic_input_shapes=dynamic_input_shapes,
                         run_shape_inference=run_shape_inference, opset_version=opset_version)
     try:
-        onnx.save(model, onnx_file_path)
+        data = model.SerializeToString()
+    except Exception as e:
+        raise MXNetError("export_model: cannot serialize the ONNX model (models over 2 GB "
+                         "need external data, which is not supported): %s" % e) from None
+    try:
+        onnx.checker.check_model(data)
+    except Exception as e:
+        raise MXNetError("export_model: the ONNX graph fails onnx.checker: %s" % e) from None
+    try:
+        with open(onnx_file_path, "wb") as f:
+            f.write(data)
     except (OSError, ValueError) as e:
         raise MXNetError("export_model: cannot write %r: %s" % (onnx_file_path, e)) from None
     if verbose:
-        logging.info("Input shape of the model %s ", in_shapes)
-        logging.info("Exported ONNX file %s saved to disk", onnx_file_path)
+        print("Input shape of the model %s" % (in_shapes,))
+        print("Exported ONNX file %s saved to disk" % onnx_file_path)
     return onnx_file_path
