@@ -258,6 +258,9 @@ def _cases():
     add("deconv_bias", mx.sym.Deconvolution(d, kernel=(2, 2), num_filter=2, stride=(2, 2),
                                             no_bias=False, name="dc"),
         {"data": (1, 2, 3, 3)}, {"dc_weight": (2, 2, 2, 2), "dc_bias": (2,)})
+    add("deconv_target", mx.sym.Deconvolution(d, kernel=(3, 3), num_filter=2, stride=(2, 2),
+                                              target_shape=(10, 10), name="dc"),
+        {"data": (1, 2, 5, 5)}, {"dc_weight": (2, 2, 3, 3)}, rt=False)
     add("maxpool_full", mx.sym.Pooling(d, kernel=(3, 3), stride=(2, 2), pool_type="max",
                                        pooling_convention="full"), {"data": (1, 2, 8, 8)})
     add("avgpool_pad", mx.sym.Pooling(d, kernel=(3, 3), stride=(1, 1), pad=(1, 1),
@@ -353,7 +356,7 @@ def _cases():
     add("pad_edge", mx.sym.Pad(d, mode="edge", pad_width=(0, 0, 0, 0, 1, 1, 1, 1)),
         {"data": (1, 2, 3, 3)})
     add("upsampling", mx.sym.UpSampling(d, scale=2, sample_type="nearest"),
-        {"data": (1, 2, 3, 3)}, rt=False)
+        {"data": (1, 2, 3, 3)})
     add("lrn", mx.sym.LRN(d, nsize=3), {"data": (1, 5, 3, 3)})
     add("instancenorm", mx.sym.InstanceNorm(d, name="in"), {"data": (2, 3, 4, 4)},
         {"in_gamma": (3,), "in_beta": (3,)})

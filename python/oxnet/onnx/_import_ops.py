@@ -771,6 +771,33 @@ def _pad(imp, node, ins, attrs, name):
                        name=name)
 
 
+@register("Resize", "Upsample")
+def _resize(imp, node, ins, attrs, name):
+    """Nearest-neighbour upsampling by one integer factor over the spatial dims (what
+    MXNet's UpSampling does); other Resize modes are not supported."""
+    mode = attrs.get("mode", "nearest")
+    if mode != "nearest":
+        _fail("mode=%s is not supported (nearest only)" % mode)
+    if node.op_type == "Upsample":
+        scales = attrs.get("scales") if imp.opset < 9 else imp.const(ins[1])
+    else:
+        ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
+        nm = attrs.get("nearest_mode", "round_prefer_floor")
+        if ctm != "asymmetric" or nm != "floor":
+            _fail("coordinate_transformation_mode=%s nearest_mode=%s is not supported "
+                  "(asymmetric/floor, as MXNet's UpSampling)" % (ctm, nm))
+        scales = imp.const(ins[2]) if len(ins) > 2 and ins[2] else None
+        if scales is None or np.asarray(scales).size == 0:
+            _fail("Resize by sizes is not supported (scales only)")
+    scales = [float(v) for v in np.asarray(scales).reshape(-1)]
+    sp = scales[2:]
+    if scales[:2] != [1.0, 1.0] or len(set(sp)) != 1 or sp[0] != int(sp[0]):
+        _fail("scales %s are not supported (one integer factor over the spatial dims)"
+              % scales)
+    return _S(imp).UpSampling(imp.get(ins[0]), scale=int(sp[0]), sample_type="nearest",
+                              num_args=1, name=name)
+
+
 # ---- reductions -----------------------------------------------------------------------
 
 def _reduce(fn_name, since=18, **extra):
