@@ -368,6 +368,8 @@ def _cases():
     add("batchnorm_fixgamma", mx.sym.BatchNorm(d, name="bn"), {"data": (2, 3, 4)},
         {"bn_gamma": (3,), "bn_beta": (3,), "bn_moving_mean": (3,), "bn_moving_var": (3,)})
     add("identity_blockgrad", mx.sym.BlockGrad(d) + mx.sym.identity(d), {"data": (2, 3)})
+    add("contrib_quadratic", mx.sym.contrib.quadratic(d, a=0.5, b=-1.0, c=2.0)
+        + mx.sym.contrib.gradientmultiplier(d, scalar=0.1), {"data": (2, 3)}, rt=False)
     add("hard_sigmoid", mx.sym.hard_sigmoid(d), {"data": (2, 3)})
     add("slice_like", mx.sym.slice_like(x, y), {"x": (4, 5), "y": (2, 3)}, rt=False)
     return c

@@ -138,14 +138,6 @@ def _pooling(ctx, name, ins, outs, attrs):
         _fail("pool_type %s cannot be exported" % pool_type)
 
 
-@register("_contrib_AdaptiveAvgPooling2D")
-def _adaptive_avg(ctx, name, ins, outs, attrs):
-    size = a_tuple(attrs, "output_size", (1,))
-    if any(int(s) != 1 for s in size):
-        _fail("output_size %s cannot be exported (only 1: global average pooling)" % (size,))
-    ctx.add1("GlobalAveragePool", ins[:1], outs[0], name=name)
-
-
 @register("FullyConnected")
 def _fc(ctx, name, ins, outs, attrs):
     no_bias = a_bool(attrs, "no_bias", False)
@@ -167,7 +159,7 @@ def _fc(ctx, name, ins, outs, attrs):
         ctx.add1("Add", [y, b], outs[0])
 
 
-@register("BatchNorm", "_contrib_SyncBatchNorm")
+@register("BatchNorm")
 def _batchnorm(ctx, name, ins, outs, attrs):
     eps = a_float(attrs, "eps", 1e-3)
     axis = a_int(attrs, "axis", 1)
@@ -244,7 +236,7 @@ def _lrn(ctx, name, ins, outs, attrs):
 
 
 @register("Dropout", "identity", "_copy", "BlockGrad", "stop_gradient", "make_loss", "MakeLoss",
-          "LinearRegressionOutput", "MAERegressionOutput", "_contrib_quantize_asym_identity")
+          "LinearRegressionOutput", "MAERegressionOutput", "_contrib_gradientmultiplier")
 def _identity(ctx, name, ins, outs, attrs):
     ctx.add1("Identity", ins[:1], outs[0], name=name)
 
@@ -528,15 +520,18 @@ def _clip(ctx, name, ins, outs, attrs):
                       ctx.scalar(a_float(attrs, "a_max"), x)], outs[0], name=name)
 
 
-@register("add_n", "ElementWiseSum", "_contrib_add_n")
+@register("add_n", "ElementWiseSum")
 def _add_n(ctx, name, ins, outs, attrs):
     ctx.add1("Sum", [i for i in ins if i is not None], outs[0], name=name)
 
 
-@register("_contrib_div_sqrt_dim")
-def _div_sqrt_dim(ctx, name, ins, outs, attrs):
-    d = ctx.shape(ins[0])[-1]
-    ctx.add1("Div", [ins[0], ctx.scalar(np.sqrt(d), ins[0])], outs[0], name=name)
+@register("_contrib_quadratic")
+def _quadratic(ctx, name, ins, outs, attrs):
+    x = ins[0]
+    a, b, c = (a_float(attrs, k, 0.0) for k in ("a", "b", "c"))
+    y = ctx.add1("Add", [ctx.add1("Mul", [x, ctx.scalar(a, x)]), ctx.scalar(b, x)])
+    y = ctx.add1("Mul", [y, x])
+    ctx.add1("Add", [y, ctx.scalar(c, x)], outs[0], name=name)
 
 
 @register("Cast", "cast", "amp_cast")
