@@ -263,6 +263,20 @@ def _cases():
         {"data": (1, 2, 5, 5)}, {"dc_weight": (2, 2, 3, 3)}, rt=False)
     add("maxpool_full", mx.sym.Pooling(d, kernel=(3, 3), stride=(2, 2), pool_type="max",
                                        pooling_convention="full"), {"data": (1, 2, 8, 8)})
+    add("maxpool_full_pad", mx.sym.Pooling(d, kernel=(2, 2), stride=(2, 2), pad=(1, 1),
+                                           pool_type="max", pooling_convention="full"),
+        {"data": (1, 2, 5, 5)})
+    add("avgpool_full", mx.sym.Pooling(d, kernel=(3, 3), stride=(2, 2), pool_type="avg",
+                                       pooling_convention="full"), {"data": (1, 2, 6, 6)})
+    add("avgpool_full_pad", mx.sym.Pooling(d, kernel=(3, 3), stride=(2, 2), pad=(1, 1),
+                                           pool_type="avg", pooling_convention="full"),
+        {"data": (1, 2, 6, 6)})
+    add("avgpool_full_nopadcount", mx.sym.Pooling(d, kernel=(3, 3), stride=(2, 2), pad=(1, 1),
+                                                  pool_type="avg", pooling_convention="full",
+                                                  count_include_pad=False),
+        {"data": (1, 2, 6, 6)})
+    add("sumpool_full", mx.sym.Pooling(d, kernel=(2, 2), stride=(2, 2), pool_type="sum",
+                                       pooling_convention="full"), {"data": (1, 2, 5, 5)})
     add("avgpool_pad", mx.sym.Pooling(d, kernel=(3, 3), stride=(1, 1), pad=(1, 1),
                                       pool_type="avg"), {"data": (1, 2, 5, 5)})
     add("avgpool_nopadcount", mx.sym.Pooling(d, kernel=(3, 3), stride=(1, 1), pad=(1, 1),

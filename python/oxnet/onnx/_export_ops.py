@@ -117,18 +117,53 @@ def _pooling(ctx, name, ins, outs, attrs):
     if conv not in ("valid", "full"):
         _fail("pooling_convention %s cannot be exported" % conv)
     ceil = 1 if conv == "full" else 0
+    pads = pad + pad
+    x = ins[0]
+    include = pool_type == "sum" or a_bool(attrs, "count_include_pad", True)
+    divisor = None
+    if ceil and pool_type in ("max", "avg", "sum"):
+        # MXNet's 'full' convention: out = ceil((in + 2p - k) / s) + 1, every window kept
+        # and clipped to the padded input (the valid input when count_include_pad is
+        # False). ONNX runtimes drop a last window that starts in the padding, so: the
+        # input padded explicitly up to the last window, pooled with ceil_mode 0, and
+        # averages rescaled to MXNet's window sizes.
+        in_sp = ctx.shape(x)[2:]
+        end, sizes = [], []
+        for k in range(nd):
+            n_out = -(-(in_sp[k] + 2 * pad[k] - kernel[k]) // stride[k]) + 1
+            end.append(max(pad[k], (n_out - 1) * stride[k] + kernel[k] - in_sp[k] - pad[k]))
+            starts = np.arange(n_out) * stride[k] - pad[k]
+            if include:
+                sz = np.minimum(starts + kernel[k], in_sp[k] + pad[k]) - starts
+            else:
+                sz = np.minimum(starts + kernel[k], in_sp[k]) - np.maximum(starts, 0)
+            sizes.append(np.maximum(sz, 1))
+        ceil = 0
+        if end != pad:
+            fill = np.finfo(ctx.dtype(x)).min if pool_type == "max" else 0.0
+            x = ctx.add1("Pad", [x, ctx.i64([0, 0] + pad + [0, 0] + end, "pads"),
+                                 ctx.scalar(fill, x)], mode="constant")
+            pads = [0] * (2 * nd)
+            divisor = sizes[0]
+            for sz in sizes[1:]:
+                divisor = np.multiply.outer(divisor, sz)
+            include = True
     if pool_type == "max":
-        ctx.add1("MaxPool", ins[:1], outs[0], name=name, kernel_shape=kernel, strides=stride,
-                 pads=pad + pad, ceil_mode=ceil)
+        ctx.add1("MaxPool", [x], outs[0], name=name, kernel_shape=kernel, strides=stride,
+                 pads=pads, ceil_mode=ceil)
     elif pool_type in ("avg", "sum"):
-        include = 1 if a_bool(attrs, "count_include_pad", True) else 0
+        final = pool_type == "avg" and divisor is None
+        y = ctx.add1("AveragePool", [x], outs[0] if final else None, name=name,
+                     kernel_shape=kernel, strides=stride, pads=pads, ceil_mode=ceil,
+                     count_include_pad=1 if include else 0)
+        if final:
+            return
+        total = float(np.prod(kernel))
         if pool_type == "sum":
-            include = 1
-        out = outs[0] if pool_type == "avg" else None
-        y = ctx.add1("AveragePool", ins[:1], out, name=name, kernel_shape=kernel,
-                     strides=stride, pads=pad + pad, ceil_mode=ceil, count_include_pad=include)
-        if pool_type == "sum":
-            ctx.add1("Mul", [y, ctx.scalar(float(np.prod(kernel)), ins[0])], outs[0])
+            ctx.add1("Mul", [y, ctx.scalar(total, x)], outs[0])
+        else:  # the mean over each of MXNet's clipped windows
+            ctx.add1("Mul", [y, ctx.const((total / divisor).astype(ctx.dtype(x)),
+                                          hint=name + "_div")], outs[0])
     elif pool_type == "lp":
         if ceil:
             _fail("lp pooling with pooling_convention='full' cannot be exported")
