@@ -89,7 +89,40 @@ def test_model_zoo_exports_and_matches_onnxruntime(name, tmp_path):
 
 
 @pytest.mark.parametrize("opset", [12, 13, 14, 15, 16, 17, 18, 19, 20, 21])
-def test_resnet_every_opset_and_dynamic_batch(opset, tmp_path):
+def test_opset_dependent_ops_every_opset(opset, tmp_path):
+    """The ops whose ONNX form changed across opsets (axes and split sizes as inputs from
+    13 or 18, Softmax over one axis from 13, LayerNormalization from 17), at a dynamic
+    batch size."""
+    d = mx.sym.var("data")                                     # (N, 4, 6)
+    parts = mx.sym.split(d, num_outputs=2, axis=1, squeeze_axis=False)
+    a = mx.sym.softmax(parts[0], axis=1) + mx.sym.log_softmax(parts[1], axis=1)
+    b = mx.sym.expand_dims(mx.sym.sum(a, axis=2), axis=1)      # (N, 1, 2)
+    c = mx.sym.max(a, axis=(1,), keepdims=True) + mx.sym.mean(a, axis=1, keepdims=True)
+    e = mx.sym.SliceChannel(d, num_outputs=4, axis=1, squeeze_axis=True)[2]  # (N, 6)
+    e = mx.sym.squeeze(mx.sym.expand_dims(e, axis=2), axis=2)
+    f = mx.sym.LayerNorm(mx.sym.slice_axis(d, axis=2, begin=1, end=5), name="ln")
+    g = mx.sym.clip(mx.sym.prod(f, axis=-1), -2.0, 2.0)        # (N, 4)
+    out = mx.sym.Concat(mx.sym.Flatten(b), mx.sym.Flatten(c), e, g, dim=1)
+    params = {"ln_gamma": mx.nd.array([0.5, 1.0, 1.5, 2.0]),
+              "ln_beta": mx.nd.array([0.1, -0.1, 0.2, 0.0])}
+    path = mx.onnx.export_model(out, params, [(1, 4, 6)], np.float32,
+                                str(tmp_path / "o.onnx"), opset_version=opset, dynamic=True)
+    model = onnx.load(path)
+    assert model.opset_import[0].version == opset
+    onnx.checker.check_model(model)
+    for n in (1, 3):
+        x = np.random.RandomState(n).uniform(-1, 1, (n, 4, 6)).astype(np.float32)
+        want = _oxnet_forward(out, dict(data=x, **{k: v.asnumpy() for k, v in params.items()}))
+        _check_close(_ort_run(path, {"data": x})[0], want[0])
+    sym2, arg2, aux2 = mx.contrib.onnx.import_model(path)
+    x = np.random.RandomState(5).uniform(-1, 1, (2, 4, 6)).astype(np.float32)
+    want = _oxnet_forward(out, dict(data=x, **{k: v.asnumpy() for k, v in params.items()}))
+    got = _oxnet_forward(sym2, dict(data=x, **{k: v.asnumpy() for k, v in arg2.items()}))
+    _check_close(got[0], want[0])
+
+
+@pytest.mark.parametrize("opset", [12, 18])
+def test_resnet_dynamic_batch(opset, tmp_path):
     net = vision.get_model("resnet18_v2", classes=7)
     net.initialize(mx.init.Xavier())
     net.hybridize()
