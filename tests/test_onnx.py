@@ -5,7 +5,6 @@ oxnet's importer; fixtures written by MXNet 1.9.1's own exporter (tests/data/onn
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest

@@ -5,7 +5,7 @@
 import numpy as np
 
 from ..base import MXNetError
-from ._common import MAX_EXPORT_OPSET, MIN_EXPORT_OPSET, default_opset, require_onnx
+from ._common import MAX_EXPORT_OPSET, MIN_EXPORT_OPSET, require_onnx
 
 __all__ = ["export_model", "get_operator_support"]
 
