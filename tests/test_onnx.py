@@ -367,6 +367,8 @@ def _cases():
         + mx.sym.log1p(mx.sym.abs(d)) + mx.sym.expm1(d), {"data": (2, 3)}, rt=False)
     add("embedding", mx.sym.Embedding(d, input_dim=10, output_dim=4, name="emb"),
         {"data": (2, 3)}, {"emb_weight": (10, 4)}, low=0, high=9.99)
+    add("embedding_int32", mx.sym.Embedding(d, input_dim=10, output_dim=4, name="emb"),
+        {"data": (2, 3)}, {"emb_weight": (10, 4)}, dtype=np.int32, low=0, high=9.99)
     add("dot", mx.sym.dot(x, y), {"x": (2, 3), "y": (3, 4)})
     add("dot_t", mx.sym.dot(x, y, transpose_a=True, transpose_b=True), {"x": (3, 2),
                                                                        "y": (4, 3)})
