@@ -815,3 +815,123 @@ def test_verbose_and_missing_onnx_package(tmp_path, monkeypatch, capsys):
         mx.onnx.export_model(fc, params, [(2, 4)], onnx_file_path=str(tmp_path / "w.onnx"))
     with pytest.raises(MXNetError, match="pip install"):
         mx.contrib.onnx.import_model(p)
+
+
+def _node_cases():
+    from onnx import helper
+    r = np.random.RandomState(14)
+    f = lambda *s: r.uniform(-1, 1, s).astype(np.float32)  # noqa: E731
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    c = []
+
+    def add(name, op, ins, inits, opset=13, n_out=1, **attrs):
+        """ins: {name: array} graph inputs; inits: {name: array} initializers."""
+        node = helper.make_node(op, list(ins) + list(inits), ["y%d" % k for k in range(n_out)],
+                                name="n_" + name, **attrs)
+        c.append(pytest.param(node, ins, inits, opset, id=name))
+
+    add("gemm_general", "Gemm", {"a": f(3, 4)}, {"b": f(4, 5), "c": f(5)}, alpha=0.5, beta=2.0)
+    add("gemm_transA", "Gemm", {"a": f(4, 3)}, {"b": f(5, 4)}, transA=1, transB=1)
+    add("gemm_fc_noT", "Gemm", {"a": f(3, 4)}, {"b": f(4, 5), "c": f(5)})
+    add("matmul_3d", "MatMul", {"a": f(2, 3, 4), "b": f(2, 4, 5)}, {})
+    add("matmul_4d", "MatMul", {"a": f(2, 2, 3, 4), "b": f(2, 2, 4, 5)}, {})
+    add("matmul_const", "MatMul", {"a": f(2, 3, 4)}, {"b": f(4, 5)})
+    add("sum3", "Sum", {"a": f(2, 3), "b": f(2, 3), "c": f(2, 3)}, {})
+    add("mean2", "Mean", {"a": f(2, 3), "b": f(2, 3)}, {})
+    add("max3", "Max", {"a": f(2, 3), "b": f(2, 3)}, {"c": f(2, 3)})
+    add("add_bcast_const", "Add", {"a": f(2, 3, 4, 4)}, {"b": f(3, 1, 1)})
+    add("sub_scalar_left", "Sub", {"b": f(2, 3)}, {"a": np.array(2.0, np.float32)})
+    add("div", "Div", {"a": f(2, 3)}, {"b": np.full((2, 3), 2.0, np.float32)})
+    add("pow_scalar", "Pow", {"a": np.abs(f(2, 3)) + 0.1}, {"b": np.array(1.5, np.float32)})
+    add("expand", "Expand", {"a": f(3, 1)}, {"s": i64(2, 3, 4)})
+    add("tile", "Tile", {"a": f(2, 3)}, {"r": i64(2, 2)})
+    add("softmax_coerce", "Softmax", {"a": f(2, 3, 4)}, {}, opset=11, axis=1)
+    add("logsoftmax_last", "LogSoftmax", {"a": f(2, 3, 4)}, {}, opset=11, axis=2)
+    add("flatten_axis2", "Flatten", {"a": f(2, 3, 4, 5)}, {}, axis=2)
+    add("flatten_axis0", "Flatten", {"a": f(2, 3, 4)}, {}, axis=0)
+    add("split_unequal", "Split", {"a": f(2, 6)}, {"s": i64(2, 4)}, n_out=2, axis=1)
+    add("split_attr", "Split", {"a": f(2, 6)}, {}, opset=11, n_out=3, axis=-1)
+    add("squeeze_attr", "Squeeze", {"a": f(2, 1, 3)}, {}, opset=11, axes=[1])
+    add("unsqueeze_neg", "Unsqueeze", {"a": f(2, 3)}, {"ax": i64(-1, 0)})
+    add("slice_opset9", "Slice", {"a": f(4, 5)}, {}, opset=9, starts=[1, 0], ends=[3, 4],
+        axes=[0, 1])
+    add("slice_steps", "Slice", {"a": f(4, 6)},
+        {"s": i64(0, 5), "e": i64(4, 0), "ax": i64(0, 1), "st": i64(2, -2)})
+    add("clip_attr", "Clip", {"a": f(2, 3)}, {}, opset=10, min=-0.3, max=0.4)
+    add("clip_min_only", "Clip", {"a": f(2, 3)}, {"lo": np.array(-0.2, np.float32)}, opset=13)
+    add("pad_attr", "Pad", {"a": f(1, 2, 3, 3)}, {}, opset=10, pads=[0, 0, 1, 2, 0, 0, 2, 1],
+        value=0.5)
+    add("pad_reflect", "Pad", {"a": f(1, 2, 4, 4)}, {"p": i64(0, 0, 1, 1, 0, 0, 1, 1)},
+        mode="reflect")
+    add("prelu_scalar", "PRelu", {"a": f(2, 3)}, {"s": np.array([0.2], np.float32)})
+    add("prelu_channel", "PRelu", {"a": f(2, 3, 4, 4)}, {"s": f(3, 1, 1)})
+    add("elu", "Elu", {"a": f(2, 3)}, {}, alpha=0.7)
+    add("selu", "Selu", {"a": f(2, 3)}, {})
+    add("softplus", "Softplus", {"a": f(2, 3)}, {})
+    add("gelu", "Gelu", {"a": f(2, 3)}, {}, opset=20)
+    add("leaky", "LeakyRelu", {"a": f(2, 3)}, {}, alpha=0.3)
+    add("where_cmp", "Where", {"c": f(2, 3) > 0, "a": f(2, 3), "b": f(2, 3)}, {})
+    add("argmax", "ArgMax", {"a": f(2, 5)}, {}, axis=1, keepdims=0)
+    add("reduce_max_attr", "ReduceMax", {"a": f(2, 3, 4)}, {}, axes=[1, 2], keepdims=0)
+    add("reduce_l2", "ReduceL2", {"a": f(2, 3, 4)}, {}, axes=[2], keepdims=1)
+    add("reduce_sum_noaxes_keep", "ReduceSum", {"a": f(2, 3)}, {}, keepdims=1)
+    add("reduce_mean_18", "ReduceMean", {"a": f(2, 3, 4)}, {"ax": i64(-1)}, opset=18,
+        keepdims=0)
+    add("convtranspose", "ConvTranspose", {"a": f(1, 2, 4, 4)}, {"w": f(2, 3, 3, 3), "b": f(3)},
+        strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1])
+    add("conv_asym_pads", "Conv", {"a": f(1, 2, 5, 5)}, {"w": f(3, 2, 3, 3)},
+        pads=[0, 1, 1, 0])
+    add("avgpool_exclude_pad", "AveragePool", {"a": f(1, 2, 5, 5)}, {}, kernel_shape=[3, 3],
+        pads=[1, 1, 1, 1])
+    add("maxpool_asym", "MaxPool", {"a": f(1, 2, 5, 5)}, {}, kernel_shape=[2, 2],
+        pads=[0, 0, 1, 1], strides=[2, 2])
+    add("globalmax", "GlobalMaxPool", {"a": f(1, 2, 3, 3)}, {})
+    add("instancenorm", "InstanceNormalization", {"a": f(2, 3, 4)}, {"s": f(3), "b": f(3)})
+    add("layernorm", "LayerNormalization", {"a": f(2, 3, 4)}, {"s": f(4), "b": f(4)},
+        opset=17)
+    add("lrn", "LRN", {"a": f(1, 5, 3, 3)}, {}, size=3, alpha=1e-3, beta=0.7, bias=1.5)
+    add("resize_nearest", "Resize", {"a": f(1, 2, 3, 3)},
+        {"roi": np.zeros(0, np.float32), "sc": np.array([1, 1, 2, 2], np.float32)},
+        mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    add("cast_int", "Cast", {"a": f(2, 3) * 5}, {}, to=int(onnx.TensorProto.INT32))
+    add("equal_and", "And", {"a": f(2, 3) > 0, "b": f(2, 3) > 0}, {})
+    add("not", "Not", {"a": f(2, 3) > 0}, {})
+    add("transpose_default", "Transpose", {"a": f(2, 3, 4)}, {})
+    add("gather_axis1", "Gather", {"a": f(3, 5)}, {"i": i64(4, 0, 2)}, axis=1)
+    add("gather_scalar", "Gather", {"a": f(3, 5)}, {"i": np.array(1, np.int64)}, axis=0)
+    add("constant_of_shape", "ConstantOfShape", {}, {"s": i64(2, 3)},
+        value=onnx.helper.make_tensor("v", onnx.TensorProto.FLOAT, [1], [1.5]))
+    return c
+
+
+@pytest.mark.parametrize("node,ins,inits,opset", _node_cases())
+def test_import_onnx_node(node, ins, inits, opset, tmp_path):
+    """One ONNX node, hand-built: oxnet's import against onnxruntime."""
+    from onnx import helper, numpy_helper
+    np_to = helper.np_dtype_to_tensor_dtype
+    g_ins = [helper.make_tensor_value_info(k, np_to(v.dtype), list(v.shape)) for k, v in ins.items()]
+    g_inits = [numpy_helper.from_array(v, k) for k, v in inits.items()]
+    if not ins:  # a graph needs an input: add an unused one
+        g_ins = [helper.make_tensor_value_info("unused", onnx.TensorProto.FLOAT, [1])]
+    model = helper.make_model(helper.make_graph([node], "t", g_ins, [], g_inits),
+                              opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    model = onnx.shape_inference.infer_shapes(model)   # the outputs' types and shapes
+    for o in node.output:
+        model.graph.output.append([v for v in model.graph.value_info if v.name == o][0])
+    path = str(tmp_path / "n.onnx")
+    onnx.save(model, path)
+    feeds = dict(ins) if ins else {"unused": np.zeros(1, np.float32)}
+    want = _ort_run(path, feeds)
+    sym, arg_params, aux_params = mx.contrib.onnx.import_model(path)
+    args = {k: mx.nd.array(v.astype(np.float32) if v.dtype == np.bool_ else v,
+                           dtype=np.float32 if v.dtype == np.bool_ else v.dtype)
+            for k, v in feeds.items() if k in sym.list_arguments()}
+    args.update(arg_params)
+    exe = sym.bind(mx.cpu(), args, aux_states=aux_params, grad_req="null")
+    exe.forward(is_train=False)
+    for got, w in zip(exe.outputs, want):
+        got = got.asnumpy()
+        if w.dtype == np.bool_:
+            w = w.astype(np.float32)
+        _check_close(got.astype(np.float64), w.astype(np.float64))

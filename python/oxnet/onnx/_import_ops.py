@@ -739,7 +739,8 @@ def _expand(imp, node, ins, attrs, name):
     rank = imp.rank(ins[0])
     x = imp.get(ins[0])
     if rank is not None and rank < len(shape):
-        x = _S(imp).reshape(x, shape=(1,) * (len(shape) - rank) + (-2,))
+        for _ in range(len(shape) - rank):
+            x = _S(imp).expand_dims(x, axis=0)
     shape = [0 if d == 1 else d for d in shape]
     return _S(imp).broadcast_to(x, shape=tuple(shape), name=name)
 
