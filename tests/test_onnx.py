@@ -935,3 +935,20 @@ def test_import_onnx_node(node, ins, inits, opset, tmp_path):
         if w.dtype == np.bool_:
             w = w.astype(np.float32)
         _check_close(got.astype(np.float64), w.astype(np.float64))
+
+
+def test_group_outputs_and_shared_head(tmp_path):
+    d = mx.sym.var("data")
+    a = mx.sym.relu(d, name="a")
+    out = mx.sym.Group([a, mx.sym.sigmoid(d, name="b"), a])
+    path = mx.onnx.export_model(out, {}, [(2, 3)], onnx_file_path=str(tmp_path / "g.onnx"))
+    x = np.random.RandomState(15).uniform(-1, 1, (2, 3)).astype(np.float32)
+    got = _ort_run(path, {"data": x})
+    assert len(got) == 3
+    _check_close(got[0], np.maximum(x, 0))
+    _check_close(got[1], 1 / (1 + np.exp(-x)))
+    _check_close(got[2], np.maximum(x, 0))
+    sym, _, _ = mx.contrib.onnx.import_model(path)
+    res = _oxnet_forward(sym, {"data": x})
+    assert len(res) == 3
+    _check_close(res[1], got[1])
