@@ -752,11 +752,12 @@ def _np_rnn(mode, x, params, h0, c0, H, L, D):
     return inp, np.stack(hn), (np.stack(cn) if c0 is not None else None)
 
 
-@pytest.mark.parametrize("mode,bidir,layers", [("lstm", False, 2), ("lstm", True, 1),
-                                               ("gru", True, 2), ("rnn_tanh", False, 1),
-                                               ("rnn_relu", True, 1)])
+@pytest.mark.parametrize("mode,bidir,layers,zero_states", [
+    ("lstm", False, 2, False), ("lstm", True, 1, False), ("lstm", False, 2, True),
+    ("gru", True, 2, False), ("gru", False, 1, True), ("rnn_tanh", False, 1, False),
+    ("rnn_relu", True, 1, False)])
 @pytest.mark.parametrize("opset", [12, 18])
-def test_rnn_translation_against_numpy(mode, bidir, layers, opset, tmp_path):
+def test_rnn_translation_against_numpy(mode, bidir, layers, zero_states, opset, tmp_path):
     """The RNN -> ONNX LSTM/GRU/RNN translation (used once oxnet has the fused RNN op),
     run by onnxruntime against a NumPy reference of MXNet's RNN."""
     from onnx import helper
@@ -773,6 +774,12 @@ def test_rnn_translation_against_numpy(mode, bidir, layers, opset, tmp_path):
     h0 = rng.uniform(-1, 1, (layers * D, N, H)).astype(np.float32)
     c0 = rng.uniform(-1, 1, (layers * D, N, H)).astype(np.float32) if mode == "lstm" else None
     ctx = ExportContext(opset, False, {"p": params})
+    if zero_states:  # begin states from zeros ops: left out of the ONNX node
+        h0[:] = 0
+        ctx.zeros.add("h0")
+        if c0 is not None:
+            c0[:] = 0
+            ctx.zeros.add("c0")
     ctx.initializers["p"] = params
     ins = ["x", "p", "h0"] + (["c0"] if mode == "lstm" else [])
     for nm, v in (("x", x), ("h0", h0), ("c0", c0)):

@@ -34,6 +34,7 @@ class ExportContext:
         self.params = params           # name -> numpy (the initializers)
         self.nodes = []
         self.initializers = {}         # name -> numpy
+        self.zeros = set()             # tensors known to be all zeros (begin states)
         self.shapes = {}               # onnx tensor name -> static shape
         self.dtypes = {}               # onnx tensor name -> numpy dtype
         self._names = set()
@@ -234,8 +235,9 @@ def build_model(sym, params, in_shapes=None, in_types=np.float32, verbose=False,
         if len(dynamic_input_shapes) != len(data_inputs):
             raise MXNetError("export_model: %d dynamic_input_shapes for %d inputs"
                              % (len(dynamic_input_shapes), len(data_inputs)))
+    node_names = set(n["name"] for n in nodes)
     for nm in params:
-        if nm not in all_inputs and nm not in set(n["name"] for n in nodes):
+        if nm not in node_names:
             logging.debug("export_model: parameter %s is not used by the symbol", nm)
 
     # static shapes and dtypes of every tensor

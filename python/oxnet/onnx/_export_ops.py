@@ -829,6 +829,8 @@ def _fill_like(value):
         tensor = helper.make_tensor("value", ctx.onnx_dtype(dt), [1], [value])
         ctx.add1("ConstantOfShape", [ctx.add1("Shape", ins[:1])], outs[0], name=name,
                  value=tensor)
+        if value == 0:
+            ctx.zeros.add(outs[0])
     return fn
 
 
@@ -842,6 +844,8 @@ def _fill(value):
         v = a_float(attrs, "value", 0.0) if value is None else value
         arr = np.full(ctx.shape(outs[0]), v, dtype=dt)
         ctx.add1("Identity", [ctx.const(arr, hint=name)], outs[0], name=name)
+        if v == 0:
+            ctx.zeros.add(outs[0])
     return fn
 
 
@@ -1058,11 +1062,13 @@ def _rnn(ctx, name, ins, outs, attrs):
         B = ctx.const(np.stack([np.concatenate([reorder(w[2]), reorder(w[3])])
                                 for w in weights[layer]]).astype(dt), hint=name + "_B%d" % layer)
         lo, hi = layer * D, (layer + 1) * D
-        h_l = ctx.slice(h0, [lo], [hi], [0])
+        # zero begin states (the usual `_zeros` of a batch filled in by shape inference)
+        # are ONNX's default: left out, the graph keeps a dynamic batch size
+        h_l = "" if h0 in ctx.zeros else ctx.slice(h0, [lo], [hi], [0])
         args = [y, W, R, B, "", h_l]
         extra = {}
         if mode == "lstm":
-            args.append(ctx.slice(c0, [lo], [hi], [0]) if c0 else "")
+            args.append(ctx.slice(c0, [lo], [hi], [0]) if c0 and c0 not in ctx.zeros else "")
         if mode == "gru":
             extra["linear_before_reset"] = 1
         if mode.startswith("rnn"):
