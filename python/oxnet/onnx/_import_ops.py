@@ -897,14 +897,14 @@ def _rnn(imp, node, ins, attrs, name):
     flat = np.concatenate(ws + bs).astype(np.float32)
     params = imp.param(name + "_rnn_params", flat)
     x = imp.get(ins[0])
-    shape = imp.shape(ins[0])
 
     def state(k):
         if len(ins) > k and ins[k]:
             return imp.get(ins[k])
-        if shape is None or shape[1] == 0:
-            _fail("initial states of a dynamic batch are not supported")
-        return imp.param(name + "_h0_%d" % k, np.zeros((D, shape[1], H), np.float32))
+        # ONNX's default: zeros of (D, batch, H), the batch read from x at run time
+        first = S.slice_axis(x, axis=0, begin=0, end=1)
+        z = _symfn(imp, "_mul_scalar")(S.sum(first, axis=2, keepdims=True), scalar=0.0)
+        return S.broadcast_to(z, shape=(D, 0, H))
 
     args = [x, params, state(5)]
     if mode == "lstm":
