@@ -959,3 +959,21 @@ def test_group_outputs_and_shared_head(tmp_path):
     res = _oxnet_forward(sym, {"data": x})
     assert len(res) == 3
     _check_close(res[1], got[1])
+
+
+def test_constant_parameter_arithmetic_is_folded(tmp_path):
+    """Params flattened and concatenated in the graph (as Gluon's fused RNN layers pass
+    their weights) become one initializer."""
+    w1, w2, d = mx.sym.var("w1"), mx.sym.var("w2"), mx.sym.var("data")
+    flat = mx.sym.concat(mx.sym.reshape(w1, shape=(-1,)), mx.sym.reshape(w2, shape=(-1,)),
+                         dim=0)
+    out = mx.sym.broadcast_add(d, flat)
+    rng = np.random.RandomState(16)
+    params = {"w1": mx.nd.array(rng.uniform(-1, 1, (2, 3))),
+              "w2": mx.nd.array(rng.uniform(-1, 1, (4,)))}
+    path = mx.onnx.export_model(out, params, [(2, 10)], onnx_file_path=str(tmp_path / "f.onnx"))
+    model = onnx.load(path)
+    assert [n.op_type for n in model.graph.node] == ["Add"]
+    x = rng.uniform(-1, 1, (2, 10)).astype(np.float32)
+    want = x + np.concatenate([params["w1"].asnumpy().ravel(), params["w2"].asnumpy()])
+    _check_close(_ort_run(path, {"data": x})[0], want)

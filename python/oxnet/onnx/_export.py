@@ -270,24 +270,9 @@ def build_model(sym, params, in_shapes=None, in_types=np.float32, verbose=False,
             return n["name"]
         return n["name"] if k == 0 else "%s_output%d" % (n["name"], k)
 
-    def mx_out_name(idx, k, nvis):
-        n = nodes[idx]
-        if n["op"] == "null":
-            return n["name"]
-        return "%s_output" % n["name"] if nvis == 1 else "%s_output%d" % (n["name"], k)
-
-    # how many visible outputs each node has, from the internals' names
-    nvis = {}
-    for idx, n in enumerate(nodes):
-        if n["op"] == "null":
-            nvis[idx] = 1
-        elif "%s_output" % n["name"] in shape_of:
-            nvis[idx] = 1
-        else:
-            k = 0
-            while "%s_output%d" % (n["name"], k) in shape_of:
-                k += 1
-            nvis[idx] = max(k, 1)
+    # the MXNet names of each node's visible outputs ("x_output", "x_output0", or an op's
+    # own names such as RNN's "x_state"): the internals list them node by node
+    node_outs = _visible_outputs(nodes, internal_names)
 
     used_params = set()
     onnx_inputs = []
@@ -327,10 +312,9 @@ def build_model(sym, params, in_shapes=None, in_types=np.float32, verbose=False,
                 ins.append(None)
                 continue
             ins.append(out_name(inp[0], inp[1]))
-        k_out = nvis[idx]
-        outs = [out_name(idx, k) for k in range(k_out)]
+        outs = [out_name(idx, k) for k in range(len(node_outs[idx]))]
         for k, o in enumerate(outs):
-            mxn = mx_out_name(idx, k, k_out)
+            mxn = node_outs[idx][k]
             s = shape_of.get(mxn)
             if s is not None and len(s) and all(d > 0 for d in s):
                 ctx.shapes[o] = tuple(s)
@@ -399,6 +383,49 @@ def build_model(sym, params, in_shapes=None, in_types=np.float32, verbose=False,
         except Exception as e:
             raise MXNetError("export_model: ONNX shape inference failed: %s" % e) from None
     return model
+
+
+def _visible_outputs(nodes, internal_names):
+    """{node index: [MXNet names of its visible outputs]}: the internals' outputs are
+    listed node by node in graph order, each op node's starting with its name + "_"."""
+    res = {}
+    pos = 0
+    ok = True
+    for idx, n in enumerate(nodes):
+        if n["op"] == "null":
+            if pos < len(internal_names) and internal_names[pos] == n["name"]:
+                res[idx] = [n["name"]]
+                pos += 1
+                continue
+            ok = False
+            break
+        prefix = n["name"] + "_"
+        nxt = nodes[idx + 1]["name"] if idx + 1 < len(nodes) else None
+        outs = []
+        while pos < len(internal_names) and internal_names[pos].startswith(prefix):
+            e = internal_names[pos]
+            if nxt is not None and nxt.startswith(prefix) and (e == nxt or e.startswith(nxt + "_")):
+                break  # the next node's (its name extends this one's)
+            outs.append(e)
+            pos += 1
+        if not outs:
+            ok = False
+            break
+        res[idx] = outs
+    if ok and pos == len(internal_names):
+        return res
+    # otherwise by MXNet's default names
+    names = set(internal_names)
+    res = {}
+    for idx, n in enumerate(nodes):
+        if n["op"] == "null" or "%s_output" % n["name"] in names:
+            res[idx] = [n["name"] if n["op"] == "null" else "%s_output" % n["name"]]
+            continue
+        k = 0
+        while "%s_output%d" % (n["name"], k) in names:
+            k += 1
+        res[idx] = ["%s_output%d" % (n["name"], j) for j in range(max(k, 1))]
+    return res
 
 
 def _version():

@@ -649,6 +649,9 @@ def _reshape_spec(ctx, in_shape, spec, out_shape):
 def _reshape(ctx, name, ins, outs, attrs):
     x = ins[0]
     out_shape = ctx.shape(outs[0])
+    if ctx.value(x) is not None:  # constant folding (e.g. the flattened RNN parameters)
+        ctx.initializers[outs[0]] = ctx.value(x).reshape(out_shape)
+        return
     spec = a_tuple(attrs, "shape", ())
     if a_bool(attrs, "reverse", False) or not spec:
         target = list(out_shape)
