@@ -418,6 +418,16 @@ def _cases():
     add("identity_blockgrad", mx.sym.BlockGrad(d) + mx.sym.identity(d), {"data": (2, 3)})
     add("contrib_quadratic", mx.sym.contrib.quadratic(d, a=0.5, b=-1.0, c=2.0)
         + mx.sym.contrib.gradientmultiplier(d, scalar=0.1), {"data": (2, 3)}, rt=False)
+    add("take", mx.sym.take(x, y, axis=1), {"x": (3, 5), "y": (2, 2)}, low=0, high=2.99,
+        rt=False)
+    add("softmax_activation", mx.sym.SoftmaxActivation(d) + mx.sym.SoftmaxActivation(
+        d, mode="channel"), {"data": (2, 3, 4)})
+    add("regression_outputs", mx.sym.LogisticRegressionOutput(d, name="lo")
+        + mx.sym.LinearRegressionOutput(d, name="li"), {"data": (2, 3)})
+    add("trig", mx.sym.tan(d) + mx.sym.arcsin(d * 0.5) + mx.sym.arccos(d * 0.5)
+        + mx.sym.arctan(d) + mx.sym.sinh(d) + mx.sym.cosh(d) + mx.sym.arcsinh(d)
+        + mx.sym.arctanh(d * 0.5) + mx.sym.arccosh(mx.sym.abs(d) + 1.5) + mx.sym.cos(d),
+        {"data": (2, 3)}, rt=False)
     add("hard_sigmoid", mx.sym.hard_sigmoid(d), {"data": (2, 3)})
     add("slice_like", mx.sym.slice_like(x, y), {"x": (4, 5), "y": (2, 3)}, rt=False)
     return c

@@ -376,7 +376,7 @@ register("log_softmax")(_softmax_common("LogSoftmax"))
 
 
 def _softmax_flat(ctx, x, out, name):
-    """Softmax of each sample over all its non-batch entries (MXNet's instance mode)."""
+    """Softmax of each sample over all its non-batch entries (SoftmaxOutput)."""
     nd = ctx.ndim(x)
     if nd == 2:
         return ctx.add1("Softmax", [x], out, name=name, axis=1)
@@ -399,10 +399,9 @@ def _softmax_output(ctx, name, ins, outs, attrs):
 
 @register("SoftmaxActivation")
 def _softmax_activation(ctx, name, ins, outs, attrs):
-    if a_str(attrs, "mode", "instance") == "channel":
-        _softmax_axis(ctx, "Softmax", ins[0], 1, outs[0], name)
-    else:
-        _softmax_flat(ctx, ins[0], outs[0], name)
+    # instance mode: over the last axis (MXNet flattens all the leading axes)
+    axis = 1 if a_str(attrs, "mode", "instance") == "channel" else -1
+    _softmax_axis(ctx, "Softmax", ins[0], axis, outs[0], name)
 
 
 # ---- elementwise --------------------------------------------------------------------
