@@ -428,6 +428,17 @@ def _cases():
         + mx.sym.arctan(d) + mx.sym.sinh(d) + mx.sym.cosh(d) + mx.sym.arcsinh(d)
         + mx.sym.arctanh(d * 0.5) + mx.sym.arccosh(mx.sym.abs(d) + 1.5) + mx.sym.cos(d),
         {"data": (2, 3)}, rt=False)
+    add("fill_ops", d + mx.sym.zeros((2, 3)) + mx.sym.ones((2, 3)) + mx.sym.full((2, 3), 0.5),
+        {"data": (2, 3)}, rt=False)
+    add("l2norm_channel", mx.sym.L2Normalization(d, mode="channel"), {"data": (2, 3, 4)},
+        rt=False)
+    add("l2norm_spatial", mx.sym.L2Normalization(d, mode="spatial"), {"data": (2, 3, 4)},
+        rt=False)
+    add("norm_l1", mx.sym.norm(d, ord=1, axis=1, keepdims=True), {"data": (2, 3, 4)})
+    add("logical", mx.sym.logical_not(x > 0) + mx.sym.broadcast_logical_and(x > 0, y > 0)
+        + mx.sym.broadcast_logical_or(x > 0, y > 0) + mx.sym.broadcast_logical_xor(x > 0, y > 0),
+        {"x": (2, 3), "y": (2, 3)})
+    add("losses_identity", mx.sym.make_loss(d) + mx.sym.stop_gradient(d), {"data": (2, 3)})
     add("hard_sigmoid", mx.sym.hard_sigmoid(d), {"data": (2, 3)})
     add("slice_like", mx.sym.slice_like(x, y), {"x": (4, 5), "y": (2, 3)}, rt=False)
     return c
