@@ -439,6 +439,44 @@ def _cases():
         + mx.sym.broadcast_logical_or(x > 0, y > 0) + mx.sym.broadcast_logical_xor(x > 0, y > 0),
         {"x": (2, 3), "y": (2, 3)})
     add("losses_identity", mx.sym.make_loss(d) + mx.sym.stop_gradient(d), {"data": (2, 3)})
+    add("more_unary", mx.sym.log2(mx.sym.abs(d) + 1) + mx.sym.log10(mx.sym.abs(d) + 1)
+        + mx.sym.cbrt(d) + mx.sym.rcbrt(d + 2) + mx.sym.degrees(d) + mx.sym.radians(d)
+        + mx.sym.trunc(d * 3) + mx.sym.fix(d * 3) + mx.sym.rint(d * 3)
+        + mx.sym.broadcast_hypot(d, d * 2), {"data": (2, 3)}, rt=False)
+    add("reverse", mx.sym.reverse(d, axis=1) + mx.sym.flip(d, axis=(0, 2)), {"data": (2, 3, 4)})
+    add("repeat_axis", mx.sym.repeat(d, repeats=2, axis=1), {"data": (2, 3, 4)}, rt=False)
+    add("repeat_flat", mx.sym.repeat(d, repeats=3), {"data": (2, 3)}, rt=False)
+    add("one_hot", mx.sym.one_hot(d, depth=5, on_value=2.0, off_value=-1.0), {"data": (2, 3)},
+        low=0, high=4.99, rt=False)
+    add("softmin", mx.sym.softmin(d, axis=1, temperature=2.0), {"data": (2, 3, 4)}, rt=False)
+    add("depth_to_space", mx.sym.depth_to_space(d, block_size=2), {"data": (1, 8, 2, 3)},
+        rt=False)
+    add("space_to_depth", mx.sym.space_to_depth(d, block_size=2), {"data": (1, 2, 4, 6)},
+        rt=False)
+    add("reshape_like", mx.sym.reshape_like(x, y), {"x": (2, 6), "y": (3, 4)}, rt=False)
+    add("topk_value", mx.sym.topk(d, k=2, ret_typ="value", axis=1), {"data": (2, 5, 3)},
+        rt=False)
+    add("topk_indices_asc", mx.sym.topk(d, k=3, is_ascend=True), {"data": (2, 5)}, rt=False)
+    add("topk_both", mx.sym.topk(d, k=2, ret_typ="both")[1], {"data": (2, 5)}, rt=False)
+    add("sort_argsort", mx.sym.sort(d, axis=1) + mx.sym.argsort(d, axis=1, is_ascend=False),
+        {"data": (2, 5)}, rt=False)
+    add("argmax_channel", mx.sym.argmax_channel(d), {"data": (3, 5)}, rt=False)
+    add("pick", mx.sym.pick(x, y, axis=1), {"x": (3, 5), "y": (3,)}, low=0, high=4.99,
+        rt=False)
+    add("pick_keep", mx.sym.pick(x, y, axis=0, keepdims=True), {"x": (3, 5), "y": (5,)},
+        low=0, high=2.99, rt=False)
+    add("sequence_mask", mx.sym.SequenceMask(x, y, use_sequence_length=True, value=-1.0),
+        {"x": (4, 3, 2), "y": (3,)}, low=1, high=4.99, rt=False)
+    add("sequence_mask_axis1", mx.sym.SequenceMask(x, y, use_sequence_length=True, axis=1),
+        {"x": (3, 4), "y": (3,)}, low=1, high=4.99, rt=False)
+    add("moments", mx.sym.broadcast_add(mx.sym.moments(d, axes=(1, 2))[1],
+                                        mx.sym.moments(d, axes=(1,))[0].sum(axis=1)),
+        {"data": (2, 3, 4)}, rt=False)
+    add("moments_keep", mx.sym.moments(d, axes=(2,), keepdims=True)[0], {"data": (2, 3, 4)},
+        rt=False)
+    add("smooth_l1", mx.sym.smooth_l1(d * 2, scalar=1.5), {"data": (2, 5)}, rt=False)
+    add("cumsum", mx.sym.cumsum(d, axis=1), {"data": (2, 5)}, rt=False)
+    add("arange", mx.sym.broadcast_add(d, mx.sym.arange(0, 3)), {"data": (2, 3)}, rt=False)
     add("hard_sigmoid", mx.sym.hard_sigmoid(d), {"data": (2, 3)})
     add("slice_like", mx.sym.slice_like(x, y), {"x": (4, 5), "y": (2, 3)}, rt=False)
     return c
@@ -691,9 +729,9 @@ def test_fuzz_truncated_and_flipped_files_never_crash(name):
 
 def test_export_errors(tmp_path):
     d = mx.sym.var("data")
-    sym = mx.sym.topk(mx.sym.relu(d), k=2, name="my_topk")
+    sym = mx.sym.erfinv(mx.sym.relu(d), name="my_erfinv")
     p = str(tmp_path / "e.onnx")
-    with pytest.raises(MXNetError, match="my_topk.*topk|topk.*my_topk"):
+    with pytest.raises(MXNetError, match="erfinv.*my_erfinv|my_erfinv.*erfinv"):
         mx.onnx.export_model(sym, {}, [(2, 5)], onnx_file_path=p)
     fc = mx.sym.FullyConnected(d, num_hidden=3, name="fc")
     with pytest.raises(MXNetError, match="input shapes"):

@@ -1088,3 +1088,283 @@ def _rnn(ctx, name, ins, outs, attrs):
         ctx.add1("Concat", hs, outs[1], axis=0) if L > 1 else ctx.add1("Identity", hs, outs[1])
     if len(outs) > 2 and mode == "lstm":
         ctx.add1("Concat", cs, outs[2], axis=0) if L > 1 else ctx.add1("Identity", cs, outs[2])
+
+
+# ---- more elementwise and shape ops ---------------------------------------------------
+
+def _times(const):
+    def fn(ctx, name, ins, outs, attrs):
+        ctx.add1("Mul", [ins[0], ctx.scalar(const, ins[0])], outs[0], name=name)
+    return fn
+
+
+register("degrees")(_times(180.0 / np.pi))
+register("radians")(_times(np.pi / 180.0))
+
+
+def _log_base(base):
+    def fn(ctx, name, ins, outs, attrs):
+        ctx.add1("Div", [ctx.add1("Log", ins[:1]), ctx.scalar(np.log(base), ins[0])], outs[0],
+                 name=name)
+    return fn
+
+
+register("log2")(_log_base(2.0))
+register("log10")(_log_base(10.0))
+
+
+def _cbrt(ctx, x):
+    p = ctx.add1("Pow", [ctx.add1("Abs", [x]), ctx.scalar(1.0 / 3.0, x)])
+    return ctx.add1("Mul", [ctx.add1("Sign", [x]), p])
+
+
+@register("cbrt")
+def _cbrt_op(ctx, name, ins, outs, attrs):
+    ctx.add1("Identity", [_cbrt(ctx, ins[0])], outs[0], name=name)
+
+
+@register("rcbrt")
+def _rcbrt(ctx, name, ins, outs, attrs):
+    ctx.add1("Reciprocal", [_cbrt(ctx, ins[0])], outs[0], name=name)
+
+
+@register("trunc", "fix")
+def _trunc(ctx, name, ins, outs, attrs):
+    x = ins[0]
+    f = ctx.add1("Floor", [ctx.add1("Abs", [x])])
+    ctx.add1("Mul", [ctx.add1("Sign", [x]), f], outs[0], name=name)
+
+
+@register("rint")
+def _rint(ctx, name, ins, outs, attrs):
+    ctx.add1("Round", ins[:1], outs[0], name=name)  # both round halves to even
+
+
+@register("_hypot", "broadcast_hypot")
+def _hypot(ctx, name, ins, outs, attrs):
+    a, b = ins[:2]
+    s = ctx.add1("Add", [ctx.add1("Mul", [a, a]), ctx.add1("Mul", [b, b])])
+    ctx.add1("Sqrt", [s], outs[0], name=name)
+
+
+@register("softmin")
+def _softmin(ctx, name, ins, outs, attrs):
+    x = ctx.add1("Neg", ins[:1])
+    ctx.shapes[x] = ctx.shape(ins[0])
+    t = a_float(attrs, "temperature")
+    if t is not None and t != 1.0:
+        x = ctx.add1("Div", [x, ctx.scalar(t, ins[0])])
+        ctx.shapes[x] = ctx.shape(ins[0])
+    _softmax_axis(ctx, "Softmax", x, a_int(attrs, "axis", -1), outs[0], name)
+
+
+@register("reverse", "flip")
+def _reverse(ctx, name, ins, outs, attrs):
+    nd = ctx.ndim(ins[0])
+    axes = [int(a) % nd for a in a_tuple(attrs, "axis")]
+    n = len(axes)
+    ctx.slice(ins[0], [-1] * n, [-INT64_MAX] * n, axes, [-1] * n, outs[0])
+
+
+@register("repeat")
+def _repeat(ctx, name, ins, outs, attrs):
+    reps = a_int(attrs, "repeats")
+    axis = a_int(attrs, "axis")
+    x = ins[0]
+    if axis is None:
+        x = ctx.add1("Reshape", [x, ctx.i64([-1], "shape")])
+        axis = 0
+        nd = 1
+    else:
+        nd = ctx.ndim(x)
+        axis %= nd
+    u = ctx.unsqueeze(x, [axis + 1])
+    t = ctx.add1("Tile", [u, ctx.i64([1] * (axis + 1) + [reps] + [1] * (nd - axis - 1),
+                                     "repeats")])
+    target = list(ctx.shape(outs[0]))
+    if ctx.dynamic and axis > 0:
+        target[0] = 0
+    ctx.add1("Reshape", [t, ctx.i64(target, "shape")], outs[0], name=name)
+
+
+@register("one_hot")
+def _one_hot(ctx, name, ins, outs, attrs):
+    dt = a_str(attrs, "dtype", "float32")
+    values = ctx.const(np.array([a_float(attrs, "off_value", 0.0), a_float(attrs, "on_value", 1.0)],
+                                dtype=dt), hint="values")
+    idx = ctx.cast(ins[0], np.int64)
+    ctx.add1("OneHot", [idx, ctx.i64([a_int(attrs, "depth")], "depth"), values], outs[0],
+             name=name, axis=-1)
+
+
+@register("depth_to_space")
+def _depth_to_space(ctx, name, ins, outs, attrs):
+    ctx.add1("DepthToSpace", ins[:1], outs[0], name=name, blocksize=a_int(attrs, "block_size"),
+             mode="DCR")
+
+
+@register("space_to_depth")
+def _space_to_depth(ctx, name, ins, outs, attrs):
+    ctx.add1("SpaceToDepth", ins[:1], outs[0], name=name, blocksize=a_int(attrs, "block_size"))
+
+
+@register("reshape_like")
+def _reshape_like(ctx, name, ins, outs, attrs):
+    if any(a_int(attrs, k) is not None for k in ("lhs_begin", "lhs_end", "rhs_begin", "rhs_end")):
+        _fail("reshape_like with lhs/rhs begin/end cannot be exported")
+    ctx.add1("Reshape", [ins[0], ctx.add1("Shape", [ins[1]])], outs[0], name=name)
+
+
+@register("shape_array")
+def _shape_array(ctx, name, ins, outs, attrs):
+    ctx.add1("Shape", ins[:1], outs[0], name=name)
+
+
+@register("size_array")
+def _size_array(ctx, name, ins, outs, attrs):
+    s = ctx.add1("Size", ins[:1], name=name)
+    ctx.add1("Reshape", [s, ctx.i64([1], "shape")], outs[0])
+
+
+def _topk_common(ctx, name, x, axis, k, largest):
+    nd = ctx.ndim(x)
+    axis = nd - 1 if axis is None else axis % nd
+    if k is None or k <= 0:
+        k = ctx.shape(x)[axis]
+    return ctx.add("TopK", [x, ctx.i64([k], "k")], n_out=2, name=name, axis=axis,
+                   largest=1 if largest else 0, sorted=1), axis
+
+
+@register("topk")
+def _topk(ctx, name, ins, outs, attrs):
+    ret = a_str(attrs, "ret_typ", "indices")
+    if ret == "mask":
+        _fail("ret_typ='mask' cannot be exported")
+    x = ins[0]
+    axis = a_int(attrs, "axis", -1)
+    if axis is None:
+        x = ctx.add1("Reshape", [x, ctx.i64([-1], "shape")])
+        ctx.shapes[x] = (int(np.prod(ctx.shape(ins[0]))),)
+    (vals, idx), _ = _topk_common(ctx, name, x, axis, a_int(attrs, "k", 1),
+                                  not a_bool(attrs, "is_ascend", False))
+    dt = a_str(attrs, "dtype", "float32")
+    if ret == "value":
+        ctx.add1("Identity", [vals], outs[0])
+    elif ret == "indices":
+        ctx.cast(idx, dt, outs[0])
+    else:
+        ctx.add1("Identity", [vals], outs[0])
+        ctx.cast(idx, dt, outs[1])
+
+
+@register("sort")
+def _sort(ctx, name, ins, outs, attrs):
+    (vals, _), _ = _topk_common(ctx, name, ins[0], a_int(attrs, "axis", -1), None,
+                                not a_bool(attrs, "is_ascend", True))
+    ctx.add1("Identity", [vals], outs[0])
+
+
+@register("argsort")
+def _argsort(ctx, name, ins, outs, attrs):
+    (_, idx), _ = _topk_common(ctx, name, ins[0], a_int(attrs, "axis", -1), None,
+                               not a_bool(attrs, "is_ascend", True))
+    ctx.cast(idx, a_str(attrs, "dtype", "float32"), outs[0])
+
+
+@register("argmax_channel")
+def _argmax_channel(ctx, name, ins, outs, attrs):
+    r = ctx.add1("ArgMax", ins[:1], name=name, axis=1, keepdims=0)
+    ctx.cast(r, ctx.dtype(outs[0]) if outs[0] in ctx.dtypes else np.float32, outs[0])
+
+
+@register("pick")
+def _pick(ctx, name, ins, outs, attrs):
+    x, index = ins[:2]
+    nd = ctx.ndim(x)
+    axis = a_int(attrs, "axis", -1)
+    if axis is None:
+        _fail("pick with axis=None cannot be exported")
+    axis %= nd
+    idx = ctx.cast(index, np.int64)
+    if ctx.ndim(index) == nd - 1:
+        idx = ctx.unsqueeze(idx, [axis])
+    g = ctx.add1("GatherElements", [x, idx], name=name, axis=axis)
+    if a_bool(attrs, "keepdims", False):
+        ctx.add1("Identity", [g], outs[0])
+    else:
+        ctx.squeeze(g, [axis], outs[0])
+
+
+@register("SequenceMask")
+def _sequence_mask(ctx, name, ins, outs, attrs):
+    x = ins[0]
+    if not a_bool(attrs, "use_sequence_length", False):
+        ctx.add1("Identity", [x], outs[0], name=name)
+        return
+    axis = a_int(attrs, "axis", 0)
+    nd = ctx.ndim(x)
+    T = ctx.shape(x)[axis]
+    steps = np.arange(T, dtype=np.float32).reshape((T, 1) if axis == 0 else (1, T))
+    lens = ctx.cast(ctx.cast(ins[1], np.int64), np.float32)  # lengths are whole steps
+    lens = ctx.unsqueeze(lens, [0 if axis == 0 else 1])          # (1, N) or (N, 1)
+    mask = ctx.add1("Less", [ctx.const(steps, hint="steps"), lens])  # (T, N) or (N, T)
+    if nd > 2:
+        mask = ctx.unsqueeze(mask, list(range(2, nd)))
+    ctx.add1("Where", [mask, x, ctx.scalar(a_float(attrs, "value", 0.0), x)], outs[0],
+             name=name)
+
+
+@register("moments")
+def _moments(ctx, name, ins, outs, attrs):
+    x = ins[0]
+    nd = ctx.ndim(x)
+    axes = a_tuple(attrs, "axes")
+    axes = None if not axes else [int(a) % nd for a in axes]
+    keep = a_bool(attrs, "keepdims", False)
+    mean_k = ctx.reduce("ReduceMean", x, axes, True)
+    d = ctx.add1("Sub", [x, mean_k])
+    ctx.reduce("ReduceMean", ctx.add1("Mul", [d, d]), axes, keep, outs[1])
+    if keep:
+        ctx.add1("Identity", [mean_k], outs[0], name=name)
+    else:
+        ctx.reduce("ReduceMean", x, axes, False, outs[0])
+
+
+@register("smooth_l1")
+def _smooth_l1(ctx, name, ins, outs, attrs):
+    x = ins[0]
+    s2 = a_float(attrs, "scalar", 1.0) ** 2
+    ax = ctx.add1("Abs", [x])
+    quad = ctx.add1("Mul", [ctx.add1("Mul", [x, x]), ctx.scalar(0.5 * s2, x)])
+    lin = ctx.add1("Sub", [ax, ctx.scalar(0.5 / s2, x)])
+    ctx.add1("Where", [ctx.add1("Less", [ax, ctx.scalar(1.0 / s2, x)]), quad, lin], outs[0],
+             name=name)
+
+
+@register("cumsum", "_np_cumsum")
+def _cumsum(ctx, name, ins, outs, attrs):
+    x = ins[0]
+    axis = a_int(attrs, "axis")
+    if axis is None:
+        x = ctx.add1("Reshape", [x, ctx.i64([-1], "shape")])
+        axis = 0
+    dt = a_str(attrs, "dtype")
+    if dt:
+        x = ctx.cast(x, dt)
+    ctx.add1("CumSum", [x, ctx.const(np.array(axis, dtype=np.int64), hint="axis")], outs[0],
+             name=name)
+
+
+@register("_arange")
+def _arange(ctx, name, ins, outs, attrs):
+    start = a_float(attrs, "start", 0.0)
+    stop = a_float(attrs, "stop")
+    step = a_float(attrs, "step", 1.0)
+    rep = a_int(attrs, "repeat", 1)
+    if stop is None:
+        start, stop = 0.0, start
+    v = np.arange(start, stop, step)
+    if rep > 1:
+        v = np.repeat(v, rep)
+    arr = v.astype(a_str(attrs, "dtype", "float32"))
+    ctx.add1("Identity", [ctx.const(arr, hint=name)], outs[0], name=name)
