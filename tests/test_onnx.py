@@ -477,6 +477,8 @@ def _cases():
     add("smooth_l1", mx.sym.smooth_l1(d * 2, scalar=1.5), {"data": (2, 5)}, rt=False)
     add("cumsum", mx.sym.cumsum(d, axis=1), {"data": (2, 5)}, rt=False)
     add("arange", mx.sym.broadcast_add(d, mx.sym.arange(0, 3)), {"data": (2, 3)}, rt=False)
+    add("groupnorm", mx.sym.GroupNorm(d, num_groups=2, name="gn"), {"data": (2, 4, 3, 3)},
+        {"gn_gamma": (2,), "gn_beta": (2,)}, rt=False)
     add("hard_sigmoid", mx.sym.hard_sigmoid(d), {"data": (2, 3)})
     add("slice_like", mx.sym.slice_like(x, y), {"x": (4, 5), "y": (2, 3)}, rt=False)
     return c

@@ -1368,3 +1368,20 @@ def _arange(ctx, name, ins, outs, attrs):
         v = np.repeat(v, rep)
     arr = v.astype(a_str(attrs, "dtype", "float32"))
     ctx.add1("Identity", [ctx.const(arr, hint=name)], outs[0], name=name)
+
+
+@register("GroupNorm")
+def _groupnorm(ctx, name, ins, outs, attrs):
+    if a_bool(attrs, "output_mean_var", False):
+        _fail("output_mean_var=True cannot be exported")
+    x, gamma, beta = ins[:3]
+    G = a_int(attrs, "num_groups", 1)
+    eps = a_float(attrs, "eps", 1e-5)
+    g = ctx.add1("Reshape", [x, ctx.i64([0, G, -1], "shape")])   # (N, G, C/G * spatial)
+    mean = ctx.reduce("ReduceMean", g, [2], True)
+    d = ctx.add1("Sub", [g, mean])
+    var = ctx.reduce("ReduceMean", ctx.add1("Mul", [d, d]), [2], True)
+    y = ctx.add1("Div", [d, ctx.add1("Sqrt", [ctx.add1("Add", [var, ctx.scalar(eps, x)])])])
+    y = ctx.add1("Mul", [y, ctx.unsqueeze(gamma, [1])])            # one value per group
+    y = ctx.add1("Add", [y, ctx.unsqueeze(beta, [1])])
+    ctx.add1("Reshape", [y, ctx.i64([0] + list(ctx.shape(x)[1:]), "shape")], outs[0], name=name)
