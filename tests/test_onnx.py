@@ -447,17 +447,14 @@ def _cases():
     add("repeat_axis", mx.sym.repeat(d, repeats=2, axis=1), {"data": (2, 3, 4)}, rt=False)
     add("repeat_flat", mx.sym.repeat(d, repeats=3), {"data": (2, 3)}, rt=False)
     add("one_hot", mx.sym.one_hot(d, depth=5, on_value=2.0, off_value=-1.0), {"data": (2, 3)},
-        low=0, high=4.99, rt=False)
+        low=0, high=4.99)
     add("softmin", mx.sym.softmin(d, axis=1, temperature=2.0), {"data": (2, 3, 4)}, rt=False)
-    add("depth_to_space", mx.sym.depth_to_space(d, block_size=2), {"data": (1, 8, 2, 3)},
-        rt=False)
-    add("space_to_depth", mx.sym.space_to_depth(d, block_size=2), {"data": (1, 2, 4, 6)},
-        rt=False)
+    add("depth_to_space", mx.sym.depth_to_space(d, block_size=2), {"data": (1, 8, 2, 3)})
+    add("space_to_depth", mx.sym.space_to_depth(d, block_size=2), {"data": (1, 2, 4, 6)})
     add("reshape_like", mx.sym.reshape_like(x, y), {"x": (2, 6), "y": (3, 4)}, rt=False)
-    add("topk_value", mx.sym.topk(d, k=2, ret_typ="value", axis=1), {"data": (2, 5, 3)},
-        rt=False)
+    add("topk_value", mx.sym.topk(d, k=2, ret_typ="value", axis=1), {"data": (2, 5, 3)})
     add("topk_indices_asc", mx.sym.topk(d, k=3, is_ascend=True), {"data": (2, 5)}, rt=False)
-    add("topk_both", mx.sym.topk(d, k=2, ret_typ="both")[1], {"data": (2, 5)}, rt=False)
+    add("topk_both", mx.sym.topk(d, k=2, ret_typ="both")[1], {"data": (2, 5)})
     add("sort_argsort", mx.sym.sort(d, axis=1) + mx.sym.argsort(d, axis=1, is_ascend=False),
         {"data": (2, 5)}, rt=False)
     add("argmax_channel", mx.sym.argmax_channel(d), {"data": (3, 5)}, rt=False)
@@ -475,7 +472,7 @@ def _cases():
     add("moments_keep", mx.sym.moments(d, axes=(2,), keepdims=True)[0], {"data": (2, 3, 4)},
         rt=False)
     add("smooth_l1", mx.sym.smooth_l1(d * 2, scalar=1.5), {"data": (2, 5)}, rt=False)
-    add("cumsum", mx.sym.cumsum(d, axis=1), {"data": (2, 5)}, rt=False)
+    add("cumsum", mx.sym.cumsum(d, axis=1), {"data": (2, 5)})
     add("arange", mx.sym.broadcast_add(d, mx.sym.arange(0, 3)), {"data": (2, 3)}, rt=False)
     add("groupnorm", mx.sym.GroupNorm(d, num_groups=2, name="gn"), {"data": (2, 4, 3, 3)},
         {"gn_gamma": (2,), "gn_beta": (2,)}, rt=False)
@@ -968,6 +965,10 @@ def _node_cases():
     add("equal_and", "And", {"a": f(2, 3) > 0, "b": f(2, 3) > 0}, {})
     add("not", "Not", {"a": f(2, 3) > 0}, {})
     add("transpose_default", "Transpose", {"a": f(2, 3, 4)}, {})
+    add("round", "Round", {"a": np.array([[0.5, 1.5, -2.5], [2.4, -0.6, 3.5]], np.float32)}, {})
+    add("topk_smallest", "TopK", {"a": f(2, 6)}, {"k": i64(3)}, n_out=2, axis=1, largest=0)
+    add("onehot", "OneHot", {"a": np.array([[0, 3], [2, 1]], np.int64)},
+        {"d": i64(4), "v": np.array([0.0, 5.0], np.float32)})
     add("gather_axis1", "Gather", {"a": f(3, 5)}, {"i": i64(4, 0, 2)}, axis=1)
     add("gather_scalar", "Gather", {"a": f(3, 5)}, {"i": np.array(1, np.int64)}, axis=0)
     add("constant_of_shape", "ConstantOfShape", {}, {"s": i64(2, 3)},

@@ -916,3 +916,60 @@ def _rnn(imp, node, ins, attrs, name):
     if mode == "lstm":
         res.append(out[2])
     return res
+
+
+# ---- more ops ----------------------------------------------------------------------------
+
+@register("Round")
+def _round(imp, node, ins, attrs, name):
+    return _S(imp).rint(imp.get(ins[0]), name=name)  # both round halves to even
+
+
+@register("DepthToSpace")
+def _depth_to_space(imp, node, ins, attrs, name):
+    if attrs.get("mode", "DCR") != "DCR":
+        _fail("mode=%s is not supported (DCR, MXNet's order)" % attrs.get("mode"))
+    return _S(imp).depth_to_space(imp.get(ins[0]), block_size=int(attrs["blocksize"]), name=name)
+
+
+@register("SpaceToDepth")
+def _space_to_depth(imp, node, ins, attrs, name):
+    return _S(imp).space_to_depth(imp.get(ins[0]), block_size=int(attrs["blocksize"]), name=name)
+
+
+@register("CumSum")
+def _cumsum(imp, node, ins, attrs, name):
+    if int(attrs.get("exclusive", 0)) or int(attrs.get("reverse", 0)):
+        _fail("exclusive/reverse CumSum is not supported")
+    axis = imp.const(ins[1])
+    if axis is None:
+        _fail("the axis input of CumSum must be a constant")
+    return _S(imp).cumsum(imp.get(ins[0]), axis=int(np.asarray(axis).reshape(-1)[0]), name=name)
+
+
+@register("TopK")
+def _topk(imp, node, ins, attrs, name):
+    k = imp.const(ins[1]) if imp.opset >= 10 else np.array([attrs["k"]])
+    if k is None:
+        _fail("the K input of TopK must be a constant")
+    if not int(attrs.get("sorted", 1)):
+        _fail("sorted=0 is not supported")
+    res = _S(imp).topk(imp.get(ins[0]), k=int(np.asarray(k).reshape(-1)[0]),
+                       axis=int(attrs.get("axis", -1)), ret_typ="both",
+                       is_ascend=not int(attrs.get("largest", 1)), dtype="int64", name=name)
+    return [res[0], res[1]]
+
+
+@register("OneHot")
+def _onehot(imp, node, ins, attrs, name):
+    depth, values = imp.const(ins[1]), imp.const(ins[2])
+    if depth is None or values is None:
+        _fail("the depth and values inputs of OneHot must be constants")
+    axis = int(attrs.get("axis", -1))
+    rank = imp.rank(ins[0])
+    if axis != -1 and (rank is None or axis != rank):
+        _fail("OneHot with axis=%d is not supported (the last axis only)" % axis)
+    values = np.asarray(values).reshape(-1)
+    return _S(imp).one_hot(imp.get(ins[0]), depth=int(np.asarray(depth).reshape(-1)[0]),
+                           off_value=float(values[0]), on_value=float(values[1]),
+                           dtype=str(values.dtype), name=name)
