@@ -30,7 +30,6 @@ EXCLUDED = {
         "image": "issue 18 (data pipeline: mx.image)",
         "img": "issue 18 (alias of mx.image)",
         "recordio": "issue 18 (data pipeline: RecordIO)",
-        "onnx": "issue 23 (ONNX)",
         "rtc": "issue 22 (GPU: user CUDA kernels compiled at run time)",
         "rnn": "issue 17, legacy symbolic RNN part (BucketingModule workstream)",
         "executor_manager": "issue 17, Module part (legacy executor manager)",

@@ -56,6 +56,7 @@ from . import numpy_extension
 from . import numpy_extension as npx
 from . import gluon
 from . import contrib  # noqa: E402
+from . import onnx  # noqa: E402
 from . import recordio  # noqa: E402
 from . import image  # noqa: E402
 from . import image as img  # noqa: E402

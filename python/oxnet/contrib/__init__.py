@@ -6,6 +6,7 @@ operators, the same modules as ``mx.nd.contrib`` and ``mx.sym.contrib``."""
 from . import amp  # noqa: F401
 from . import autograd  # noqa: F401
 from . import text  # noqa: F401
+from . import onnx  # noqa: F401
 from ..ndarray import contrib as ndarray  # noqa: F401
 from ..symbol import contrib as symbol  # noqa: F401
 
