@@ -274,7 +274,7 @@ class Symbol:
         from ..executor import Executor
         return Executor._simple_bind(self, ctx, grad_req, type_dict, kwargs, group2ctx=group2ctx,
                                      shared_arg_names=shared_arg_names, shared_exec=shared_exec,
-                                     shared_buffer=shared_buffer)
+                                     shared_buffer=shared_buffer, stype_dict=stype_dict)
 
     def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
              shared_exec=None):
