@@ -52,3 +52,37 @@ def test_module_params_keep_variable_stype():
     assert v.stype == "row_sparse"
     vals = v.asnumpy()
     assert np.all(np.abs(vals) <= .1) and np.sum(vals) != 0
+
+
+def test_get_children_of_a_multi_output_node_lists_its_inputs_once():
+    data = mx.sym.Variable("data")
+    w = mx.sym.Variable("w")
+    sliced = mx.sym.SliceChannel(data, num_outputs=3, name="slice")
+    assert sliced.get_children().list_outputs() == ["data"]
+    assert mx.sym.Group([sliced[0], sliced[2]]).get_children().list_outputs() == ["data"]
+    fc = mx.sym.FullyConnected(data, w, no_bias=True, num_hidden=2, name="fc")
+    assert mx.sym.Group([sliced, fc]).get_children().list_outputs() == ["data", "data", "w"]
+    concat = mx.sym.Concat(*list(sliced))
+    assert concat.get_children().list_outputs() == ["slice_output0", "slice_output1", "slice_output2"]
+    assert data.get_children() is None
+
+
+def test_simple_bind_infers_shapes_with_type_dict():
+    x = mx.sym.Variable("x")
+    idx = mx.sym.Variable("idx")
+    y = mx.sym.batch_take(x, idx)
+    z = mx.sym.stop_gradient(y)
+    exe = z.simple_bind(ctx=mx.cpu(), x=(4, 3), idx=(4,), type_dict={"x": np.float32, "idx": np.int32})
+    assert exe.arg_dict["idx"].dtype == np.int32
+    xv = np.arange(12, dtype=np.float32).reshape(4, 3)
+    iv = np.array([2, 0, 1, 2], dtype=np.int32)
+    out = exe.forward(x=mx.nd.array(xv), idx=mx.nd.array(iv, dtype=np.int32))[0].asnumpy()
+    np.testing.assert_array_equal(out, xv[np.arange(4), iv])
+    exe.backward()
+    # the symbol itself is unchanged
+    assert "__dtype__" not in y.attr_dict().get("idx", {})
+    # batch_take has no gradient: binding it for training fails
+    with pytest.raises(MXNetError):
+        y.simple_bind(ctx=mx.cpu(), x=(4, 3), idx=(4,), type_dict={"x": np.float32, "idx": np.int32})
+    with pytest.raises(MXNetError):
+        z.simple_bind(ctx=mx.cpu(), x=(4, 3), idx=(4,), type_dict={"idx": "not-a-dtype"})

@@ -74,6 +74,29 @@ def _arg_stypes(symbol, stype_dict):
     return out
 
 
+def _with_dtypes(symbol, type_dict, inputs):
+    """The symbol, or a copy whose variables named in ``type_dict`` carry those dtypes,
+    so that shape inference sees them (ops such as batch_take check their index
+    dtype), as MXNet's simple_bind infers with the given types."""
+    from .symbol.symbol import _DTYPE_CODES
+    if not type_dict:
+        return symbol
+    if not isinstance(type_dict, dict):
+        raise MXNetError("simple_bind: type_dict must be a dict, got %s" % type(type_dict).__name__)
+    named = {k: v for k, v in type_dict.items() if k in inputs}
+    if not named:
+        return symbol
+    out = symbol.__copy__()
+    internals = out.get_internals()
+    for k, v in named.items():
+        try:
+            code = _DTYPE_CODES[np.dtype(v).name]
+        except (TypeError, KeyError):
+            raise MXNetError("simple_bind: unsupported dtype %r for '%s' in type_dict" % (v, k))
+        internals[k]._set_attr(__dtype__=str(code))
+    return out
+
+
 def _groups(group2ctx):
     """``group2ctx`` checked: {group name: Context}."""
     if not group2ctx:
@@ -200,7 +223,7 @@ class Executor:
         # not inputs of the symbol are ignored (MXNet code passes other keywords here).
         inputs = set(symbol.list_inputs())
         shapes = {k: v for k, v in shapes.items() if isinstance(v, (tuple, list)) and k in inputs}
-        arg_shapes, _, aux_shapes = symbol.infer_shape_partial(**shapes)
+        arg_shapes, _, aux_shapes = _with_dtypes(symbol, type_dict, inputs).infer_shape_partial(**shapes)
         missing = [n for n, s in zip(names, arg_shapes) if s == ()]
         missing += [n for n, s in zip(symbol.list_auxiliary_states(), aux_shapes) if s == ()]
         if missing:
