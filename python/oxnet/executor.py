@@ -53,6 +53,50 @@ def _dense_args(arrays):
     return [a.tostype("default") if a is not None and a.stype != "default" else a for a in arrays]
 
 
+_STYPE_NAMES = {"0": "default", "1": "row_sparse", "2": "csr"}
+
+
+def _arg_stypes(symbol, stype_dict):
+    """The storage types of the arguments simple_bind allocates: ``stype_dict``'s, else
+    the variable's ``stype`` (its ``__storage_type__`` attribute), else default."""
+    out = {}
+    for name, attrs in symbol.attr_dict().items():
+        code = attrs.get("__storage_type__")
+        if code is not None:
+            out[name] = _STYPE_NAMES.get(str(code).strip(), "default")
+    if stype_dict is not None:
+        if not isinstance(stype_dict, dict):
+            raise MXNetError("simple_bind: stype_dict must be a dict, got %s" % type(stype_dict).__name__)
+        for name, st in stype_dict.items():
+            if st not in ("default", "row_sparse", "csr"):
+                raise MXNetError("simple_bind: unknown storage type %r for '%s'" % (st, name))
+            out[name] = st
+    return out
+
+
+def _with_dtypes(symbol, type_dict, inputs):
+    """The symbol, or a copy whose variables named in ``type_dict`` carry those dtypes,
+    so that shape inference sees them (ops such as batch_take check their index
+    dtype), as MXNet's simple_bind infers with the given types."""
+    from .symbol.symbol import _DTYPE_CODES
+    if not type_dict:
+        return symbol
+    if not isinstance(type_dict, dict):
+        raise MXNetError("simple_bind: type_dict must be a dict, got %s" % type(type_dict).__name__)
+    named = {k: v for k, v in type_dict.items() if k in inputs}
+    if not named:
+        return symbol
+    out = symbol.__copy__()
+    internals = out.get_internals()
+    for k, v in named.items():
+        try:
+            code = _DTYPE_CODES[np.dtype(v).name]
+        except (TypeError, KeyError):
+            raise MXNetError("simple_bind: unsupported dtype %r for '%s' in type_dict" % (v, k))
+        internals[k]._set_attr(__dtype__=str(code))
+    return out
+
+
 def _groups(group2ctx):
     """``group2ctx`` checked: {group name: Context}."""
     if not group2ctx:
@@ -167,8 +211,9 @@ class Executor:
 
     @staticmethod
     def _simple_bind(symbol, ctx, grad_req, type_dict, shapes, group2ctx=None, shared_arg_names=None,
-                     shared_exec=None, shared_buffer=None):
+                     shared_exec=None, shared_buffer=None, stype_dict=None):
         _check_shared(shared_exec)
+        stypes = _arg_stypes(symbol, stype_dict)
         if shared_buffer is not None and not isinstance(shared_buffer, dict):
             raise MXNetError("simple_bind: shared_buffer must be a dict, got %s" % type(shared_buffer).__name__)
         names = symbol.list_arguments()
@@ -178,7 +223,7 @@ class Executor:
         # not inputs of the symbol are ignored (MXNet code passes other keywords here).
         inputs = set(symbol.list_inputs())
         shapes = {k: v for k, v in shapes.items() if isinstance(v, (tuple, list)) and k in inputs}
-        arg_shapes, _, aux_shapes = symbol.infer_shape_partial(**shapes)
+        arg_shapes, _, aux_shapes = _with_dtypes(symbol, type_dict, inputs).infer_shape_partial(**shapes)
         missing = [n for n, s in zip(names, arg_shapes) if s == ()]
         missing += [n for n, s in zip(symbol.list_auxiliary_states(), aux_shapes) if s == ()]
         if missing:
@@ -214,7 +259,7 @@ class Executor:
                 args.append(_from_buffer(shared_buffer, n, s, t, c))
                 grads.append(_from_buffer(shared_buffer, "grad of " + n, s, t, c) if r != "null" else None)
             else:
-                args.append(nd.zeros(s, ctx=c, dtype=t))
+                args.append(nd.zeros(s, ctx=c, dtype=t, stype=stypes.get(n, "default")))
                 grads.append(nd.zeros(s, ctx=c, dtype=t) if r != "null" else None)
         aux = [nd.zeros(s, ctx=place(n), dtype=t)
                for n, s, t in zip(symbol.list_auxiliary_states(), aux_shapes, aux_types)]

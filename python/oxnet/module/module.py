@@ -365,7 +365,8 @@ class Module(BaseModule):
             self._copy_params_to_devices()
         else:
             exe = self._execs[0]
-            self._arg_params = {n: nd.zeros(exe.arg_dict[n].shape, dtype=exe.arg_dict[n].dtype)
+            self._arg_params = {n: nd.zeros(exe.arg_dict[n].shape, dtype=exe.arg_dict[n].dtype,
+                                            stype=exe.arg_dict[n].stype)
                                 for n in self._param_names}
             self._aux_params = {n: nd.zeros(exe.aux_dict[n].shape, dtype=exe.aux_dict[n].dtype)
                                 for n in self._aux_names}

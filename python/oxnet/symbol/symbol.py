@@ -107,9 +107,18 @@ class Symbol:
         return Symbol(self.handle.get_internals())
 
     def get_children(self):
-        """The inputs of this symbol's output node(s), or None for a variable."""
-        h = self.handle.get_children()
-        return None if h is None else Symbol(h)
+        """The inputs of this symbol's output node(s), or None for a variable. As in
+        MXNet, a node with several outputs in this symbol gives its inputs once."""
+        nodes = self.handle.output_nodes()
+        if len(set(nodes)) == len(nodes):
+            h = self.handle.get_children()
+            return None if h is None else Symbol(h)
+        firsts = [i for i, n in enumerate(nodes) if n not in nodes[:i]]
+        parts = [self.handle.output(i).get_children() for i in firsts]
+        parts = [Symbol(h) for h in parts if h is not None]
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else Group(parts)
 
     # ---- attributes -------------------------------------------------------------
     def attr(self, key):
@@ -274,7 +283,7 @@ class Symbol:
         from ..executor import Executor
         return Executor._simple_bind(self, ctx, grad_req, type_dict, kwargs, group2ctx=group2ctx,
                                      shared_arg_names=shared_arg_names, shared_exec=shared_exec,
-                                     shared_buffer=shared_buffer)
+                                     shared_buffer=shared_buffer, stype_dict=stype_dict)
 
     def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
              shared_exec=None):
