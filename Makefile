@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 CARGO ?= cargo
 
-.PHONY: all build venv demo test test-rust test-python conformance conformance-check bench bench-setup clean
+.PHONY: all build venv demo test test-rust test-python conformance conformance-check bench bench-setup clean wheel wheel-check
 
 all: build
 
@@ -30,7 +30,7 @@ test-rust:
 	$(CARGO) test -p oxnet-core --profile ci-test -q
 
 test-python:
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests -n 2
 
 # MXNet's own unit tests (../shared/mxnet-tests, or MXNET_TESTS=<folder of test files>)
 # against the installed oxnet: a per-file table. conformance-check: the ratchet (the
@@ -60,6 +60,23 @@ bench: build bench-setup
 	$(PY) benches/bench_gluon.py
 	$(PY) benches/bench_ops.py
 	$(PY) benches/bench_sparse.py
+
+# The release wheel: one abi3 wheel for CPython >= 3.9, linked by zig against glibc 2.17
+# (manylinux2014), so it installs on Ubuntu 20.04, Debian 11, RHEL 8 and older cluster
+# images; auditwheel prints the platform tag it verified.
+$(VENV)/.release: $(VENV)/.installed requirements-release.txt
+	$(PIP) install -q -r requirements-release.txt
+	touch $@
+
+wheel: $(VENV)/.release
+	rm -f target/wheels/oxnet-*.whl
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/maturin build --release --zig --compatibility manylinux2014 -o target/wheels
+	$(VENV)/bin/auditwheel show target/wheels/oxnet-*.whl
+
+# Installs that wheel into fresh venvs of the oldest and newest supported Pythons
+# (3.9 with NumPy 1.26, 3.13 with NumPy 2) and runs the demo and a smoke test there.
+wheel-check: wheel
+	tests/wheel/check.sh target/wheels/oxnet-*.whl
 
 clean:
 	rm -rf target $(VENV) python/oxnet/_core*.so
