@@ -355,6 +355,10 @@ class Executor:
         aux = [fit(n, a, s) for n, a, s in
                zip(self._symbol.list_auxiliary_states(), self.aux_arrays, aux_shapes)]
         ex = Executor(self._symbol, self._ctx, args, grads, self._grad_reqs, aux, self._group2ctx)
+        # The new outputs live in the first elements of this executor's (MXNet's shared pool).
+        ex._handle.share_outputs(self.outputs)
+        ex.outputs = ex._handle.outputs()
+        ex.output_dict = dict(zip(self._symbol.list_outputs(), ex.outputs))
         ex._monitor_callback, ex._monitor_all = self._monitor_callback, self._monitor_all
         return ex
 

@@ -11,9 +11,11 @@ Differences from MXNet 1.9.1, on purpose: ``print_summary`` does not crash on
 nothing to the next layer's input-channel count.
 """
 
+import collections
 import copy
 import json
 import re
+import warnings
 
 from .base import MXNetError
 from .symbol import Symbol
@@ -65,6 +67,12 @@ def print_summary(symbol, shape=None, line_length=120, positions=(.44, .64, .74,
     shape_dict = _shape_dict(symbol, shape) if show_shape else {}
     conf = json.loads(symbol.tojson())
     nodes = conf["nodes"]
+    counts = collections.Counter(node["name"] for node in nodes)
+    repeated = sorted(n for n, c in counts.items() if c > 1)
+    if repeated:
+        # Graphviz joins nodes by name, so repeated names draw a wrong (maybe cyclic) graph.
+        warnings.warn("There are multiple variables with the same name in your graph, this may "
+                      "result in cyclic graph. Repeated names: " + ",".join(repeated), RuntimeWarning)
     heads = set(conf["heads"][0])
     if positions[-1] <= 1:
         positions = [int(line_length * p) for p in positions]

@@ -33,8 +33,11 @@ fn set_training(on: bool) -> bool {
 fn mark_variable(var: &PyND, grad: &PyND, grad_req: &str) -> PyResult<()> {
     let req = GradReq::parse(grad_req).py_err()?;
     if let Some(vs) = &var.sparse {
-        let g = grad.sparse.clone().ok_or_else(|| crate::err(oxnet_core::Error::new("mark_variables: a sparse variable needs a sparse gradient buffer")))?;
-        vs.set_ag_entry(Some(ag::sparse_variable(vs.shape(), g, req).py_err()?));
+        let e = match &grad.sparse {
+            Some(g) => ag::sparse_variable(vs.shape(), g.clone(), req),
+            None => ag::dense_variable(vs.shape(), grad.inner.clone(), req),
+        };
+        vs.set_ag_entry(Some(e.py_err()?));
         return Ok(());
     }
     let mut v = var.inner.clone();
@@ -50,6 +53,13 @@ fn mark_variable(var: &PyND, grad: &PyND, grad_req: &str) -> PyResult<()> {
 #[pyfunction]
 fn attach_grad(var: &PyND, grad_req: &str) -> PyResult<()> {
     let req = GradReq::parse(grad_req).py_err()?;
+    if let Some(vs) = &var.sparse {
+        // A csr/row_sparse array with a dense gradient buffer (stype='default').
+        let g = oxnet_core::NDArray::empty(vs.shape(), vs.ctx(), vs.dtype()).py_err()?;
+        let g = op::call1("zeros_like", std::slice::from_ref(&g), &[]).py_err()?;
+        vs.set_ag_entry(Some(ag::dense_variable(vs.shape(), g, req).py_err()?));
+        return Ok(());
+    }
     let g = op::call1("zeros_like", std::slice::from_ref(&var.inner), &[]).py_err()?;
     let mut v = var.inner.clone();
     ag::mark_variable(&mut v, g, req).py_err()?;

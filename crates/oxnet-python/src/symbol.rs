@@ -102,8 +102,9 @@ impl SymbolHandle {
     }
     /// Shapes of (arguments, outputs, auxiliary states); None where unknown, 0 for
     /// the unknown dimensions of a partly known shape.
+    /// Variables sharing a name (which cannot be bound) are inferred each on its own,
+    /// a given shape applying to all of them, as in MXNet.
     fn infer_shape(&self, known: HashMap<String, Vec<usize>>) -> PyResult<(ShapeList, ShapeList, ShapeList)> {
-        self.inner.check_unique_names().py_err()?;
         let shapes: HashMap<String, Shape> = known.into_iter().map(|(k, v)| (k, Shape::from_slice(&v))).collect();
         let r = graph::infer::infer(&self.inner, &shapes, &HashMap::new(), true).py_err()?;
         let (args, aux) = self.inner.var_nodes();
@@ -116,7 +117,6 @@ impl SymbolHandle {
     }
     /// Dtype names of (arguments, outputs, auxiliary states); None where unknown.
     fn infer_type(&self, known: &Bound<'_, PyDict>) -> PyResult<(DTypeList, DTypeList, DTypeList)> {
-        self.inner.check_unique_names().py_err()?;
         let mut dtypes: HashMap<String, DType> = HashMap::new();
         for (k, v) in known.iter() {
             dtypes.insert(k.extract()?, dtype_of(&v)?);
@@ -242,6 +242,11 @@ impl ExecutorHandle {
     }
     fn outputs(&self) -> Vec<PyND> {
         self.inner.lock().outputs.iter().map(|a| PyND::new(a.clone())).collect()
+    }
+    /// Outputs written into the first elements of `base`'s arrays (a reshaped executor).
+    fn share_outputs(&self, base: Vec<PyRef<'_, PyND>>) -> PyResult<()> {
+        let base: Vec<oxnet_core::NDArray> = base.iter().map(|a| a.inner.clone()).collect();
+        self.inner.lock().share_outputs(&base).py_err()
     }
     /// (planned bytes of intermediate buffers, bytes without reuse).
     fn planned_bytes(&self) -> (usize, usize) {

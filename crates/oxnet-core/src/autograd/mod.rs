@@ -238,16 +238,23 @@ pub fn is_in_graph(a: &NDArray) -> bool {
 /// Makes `var` a variable of autograd with gradient buffer `grad` (same shape)
 /// updated per `req` (MXNet's `mark_variables`, behind `attach_grad`).
 pub fn mark_variable(var: &mut NDArray, grad: NDArray, req: GradReq) -> Result<()> {
-    if grad.shape() != var.shape() {
+    var.set_ag_entry(Some(dense_variable(var.shape(), grad, req)?));
+    Ok(())
+}
+
+/// A variable entry with a dense gradient buffer, for a variable of logical shape
+/// `shape` (a dense array, or a sparse array holding the entry itself: MXNet's
+/// row_sparse parameter with the default dense gradient).
+pub fn dense_variable(shape: &[usize], grad: NDArray, req: GradReq) -> Result<Entry> {
+    if grad.shape() != shape {
         return Err(Error::new(format!(
             "mark_variables: gradient buffer of shape {} for a variable of shape {}",
             crate::shape::fmt_shape(grad.shape()),
-            crate::shape::fmt_shape(var.shape())
+            crate::shape::fmt_shape(shape)
         )));
     }
     let state = State { grad: Some(grad.detach()), req: Some(req), ..State::default() };
-    var.set_ag_entry(Some(Entry { node: Arc::new(Node { kind: Kind::Var, state: Mutex::new(state) }), index: 0 }));
-    Ok(())
+    Ok(Entry { node: Arc::new(Node { kind: Kind::Var, state: Mutex::new(state) }), index: 0 })
 }
 
 /// Like [`mark_variable`], with a row_sparse or csr gradient buffer: backward writes

@@ -677,6 +677,24 @@ impl Executor {
         Ok(Executor { graph, vars, args, grads, reqs, aux, outputs, bufs, keep_all, planned_bytes, naive_bytes, trained: false })
     }
 
+    /// Makes each output write into the first elements of `base[i]`, as the outputs
+    /// of MXNet's reshaped executors share memory with the executor they came from.
+    /// Outputs that are variables, or whose base is smaller or of another dtype or
+    /// context, keep their own buffers.
+    pub fn share_outputs(&mut self, base: &[NDArray]) -> Result<()> {
+        for (i, &(n, k)) in self.graph.heads.iter().enumerate() {
+            let Some(b) = base.get(i) else { break };
+            let cur = &self.outputs[i];
+            if self.graph.topo[n].is_var() || b.dtype() != cur.dtype() || b.ctx() != cur.ctx() || b.size() < cur.size() {
+                continue;
+            }
+            let view = b.reshape_view(&[b.size()])?.slice_view(0, cur.size())?.reshape_view(cur.shape())?;
+            self.bufs.entries[n][k] = view.clone();
+            self.outputs[i] = view;
+        }
+        Ok(())
+    }
+
     /// Bytes of intermediate buffers after planning, and without reuse.
     pub fn planned_bytes(&self) -> (usize, usize) {
         (self.planned_bytes, self.naive_bytes)

@@ -31,6 +31,7 @@ pub trait Real:
     fn c(v: f64) -> Self;
     fn f(self) -> f64;
     fn exp(self) -> Self;
+    fn exp_m1(self) -> Self;
     fn ln_1p(self) -> Self;
     fn tanh(self) -> Self;
     fn sqrt(self) -> Self;
@@ -53,6 +54,10 @@ macro_rules! real {
             #[inline(always)]
             fn exp(self) -> $t {
                 <$t>::exp(self)
+            }
+            #[inline(always)]
+            fn exp_m1(self) -> $t {
+                <$t>::exp_m1(self)
             }
             #[inline(always)]
             fn ln_1p(self) -> $t {
@@ -206,15 +211,16 @@ fn act_one<R: Real>(x: R, a: Act) -> R {
             if x > R::ZERO {
                 x
             } else {
-                R::c(s) * (x.exp() - R::ONE)
+                R::c(s) * x.exp_m1()
             }
         }
         Act::Selu => {
+            // lambda * (alpha * expm1(x)), rounded in this order as MXNet does.
             let l = R::c(SELU_LAMBDA);
             if x > R::ZERO {
                 l * x
             } else {
-                l * R::c(SELU_ALPHA) * (x.exp() - R::ONE)
+                l * (R::c(SELU_ALPHA) * x.exp_m1())
             }
         }
         Act::Gelu => R::c(0.5 * x.f() * (1.0 + erf(x.f() * std::f64::consts::FRAC_1_SQRT_2))),
