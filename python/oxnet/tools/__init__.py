@@ -1,0 +1,1 @@
+"""Command-line tools: ``python -m oxnet.tools.launch`` starts distributed jobs."""
