@@ -623,11 +623,21 @@ class DistKVStore(KVStoreBase):
         self._comp_keys = set()
         self._compression = dict(compression_params)
 
+    def _quiesce(self):
+        """Waits until every worker's pushes so far have reached the servers: pending
+        operations finish, a round trip to each server (messages of one sender arrive
+        in order), then a barrier."""
+        from .. import _core
+        _core.waitall()
+        self._ctx.call(list(range(self._ctx.num_servers)), lambda s: {"op": "ping"})
+        self.barrier()
+
     def save_optimizer_states(self, fname, dump_optimizer=False):
         """Gathers the servers' optimizer states into ``fname`` (load it with
         ``load_optimizer_states`` in a job with as many servers)."""
         if self._optimizer is None:
             raise MXNetError("save_optimizer_states: no optimizer is set on the servers")
+        self._quiesce()
         sid = self._sid
         blobs = self._ctx.call(list(range(self._ctx.num_servers)),
                                lambda s: {"op": "get_states", "sid": sid,
@@ -650,6 +660,7 @@ class DistKVStore(KVStoreBase):
             raise MXNetError("load_optimizer_states: %s holds states of %s servers, this job "
                              "has %d" % (fname, None if blobs is None else len(blobs),
                                          self._ctx.num_servers))
+        self._quiesce()
         if self.rank == 0:
             sid = self._sid
             self._ctx.call(list(range(self._ctx.num_servers)),
@@ -723,6 +734,9 @@ class _Server:
 
     def handle(self, w, src, h, arr):
         op = h["op"]
+        if op == "ping":
+            self.reply_bytes(src, h["reply"], b"\0")
+            return
         if op == "stop":
             self.stopped.add(w)
             self.reply_bytes(src, h["reply"], b"\0")
