@@ -179,6 +179,12 @@ class _Context:
         return op
 
     def _send_loop(self):
+        try:
+            self._send_loop_inner()
+        except BaseException:  # noqa: BLE001
+            self._fatal("communication")
+
+    def _send_loop_inner(self):
         _core = _comm()
         while True:
             i = _core._comm_next()
@@ -199,7 +205,23 @@ class _Context:
         with self.lock:
             self.expect[tag] = (target, done)
 
+    def _fatal(self, where):
+        """A communication thread failed: the job cannot go on (a pull would wait
+        forever), so it is aborted with the reason."""
+        import traceback
+        traceback.print_exc()
+        sys.stderr.write("oxnet kvstore worker %d (MPI rank %d): the %s thread failed; "
+                         "aborting the job\n" % (self.rank, self.world.rank, where))
+        sys.stderr.flush()
+        self.world.Abort(1)
+
     def _recv_loop(self):
+        try:
+            self._recv_loop_inner()
+        except BaseException:  # noqa: BLE001
+            self._fatal("receiver")
+
+    def _recv_loop_inner(self):
         MPI = self.MPI
         st = MPI.Status()
         while True:
@@ -341,6 +363,10 @@ class DistKVStore(KVStoreBase):
                              % (name, ctx.role))
         if ctx.problem is not None:
             raise MXNetError("kvstore %r: %s" % (name, ctx.problem))
+        from .. import _core
+        if _core.engine_is_naive():
+            raise MXNetError("kvstore %r: distributed stores need the threaded engine "
+                             "(MXNET_ENGINE_TYPE=NaiveEngine is set)" % name)
         self._ctx = ctx
         self._name = name
         self._sync = "async" not in name
