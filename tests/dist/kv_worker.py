@@ -165,9 +165,10 @@ check(np.allclose(val(oa), -4.0 * W), "async: every push applied: %s" % val(oa))
 kv.init(["slow", "fast"] if False else [20, 21], [mx.nd.zeros((300, 300)), mx.nd.zeros((10,))])
 mx.nd.waitall()
 x = mx.nd.ones((300, 300)) / 300.0
+prev_bound = mx._core._engine_max_pending(0)   # queue the whole chain at once
 t0 = time.time()
 y = x
-for _ in range(60):
+for _ in range(150):
     y = mx.nd.dot(y, x)
 kv.push(20, y)
 os_ = mx.nd.zeros((300, 300))
@@ -183,6 +184,8 @@ os_.wait_to_read()
 t_slow = time.time() - t0
 check(np.allclose(val(of), W) and np.allclose(val(os_), W / 300.0, rtol=1e-4), "overlap values")
 check(pending > 0, "the fast pull should complete while the chain runs (%d pending)" % pending)
+mx._core._engine_max_pending(prev_bound)
+check(t_call < t_slow / 2, "push/pull calls should return at once (%.3fs of %.3fs)" % (t_call, t_slow))
 print("overlap rank %d: calls %.3fs, fast pull done %.3fs, slow %.3fs, %d ops pending"
       % (r, t_call, t_fast, t_slow, pending))
 kv.barrier()

@@ -1,7 +1,6 @@
 """Worker script of tests/test_dist_kvstore.py: Gluon Trainer and Module training on a
 dist_sync store. Equivalence: W workers with batch B each end with the weights of one
 process trained with batch W*B (to float tolerance)."""
-import sys
 
 import numpy as np
 
@@ -47,10 +46,10 @@ for update_on_kv in (None, False):
                        update_on_kvstore=update_on_kv)
     got = train(net, tr, True)
     if tr._update_on_kvstore != (update_on_kv is None):
-        sys.exit("update_on_kvstore should be %s" % (update_on_kv is None))
+        raise AssertionError("update_on_kvstore should be %s" % (update_on_kv is None))
     for a, b in zip(got, ref_w):
         if not np.allclose(a, b, rtol=1e-4, atol=1e-5):
-            sys.exit("Trainer(update_on_kvstore=%s) differs from one process: %s"
+            raise AssertionError("Trainer(update_on_kvstore=%s) differs from one process: %s"
                      % (update_on_kv, np.abs(a - b).max()))
     print("trainer ok", update_on_kv, r)
 
@@ -76,7 +75,7 @@ p_ref = fit(Xf, Yf, W * B, None)
 p_dist = fit(Xf[mine], Yf[mine], B, "dist_sync")
 for name in p_ref:
     if not np.allclose(p_ref[name].asnumpy(), p_dist[name].asnumpy(), rtol=1e-4, atol=1e-5):
-        sys.exit("Module.fit(dist_sync) differs from one process at %s" % name)
+        raise AssertionError("Module.fit(dist_sync) differs from one process at %s" % name)
 print("module ok", r)
 kv.barrier()
 print("WORKER_OK", r)

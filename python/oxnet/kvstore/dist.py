@@ -163,6 +163,17 @@ class _Context:
         self.sender.start()
         self.receiver.start()
         atexit.register(self.shutdown)
+        # an uncaught exception ends the whole job at once (the other ranks may be
+        # waiting for this one's pushes or in a barrier: exiting quietly would hang them)
+        prev = sys.excepthook
+
+        def hook(*info):
+            prev(*info)
+            sys.stderr.write("oxnet kvstore worker %d (MPI rank %d) raised; aborting the job\n"
+                             % (self.rank, self.world.rank))
+            sys.stderr.flush()
+            self.world.Abort(1)
+        sys.excepthook = hook
 
     def reply_tag(self):
         with self.lock:
@@ -282,7 +293,18 @@ class _Context:
         stops the threads. Registered with atexit."""
         if self.stopped or self.role != "worker" or self.problem is not None:
             return
+        import time
         from .. import _core
+        # pending pulls may wait for other workers' pushes; if they never come (another
+        # worker stopped early), abort rather than hang
+        deadline = time.time() + float(os.environ.get("OXNET_KVSTORE_EXIT_TIMEOUT", "20"))
+        while _core._engine_pending() and time.time() < deadline:
+            time.sleep(0.01)
+        if _core._engine_pending():
+            sys.stderr.write("oxnet kvstore worker %d (MPI rank %d): operations still pending at "
+                             "exit; aborting the job\n" % (self.rank, self.world.rank))
+            sys.stderr.flush()
+            self.world.Abort(1)
         try:
             _core.waitall()
         except Exception:  # noqa: BLE001 - exiting anyway

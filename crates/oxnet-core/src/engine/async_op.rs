@@ -121,10 +121,15 @@ mod tests {
         let x3 = x.clone();
         let seen = Arc::new(AtomicI64::new(-1));
         let s2 = seen.clone();
-        push(move || {
-            s2.store(x3.load(Ordering::SeqCst), Ordering::SeqCst);
-            Ok(())
-        }, std::slice::from_ref(&v), &[], false)
+        push(
+            move || {
+                s2.store(x3.load(Ordering::SeqCst), Ordering::SeqCst);
+                Ok(())
+            },
+            std::slice::from_ref(&v),
+            &[],
+            false,
+        )
         .unwrap();
         wait_for_read(&v).unwrap();
         th.join().unwrap();
