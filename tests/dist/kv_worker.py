@@ -154,9 +154,10 @@ raises(lambda: kva.push(0, mx.nd.ones((3,))), ["async", "optimizer"])
 kva.set_optimizer(mx.optimizer.SGD(learning_rate=1.0))
 for it in range(4):
     kva.push(0, mx.nd.ones((3,)))
-kv.barrier()
-kva.barrier()
 oa = mx.nd.zeros((3,))
+kva.pull(0, out=oa)     # answered after this worker's pushes (one sender's messages
+oa.wait_to_read()       # arrive in order) ...
+kva.barrier()           # ... so after the barrier every worker's pushes are applied
 kva.pull(0, out=oa)
 check(np.allclose(val(oa), -4.0 * W), "async: every push applied: %s" % val(oa))
 

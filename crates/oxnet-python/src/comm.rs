@@ -119,7 +119,8 @@ impl CommOp {
         }
         let n = a.nbytes();
         let ptr = if n == 0 { std::ptr::NonNull::<u8>::dangling().as_ptr() } else { a.data_ptr() };
-        let flags = if *write { pyo3::ffi::PyBUF_WRITE } else { pyo3::ffi::PyBUF_READ };
+        // CPython's PyBUF_WRITE (0x200) and PyBUF_READ (0x100) of memoryobject.h
+        let flags: std::os::raw::c_int = if *write { 0x200 } else { 0x100 };
         // SAFETY: the array's memory (n bytes from ptr) is alive (self keeps the array)
         // and the engine grants this operation its access until `complete`.
         unsafe {

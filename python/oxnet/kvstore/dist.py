@@ -66,10 +66,6 @@ def _env_int(names):
 
 
 def _comm():
-    import os as _o
-    if _o.environ.get("OXNET_COMM_SHIM"):  # DEVSHIM
-        import importlib  # DEVSHIM
-        return importlib.import_module(_o.environ["OXNET_COMM_SHIM"])  # DEVSHIM
     from .. import _core
     return _core
 
@@ -603,9 +599,7 @@ class DistKVStore(KVStoreBase):
                 ctx.expect_reply(tag, mv[b0:b1], done)
                 ctx.request(s, {"op": "pull", "sid": sid, "key": key,
                                 "part": None if len(m.parts) == 1 else s, "reply": tag})
-        op = ctx.submit([], [target, m.token], run)
-        if os.environ.get("OXNET_COMM_SHIM"):  # DEVSHIM
-            op.wait_done()  # DEVSHIM
+        ctx.submit([], [target, m.token], run)
         for o in (outs if not direct else outs[1:]):
             target.copyto(o)
 
