@@ -40,7 +40,6 @@ import zlib
 import numpy as np
 
 from ..base import MXNetError
-from ..ndarray import NDArray
 from .base import KVStoreBase
 
 __all__ = ["DistKVStore", "role", "start_server_if_needed"]
@@ -724,8 +723,6 @@ class _Server:
         self.deferred = {}    # (sid, key, part) -> [(worker, header)] pulls waiting
         self.waiting = {}     # (sid, key, part) -> [(worker, header, array)] before init
         self.stopped = set()
-        from .kvstore_server import KVStoreServer
-        self._server_cls = KVStoreServer
 
     def store(self, sid, part):
         st = self.stores.get((sid, part))
