@@ -91,6 +91,18 @@ check(oh.dtype == np.float16 and np.allclose(val(oh), 0.5 * W), "float16")
 expect = sum(np.random.RandomState(i).randn(*big).astype(np.float32) for i in range(W))
 check(np.allclose(val(ob), expect, atol=1e-5), "big array")
 
+# the _device types sum a worker's per-device arrays on the first array's device
+for name in ("dist_device_sync", "dist_sync_device"):
+    kvd = mx.kv.create(name)
+    check(kvd.type == name, "type " + name)
+    kvd.init(0, mx.nd.zeros((3,)))
+    kvd.push(0, [mx.nd.ones((3,), ctx=mx.cpu(i)) * (i + 1) for i in range(2)])
+    od = [mx.nd.zeros((3,), ctx=mx.cpu(i)) for i in range(2)]
+    kvd.pull(0, out=od)
+    check(all(np.allclose(val(x), 3 * W) for x in od), name)
+raises(lambda: kv.row_sparse_pull(3, out=mx.nd.zeros(shape), row_ids=mx.nd.array([0])),
+       ["row_sparse"])
+
 # barrier
 kv.barrier()
 
