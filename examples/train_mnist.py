@@ -5,6 +5,10 @@ accuracy.
     python examples/train_mnist.py                 # imperative Gluon
     python examples/train_mnist.py --hybridize     # the same net, hybridized
     python examples/train_mnist.py --epochs 3 --module mxnet   # same code on MXNet 1.9.1
+    python -m oxnet.tools.launch -n 2 -s 1 python examples/train_mnist.py --kvstore dist_sync
+                          # 2 workers + 1 parameter server; each worker trains on its half
+                          # of the data with half the batch (the global batch stays
+                          # --batch-size), rank 0 reports
 
 `make demo` runs it.
 """
@@ -69,16 +73,24 @@ def main():
     mx.random.seed(1)
     ctx = mx.gpu() if ARGS.gpu else mx.cpu()
     mnist = load_mnist(mx)
-    train = mx.io.NDArrayIter(mnist["train_data"], mnist["train_label"], ARGS.batch_size, shuffle=True)
+    kv, batch = ARGS.kvstore, ARGS.batch_size
+    if kv and kv.startswith("dist"):
+        # each worker trains on its shard with its share of the global batch
+        kv = mx.kv.create(kv)
+        batch = ARGS.batch_size // kv.num_workers
+        for k in ("train_data", "train_label"):
+            mnist[k] = mnist[k][kv.rank::kv.num_workers]
+    train = mx.io.NDArrayIter(mnist["train_data"], mnist["train_label"], batch, shuffle=True)
     test = mx.io.NDArrayIter(mnist["test_data"], mnist["test_label"], ARGS.batch_size)
-    n_batches = (mnist["train_data"].shape[0] + ARGS.batch_size - 1) // ARGS.batch_size
+    n_batches = (mnist["train_data"].shape[0] + batch - 1) // batch
 
     net = build_net(mx)
     net.collect_params().initialize(mx.init.Xavier(magnitude=2.24), ctx=ctx)
     if ARGS.hybridize:
         net.hybridize()
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": ARGS.lr})
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": ARGS.lr},
+                            **({"kvstore": kv} if kv else {}))
 
     print("%s: training the seed CNN on %d MNIST digits (%s, batch %d)" % (
         ARGS.module, mnist["train_data"].shape[0], "hybridized" if ARGS.hybridize else "imperative",
@@ -93,7 +105,7 @@ def main():
             with autograd.record():
                 loss = loss_fn(net(data), label)
             loss.backward()
-            trainer.step(data.shape[0])
+            trainer.step(data.shape[0] * (kv.num_workers if hasattr(kv, "num_workers") else 1))
             cur = loss.mean().asscalar()
             moving = cur if moving is None else 0.95 * moving + 0.05 * cur
             progress("epoch %d" % (epoch + 1), i + 1, n_batches, moving, t0)
@@ -110,5 +122,6 @@ if __name__ == "__main__":
     ap.add_argument("--hybridize", action="store_true")
     ap.add_argument("--gpu", action="store_true")
     ap.add_argument("--module", default="oxnet", help="oxnet, or mxnet to compare")
+    ap.add_argument("--kvstore", default=None, help="e.g. dist_sync (run under the launcher)")
     ARGS = ap.parse_args()
     main()

@@ -26,7 +26,8 @@ def test_native_types_keep_their_name(name, kind):
 def test_unknown_and_distributed_types_are_clear_errors():
     with pytest.raises(MXNetError, match="unknown kvstore type 'nosuch'"):
         mx.kv.create("nosuch")
-    with pytest.raises(MXNetError, match="distributed kvstores"):
+    # outside an MPI job (or without mpi4py) a distributed store says what is missing
+    with pytest.raises(MXNetError, match="no server ranks|mpi4py"):
         mx.kv.create("dist_sync")
     with pytest.raises(TypeError):
         mx.kv.create(3)

@@ -69,3 +69,7 @@ __all__ = ["nd", "ndarray", "random", "autograd", "context", "Context", "cpu", "
            "engine", "rnn", "is_np_shape", "set_np_shape", "np_shape", "use_np_shape",
            "is_np_array", "np_array", "use_np_array", "use_np", "np", "npx", "numpy",
            "numpy_extension"]
+
+# A server rank of a distributed kvstore job serves here and exits (MXNet does the
+# same at import); a worker rank sets up its MPI side.
+kvstore.kvstore_server._init_kvstore_server_module()

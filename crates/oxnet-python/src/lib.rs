@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 
 mod array;
 mod autograd;
+mod comm;
 mod convert;
 mod custom;
 mod dataio;
@@ -208,6 +209,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::add_functions(m)?;
     symbol::add_functions(m)?;
     custom::add_functions(m)?;
+    comm::add_functions(m)?;
     sparse::add_functions(m)?;
     profiler::add_functions(m)?;
     Ok(())

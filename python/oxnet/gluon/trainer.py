@@ -113,6 +113,11 @@ class Trainer:
             self._params_to_init = list(self._params)
             self._kv_initialized = True
             return
+        dist = (isinstance(kv, str) and "dist" in kv.lower()) or \
+            (kv is not None and not isinstance(kv, str) and "dist" in getattr(kv, "type", ""))
+        if dist:
+            self._init_dist_kvstore(kv, update_on_kv)
+            return
         if ndev > 1 and kv:
             from .. import kvstore as kvs
             if isinstance(kv, str):
@@ -143,6 +148,30 @@ class Trainer:
                                  "(parameters on %d device)" % ndev)
             self._kvstore = None
             self._update_on_kvstore = None
+        self._params_to_init = list(self._params)
+        self._kv_initialized = True
+
+    def _init_dist_kvstore(self, kv, update_on_kv):
+        """A distributed store, with MXNet 1.9.1's rules: the optimizer runs on the
+        servers (update_on_kvstore) unless ``update_on_kvstore=False`` or
+        ``MXNET_UPDATE_ON_KVSTORE=0``; async stores always update on the servers (async
+        with ``update_on_kvstore=False`` is a ValueError). The servers get the optimizer
+        as it is at the first ``step``, ``rescale_grad`` included."""
+        from .. import kvstore as kvs
+        if isinstance(kv, str):
+            kv = kvs.create(kv)
+        if "async" in kv.type and update_on_kv is False:
+            raise ValueError("Please set update_on_kvstore=True when training in async mode.")
+        if update_on_kv is None:
+            update_on_kv = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
+        if "async" in kv.type:
+            update_on_kv = True
+        if self._compression_params:
+            kv.set_gradient_compression(self._compression_params)
+        self._kvstore = kv
+        self._update_on_kvstore = bool(update_on_kv)
+        if self._update_on_kvstore:
+            kv.set_optimizer(self._optimizer)
         self._params_to_init = list(self._params)
         self._kv_initialized = True
 
@@ -204,7 +233,15 @@ class Trainer:
     def step(self, batch_size, ignore_stale_grad=False):
         """One update: gradients are scaled by ``1 / batch_size``, combined across
         devices, and applied by the optimizer."""
-        self._optimizer.rescale_grad = self._scale / batch_size
+        scale = self._scale / batch_size
+        if self._update_on_kvstore and self._kv_initialized and self._kvstore is not None \
+                and "dist" in self._kvstore.type and self._optimizer.rescale_grad != scale:
+            # as MXNet: the servers keep the rescale factor of the first step
+            raise UserWarning("Possible change in the `batch_size` from previous `step` "
+                              "detected. Optimizer gradient normalizing factor will not change "
+                              "w.r.t new batch_size when update_on_kvstore=True and when "
+                              "distributed kvstore is used.")
+        self._optimizer.rescale_grad = scale
         self._prepare()
         self._check_fresh(ignore_stale_grad)
         self._allreduce_grads()

@@ -123,13 +123,19 @@ class TestStore(KVStoreBase):
 
 # The native store kinds MXNet 1.9.1 accepts that oxnet runs, and the native store
 # each one uses; MXNet keeps the requested name as the store's ``type``.
-_DIST_HINT = ("distributed kvstores ('dist_*', 'horovod', 'byteps') are not in oxnet yet "
-              "(issue 21)")
+_DIST_TYPES = ("dist_sync", "dist_async", "dist_device_sync", "dist_sync_device",
+               "dist_async_device", "dist")
 
 
 def _native_kind(name):
+    if name in ("horovod", "byteps"):
+        raise MXNetError("kvstore type %r is not in oxnet; use the MPI stores 'dist_sync', "
+                         "'dist_async', 'dist_device_sync'" % name)
     if "dist" in name:
-        raise MXNetError("kvstore type %r is not built yet: %s" % (name, _DIST_HINT))
+        if name not in _DIST_TYPES:
+            raise MXNetError("unknown kvstore type %r; the distributed types are %s"
+                             % (name, ", ".join(repr(t) for t in _DIST_TYPES[:-1])))
+        return "dist"
     if name == "nccl":
         raise MXNetError("kvstore type 'nccl' is not built yet (no NCCL; issue 22); use "
                          "'device'")
@@ -139,19 +145,27 @@ def _native_kind(name):
         return "local"
     raise MXNetError("unknown kvstore type %r; oxnet provides 'local', 'device' (and MXNet's "
                      "'local_update_cpu', 'local_allreduce_cpu', 'local_allreduce_device'), "
-                     "and the registered types %s" % (name, sorted(KVStoreBase.kv_registry)))
+                     "the distributed 'dist_sync', 'dist_async', 'dist_device_sync', "
+                     "'dist_async_device', and the registered types %s"
+                     % (name, sorted(KVStoreBase.kv_registry)))
 
 
 def create(name="local"):
     """Creates a key-value store: a registered type (e.g. ``'teststore'``) by name, or a
     native one: ``'local'`` (and ``'local_update_cpu'``, ``'local_allreduce_cpu'``,
     which sum on the CPU) or ``'device'`` (``'local_allreduce_device'``: sums on the
-    arrays' devices). Names are case-insensitive."""
+    arrays' devices), or a distributed one on MPI: ``'dist_sync'``, ``'dist_async'``,
+    ``'dist_device_sync'`` (``'dist_sync_device'``), ``'dist_async_device'`` (see
+    ``kvstore.dist``). Names are case-insensitive."""
     if not isinstance(name, str):
         raise TypeError("name must be a string")
     name = name.lower()
     if name in KVStoreBase.kv_registry:
         return KVStoreBase.kv_registry[name]()
+    kind = _native_kind(name)
+    if kind == "dist":
+        from .dist import DistKVStore
+        return DistKVStore(name)
     from .. import _core
     from .kvstore import KVStore
-    return KVStore(_core.KVStoreHandle(_native_kind(name)), name)
+    return KVStore(_core.KVStoreHandle(kind), name)

@@ -1,15 +1,14 @@
 """``KVStoreServer``: the server role of a distributed key-value store.
 
-oxnet's stores are single-process (distributed stores have their own issue): a process
-is never a server node, and ``run`` on a single-process store returns at once, as
-MXNet's does for its local stores. The controller handles the commands a worker sends
+The servers of oxnet's distributed stores are MPI ranks (``kvstore.dist``): a server
+process enters its loop at ``import oxnet`` (``_init_kvstore_server_module``) and exits
+when the workers finish. ``run`` on a single-process store returns at once, as MXNet's
+does for its local stores. The controller handles the commands a worker sends
 (command 0: a pickled optimizer to run)."""
 
 import logging
-import os
 import pickle
 
-from ..base import MXNetError
 from .base import create
 
 __all__ = ["KVStoreServer"]
@@ -44,10 +43,9 @@ class KVStoreServer:
 
 
 def _init_kvstore_server_module():
-    """Starts the server role when this process was launched as a distributed server
-    (``DMLC_ROLE=server`` or ``scheduler``), which oxnet cannot be yet."""
-    role = os.environ.get("DMLC_ROLE", "worker")
-    if role in ("server", "scheduler"):
-        raise MXNetError("DMLC_ROLE=%s: this process was launched as a distributed kvstore "
-                         "%s, but distributed kvstores are not built in oxnet yet" % (role, role))
+    """Starts the server role when this process was launched as a server rank of a
+    distributed job (``DMLC_ROLE=server``, or one of the last ``DMLC_NUM_SERVER`` MPI
+    ranks): serves until every worker has finished, then exits the process."""
+    from .dist import start_server_if_needed
+    start_server_if_needed()
     return create

@@ -504,12 +504,13 @@ class Module(BaseModule):
         if self.optimizer_initialized and not force_init:
             self.logger.warning("optimizer already initialized, ignoring...")
             return
-        if isinstance(kvstore, str) and kvstore.startswith("dist"):
-            raise MXNetError("init_optimizer: distributed kvstore '%s' is not supported by "
-                             "oxnet's Module" % kvstore)
         if self._params_dirty:
             self._sync_params_from_devices()
+        kv, update_on_kvstore = self._create_kvstore(kvstore)
         batch_size = self._data_shapes[0].shape[self._batch_axis(self._data_shapes[0])]
+        if kv is not None and "dist" in kv.type and "_sync" in kv.type:
+            # as MXNet: the servers sum the gradients of every worker's batch
+            batch_size *= kv.num_workers
         rescale_grad = 1.0 / batch_size
         idx2name = dict(enumerate(self._param_names))
         if isinstance(optimizer, str):
@@ -529,7 +530,7 @@ class Module(BaseModule):
             if not optimizer.idx2name:
                 optimizer.idx2name = idx2name.copy()
         self._optimizer = optimizer
-        self._kvstore, self._update_on_kvstore = self._create_kvstore(kvstore)
+        self._kvstore, self._update_on_kvstore = kv, update_on_kvstore
         if self._kvstore is not None:
             if self._update_on_kvstore:
                 self._kvstore.set_optimizer(optimizer)
@@ -550,7 +551,8 @@ class Module(BaseModule):
         device; with several, the named (or given) store, running the optimizer unless
         MXNET_UPDATE_ON_KVSTORE=0."""
         from .. import kvstore as kvs
-        if kvstore is None or (isinstance(kvstore, str) and len(self._execs) == 1):
+        if kvstore is None or (isinstance(kvstore, str) and len(self._execs) == 1
+                               and "dist" not in kvstore):
             return None, False
         kv = kvs.create(kvstore) if isinstance(kvstore, str) else kvstore
         update_on_kvstore = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))

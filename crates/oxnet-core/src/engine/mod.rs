@@ -35,10 +35,12 @@
 //! This module owns ordering and error flow only; it never looks inside the
 //! operations it runs.
 
+pub mod async_op;
 pub mod fork;
 pub mod pool;
 pub mod profiler;
 
+pub use async_op::{push_async, Completion};
 pub use pool::{install, on_pool_thread, pool, threads};
 
 use crate::error::{Error, Result};
@@ -94,9 +96,16 @@ impl Var {
     }
 }
 
+/// What an operation runs: a function that finishes when it returns, or the start
+/// of an asynchronous operation that finishes when its [`Completion`] is completed.
+enum Body {
+    Sync(OprFn),
+    Async(async_op::StartFn),
+}
+
 struct Opr {
     wait: AtomicUsize,
-    func: Mutex<Option<OprFn>>,
+    func: Mutex<Option<Body>>,
     reads: VarList,
     writes: VarList,
     /// Synchronisation operations run even when their vars carry an error.
@@ -447,7 +456,7 @@ where
         finish(eng, ready);
         return Ok(());
     }
-    enqueue(Some(Box::new(f)), &r, &w, granted, false, None, false);
+    enqueue(Some(Body::Sync(Box::new(f))), &r, &w, granted, false, None, false);
     Ok(())
 }
 
@@ -472,7 +481,7 @@ fn grant_prefix(r: &RefList, w: &RefList) -> usize {
 /// Queues an operation whose first `granted` vars (reads, then writes) are already
 /// granted; grants or queues the rest, and dispatches it when it becomes ready.
 #[allow(clippy::too_many_arguments)]
-fn enqueue(f: Option<OprFn>, r: &RefList, w: &RefList, granted: usize, sync: bool, done: Option<Arc<Signal>>, inline_ok: bool) {
+fn enqueue(f: Option<Body>, r: &RefList, w: &RefList, granted: usize, sync: bool, done: Option<Arc<Signal>>, inline_ok: bool) {
     let n = r.len() + w.len();
     let opr = Arc::new(Opr {
         wait: AtomicUsize::new(n - granted + 1),
@@ -558,15 +567,27 @@ fn execute(opr: Arc<Opr>) {
         exc = opr.reads.iter().chain(opr.writes.iter()).find_map(|v| v.exc_ref());
     }
     let f = opr.func.lock().take();
-    if let Some(f) = f {
-        if exc.is_none() {
+    match f {
+        Some(Body::Sync(f)) if exc.is_none() => {
             if let Err(e) = run_fn(f) {
                 let r: ExcRef = Arc::new(Mutex::new(Some(e)));
                 eng.global_exc.lock().push(r.clone());
                 exc = Some(r);
             }
         }
+        Some(Body::Async(start)) if exc.is_none() => {
+            // Finishes when the completion is completed (see async_op).
+            async_op::start(start, opr);
+            return;
+        }
+        _ => {}
     }
+    complete_opr(eng, &opr, exc);
+}
+
+/// Gives back the vars of a finished operation (storing `exc` on the vars it
+/// writes), signals its waiter and dispatches the operations now ready.
+fn complete_opr(eng: &Engine, opr: &Arc<Opr>, exc: Option<ExcRef>) {
     let mut ready: SmallVec<[Arc<Opr>; 4]> = SmallVec::new();
     let r: RefList = opr.reads.iter().collect();
     let w: RefList = opr.writes.iter().collect();
@@ -664,7 +685,7 @@ where
         Ok(())
     });
     let sig = Arc::new(Signal::default());
-    enqueue(Some(body), &r, &w, granted, true, Some(sig.clone()), true);
+    enqueue(Some(Body::Sync(body)), &r, &w, granted, true, Some(sig.clone()), true);
     sig.wait();
     let r = result.lock().take();
     r.unwrap_or(Ok(()))

@@ -1,0 +1,213 @@
+"""Distributed kvstore benchmark: oxnet's dist_sync (MPI) against a raw MPI allreduce
+and MXNet 1.9.1's dist_sync (ps-lite), 4 processes on this machine, in one run.
+
+    python benches/bench_dist.py            # driver: runs every case, prints ratios
+    python benches/bench_dist.py --record   # ... and appends the table to RESULTS.md
+
+Each step moves 100 MB of float32 gradients per worker: 10 keys of 2.5M elements are
+pushed, then pulled (``mx.nd.waitall()`` ends the step). Cases:
+  allreduce  mpirun -np 4: mpi4py ``Allreduce`` of the same 100 MB (in place), the floor
+  oxnet      3 workers + 1 server, and 2 workers + 2 servers (arrays split over both),
+             started by ``python -m oxnet.tools.launch``
+  mxnet      MXNet 1.9.1's dist_sync with ps-lite: a scheduler, 1 server and 3 workers
+             started here with the DMLC_* variables (5 processes: ps-lite needs its
+             scheduler); skipped with the reason when its wheel cannot run it
+Reported: median seconds per step (the slowest worker's) and the bandwidth
+100 MB / step time; ratios against the allreduce and against MXNet.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from _driver import mxnet_python  # noqa: E402
+
+NKEYS = 10
+ELEMS = 2_500_000          # 10 MB per key, 100 MB per step
+MB = NKEYS * ELEMS * 4 / 1e6
+STEPS = 7
+
+
+def _result(times):
+    return {"median": statistics.median(times), "min": min(times)}
+
+
+def worker_allreduce():
+    import numpy as np
+    from mpi4py import MPI
+    comm = MPI.COMM_WORLD
+    bufs = [np.ones(ELEMS, dtype=np.float32) for _ in range(NKEYS)]
+    times = []
+    for i in range(STEPS + 2):
+        comm.Barrier()
+        t0 = time.perf_counter()
+        for b in bufs:
+            comm.Allreduce(MPI.IN_PLACE, b, op=MPI.SUM)
+        t = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
+        if i >= 2:
+            times.append(t)
+    if comm.rank == 0:
+        print("RESULT 0 " + json.dumps(_result(times)))
+
+
+def worker_kv(mod_name):
+    """oxnet or mxnet dist_sync: the same code."""
+    mx = __import__(mod_name)
+    kv = mx.kv.create("dist_sync")
+    grads = [mx.nd.ones((ELEMS,)) for _ in range(NKEYS)]
+    outs = [mx.nd.zeros((ELEMS,)) for _ in range(NKEYS)]
+    kv.init(list(range(NKEYS)), [mx.nd.zeros((ELEMS,)) for _ in range(NKEYS)])
+    mx.nd.waitall()
+    times = []
+    for i in range(STEPS + 2):
+        kv._barrier()
+        t0 = time.perf_counter()
+        for k in range(NKEYS):
+            kv.push(k, grads[k])
+        for k in range(NKEYS):
+            kv.pull(k, out=outs[k])
+        mx.nd.waitall()
+        t = time.perf_counter() - t0
+        if i >= 2:
+            times.append(t)
+    if mod_name == "oxnet":
+        assert abs(float(outs[0][0].asscalar()) - kv.num_workers) < 1e-3
+    kv._barrier()
+    print("RESULT %d %s" % (kv.rank, json.dumps(_result(times))))
+
+
+def _collect(out):
+    res = [json.loads(l.split(" ", 2)[2]) for l in out.splitlines() if l.startswith("RESULT ")]
+    if not res:
+        return None
+    # the step ends when the slowest worker has its values
+    return {"median": max(r["median"] for r in res), "min": max(r["min"] for r in res)}
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + env.get("PYTHONPATH", "")
+    if os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return env
+
+
+def run_allreduce():
+    from oxnet.tools.launch import mpirun_path
+    argv = [mpirun_path(), "--oversubscribe", "-np", "4"]
+    if os.geteuid() == 0:
+        argv.insert(1, "--allow-run-as-root")
+    r = subprocess.run(argv + [sys.executable, __file__, "--worker", "allreduce"],
+                       env=_env(), capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        print("[allreduce failed]\n" + r.stdout[-2000:] + r.stderr[-2000:], file=sys.stderr)
+    return _collect(r.stdout)
+
+
+def run_oxnet(w, s):
+    r = subprocess.run([sys.executable, "-m", "oxnet.tools.launch", "-n", str(w), "-s", str(s),
+                        sys.executable, __file__, "--worker", "oxnet"],
+                       env=_env(), capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        print("[oxnet %d+%d failed]\n" % (w, s) + r.stdout[-3000:] + r.stderr[-2000:],
+              file=sys.stderr)
+    return _collect(r.stdout)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_mxnet(w=3, s=1):
+    """MXNet's ps-lite job, started by hand; (result, None) or (None, reason)."""
+    py = mxnet_python()
+    if py is None:
+        return None, "no MXNet 1.9.1 Python (benches/.mxnet-venv)"
+    base = dict(os.environ, DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=str(_free_port()),
+                DMLC_NUM_SERVER=str(s), DMLC_NUM_WORKER=str(w), PS_VERBOSE="0",
+                DMLC_INTERFACE="lo", OMP_NUM_THREADS="1")
+    procs = []
+    try:
+        for role, n in (("scheduler", 1), ("server", s), ("worker", w)):
+            for _ in range(n):
+                env = dict(base, DMLC_ROLE=role)
+                cmd = [py, "-c", "import mxnet"] if role != "worker" else \
+                    [py, __file__, "--worker", "mxnet"]
+                procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                                              stderr=subprocess.PIPE, text=True))
+        outs = []
+        deadline = time.time() + 300
+        for p in procs:
+            try:
+                o, e = p.communicate(timeout=max(1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                return None, "MXNet's dist_sync job did not finish in 300 s"
+            if p.returncode != 0:
+                return None, "MXNet's dist_sync job failed: %s" % (e.strip().splitlines()[-1:] or
+                                                                     ["exit %d" % p.returncode])
+            outs.append(o)
+        res = _collect("\n".join(outs))
+        return (res, None) if res else (None, "MXNet's workers reported nothing")
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--worker")
+    ap.add_argument("--record", action="store_true")
+    a = ap.parse_args()
+    if a.worker == "allreduce":
+        return worker_allreduce()
+    if a.worker in ("oxnet", "mxnet"):
+        return worker_kv(a.worker)
+    rows = []
+    ar = run_allreduce()
+    rows.append(("mpi4py Allreduce, 4 ranks", ar))
+    ox31 = run_oxnet(3, 1)
+    rows.append(("oxnet dist_sync, 3 workers + 1 server", ox31))
+    ox22 = run_oxnet(2, 2)
+    rows.append(("oxnet dist_sync, 2 workers + 2 servers", ox22))
+    mxr, why = run_mxnet(3, 1)
+    rows.append(("MXNet 1.9.1 dist_sync (ps-lite), 3 workers + 1 server + scheduler", mxr))
+    lines = ["| case | step (s, median) | GB/s per worker | vs allreduce | vs MXNet |",
+             "|---|---|---|---|---|"]
+    for name, r in rows:
+        if r is None:
+            lines.append("| %s | - | - | - | - |" % name)
+            continue
+        bw = MB / 1e3 / r["median"]
+        vs_ar = ar["median"] / r["median"] if ar else float("nan")
+        vs_mx = mxr["median"] / r["median"] if mxr else float("nan")
+        lines.append("| %s | %.3f | %.2f | %.2fx | %s |" % (
+            name, r["median"], bw, vs_ar, "%.2fx" % vs_mx if mxr else "-"))
+    head = "## bench_dist — %s — %s, %d cores, load average %.1f" % (
+        datetime.date.today().isoformat(), platform.machine(), os.cpu_count(),
+        os.getloadavg()[0])
+    text = "\n".join([head, "", "%d MB of float32 per step (%d keys); ratios > 1: faster "
+                      "than the other." % (MB, NKEYS), ""] + lines)
+    if why:
+        text += "\n\nMXNet 1.9.1: %s." % why
+    print(text)
+    if a.record:
+        with open(os.path.join(HERE, "RESULTS.md"), "a") as f:
+            f.write("\n" + text + "\n")
+
+
+if __name__ == "__main__":
+    main()

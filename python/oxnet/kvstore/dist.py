@@ -1,0 +1,889 @@
+"""Distributed key-value stores on MPI: ``dist_sync``, ``dist_async``,
+``dist_device_sync`` (``dist_sync_device``) and ``dist_async_device``.
+
+One MPI job (``mpirun`` or ``python -m oxnet.tools.launch``) holds the workers and the
+servers. ``DMLC_NUM_SERVER=S`` makes the last ``S`` ranks servers (or each process
+names its role with ``DMLC_ROLE=worker|server``); the others are workers, ranked in
+MPI rank order. A server enters its serving loop at ``import oxnet`` and the process
+exits when every worker has finished, as MXNet's servers do.
+
+Workers
+    ``push`` and ``pull`` return at once. Each one is an engine operation
+    (``_core._comm_op``) reading the pushed arrays or writing the pulled ones: when it
+    holds them, a communication thread sends them to the servers straight from the
+    arrays' memory (mpi4py releases the GIL while MPI runs), and a receiver thread
+    receives pulled values straight into the output array; the operation completes
+    then. Compute that does not touch those arrays runs meanwhile; a later read of a
+    pulled array waits for the pull, as for any engine operation. The operations of
+    one key are ordered by a per-key token array that each of them writes.
+Servers
+    A key lives on server ``key * 9973 % S`` (strings: their CRC32); an array of at
+    least ``MXNET_KVSTORE_BIGARRAY_BOUND`` (1,000,000) elements is cut into ``S``
+    flat parts, one per server. A server keeps its values in a native ``local``
+    store: in sync mode it waits for one push of a key from every worker, then sums
+    them (in worker order) into the stored value or runs the optimizer's fused update
+    on the sum; a pull waits until the puller's pushes are applied. In async mode
+    every push is applied at once (an optimizer is required, as in MXNet).
+
+Errors are raised on the worker before anything is sent (unknown key, second
+``init``, shape or dtype of a push different from the stored one), so the stored
+values stay intact. A process that dies ends the whole job (``mpirun`` aborts it).
+"""
+
+import atexit
+import os
+import pickle
+import sys
+import threading
+import zlib
+
+import numpy as np
+
+from ..base import MXNetError
+from .base import KVStoreBase
+
+__all__ = ["DistKVStore", "role", "start_server_if_needed"]
+
+_TAG_REQ = 1
+_TAG_DATA = 2
+_TAG_STOP = 3
+_TAG_REPLY0 = 16
+
+_ENV_RANK = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
+_ENV_SIZE = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
+
+_CTX = None
+_CTX_LOCK = threading.Lock()
+
+
+def _env_int(names):
+    for n in names:
+        v = os.environ.get(n)
+        if v is not None and v.strip().lstrip("-").isdigit():
+            return int(v)
+    return None
+
+
+def _comm():
+    from .. import _core
+    return _core
+
+
+def _mpi():
+    try:
+        from mpi4py import MPI
+    except ImportError as e:  # pragma: no cover - depends on the install
+        raise MXNetError("distributed kvstores need mpi4py and an MPI library: "
+                         "pip install 'oxnet[dist]' (%s)" % e) from None
+    return MPI
+
+
+def _is_dist_job():
+    """True when this process is a rank of an MPI job set up for distributed kvstores
+    (``DMLC_NUM_SERVER`` or ``DMLC_ROLE`` given)."""
+    return "DMLC_NUM_SERVER" in os.environ or os.environ.get("DMLC_ROLE") in ("worker", "server")
+
+
+def role():
+    """This process's role: ``'server'``, ``'worker'`` or ``'scheduler'`` (from
+    ``DMLC_ROLE``, or the rank's position: the last ``DMLC_NUM_SERVER`` ranks serve)."""
+    r = os.environ.get("DMLC_ROLE")
+    if r:
+        return r
+    rank, size = _env_int(_ENV_RANK), _env_int(_ENV_SIZE)
+    ns = os.environ.get("DMLC_NUM_SERVER")
+    if rank is not None and size is not None and ns is not None:
+        try:
+            s = int(ns)
+        except ValueError:
+            raise MXNetError("DMLC_NUM_SERVER must be an integer, got %r" % ns) from None
+        return "server" if rank >= size - s else "worker"
+    return "worker"
+
+
+class _Context:
+    """The MPI side of this process: communicators, roles, and (on a worker) the
+    communication and receiver threads."""
+
+    def __init__(self):
+        MPI = _mpi()
+        self.MPI = MPI
+        if not MPI.Is_initialized():
+            MPI.Init_thread(MPI.THREAD_MULTIPLE)
+        if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+            raise MXNetError("the MPI library gives thread level %d; distributed kvstores need "
+                             "MPI_THREAD_MULTIPLE" % MPI.Query_thread())
+        world = MPI.COMM_WORLD
+        self.world = world
+        self.role = role()
+        if self.role not in ("worker", "server"):
+            raise MXNetError("DMLC_ROLE=%r: oxnet's MPI jobs have workers and servers only "
+                             "(no scheduler)" % self.role)
+        roles = world.allgather(self.role)
+        self.workers = [i for i, r in enumerate(roles) if r == "worker"]
+        self.servers = [i for i, r in enumerate(roles) if r == "server"]
+        self.req = world.Dup()
+        self.rep = world.Dup()
+        self.wcomm = world.Split(0 if self.role == "worker" else 1, world.rank)
+        nw = os.environ.get("DMLC_NUM_WORKER")
+        problem = None
+        if not self.servers:
+            problem = ("no server ranks: set DMLC_NUM_SERVER (>= 1) or DMLC_ROLE=server for "
+                       "some ranks")
+        elif not self.workers:
+            problem = "no worker ranks"
+        elif nw is not None and nw.strip().isdigit() and int(nw) != len(self.workers):
+            problem = ("DMLC_NUM_WORKER=%s but the job has %d worker ranks (of %d)"
+                       % (nw, len(self.workers), world.size))
+        self.problem = problem
+        self.rank = self.workers.index(world.rank) if self.role == "worker" else \
+            self.servers.index(world.rank)
+        self.num_workers = len(self.workers)
+        self.num_servers = len(self.servers)
+        self.next_store = 0
+        self.stopped = False
+        if self.role == "worker" and problem is None:
+            self._start_threads()
+
+    # -- worker threads -----------------------------------------------------------
+
+    def _start_threads(self):
+        self.tasks = {}
+        self.expect = {}
+        self.lock = threading.Lock()
+        self.reply_seq = 0
+        self.tag_ub = min(int(self.world.Get_attr(self.MPI.TAG_UB) or 32767), 1 << 30)
+        self.sender = threading.Thread(target=self._send_loop, name="oxnet-kv-send", daemon=True)
+        self.receiver = threading.Thread(target=self._recv_loop, name="oxnet-kv-recv", daemon=True)
+        self.sender.start()
+        self.receiver.start()
+        atexit.register(self.shutdown)
+        # an uncaught exception ends the whole job at once (the other ranks may be
+        # waiting for this one's pushes or in a barrier: exiting quietly would hang them)
+        prev = sys.excepthook
+
+        def hook(*info):
+            prev(*info)
+            sys.stderr.write("oxnet kvstore worker %d (MPI rank %d) raised; aborting the job\n"
+                             % (self.rank, self.world.rank))
+            sys.stderr.flush()
+            self.world.Abort(1)
+        sys.excepthook = hook
+
+    def reply_tag(self):
+        with self.lock:
+            self.reply_seq += 1
+            return _TAG_REPLY0 + self.reply_seq % (self.tag_ub - _TAG_REPLY0)
+
+    def submit(self, reads, writes, run):
+        """Pushes a communication op on ``reads``/``writes``; ``run(op)`` is called on
+        the communication thread once the op holds its arrays."""
+        _core = _comm()
+        with self.lock:
+            op = _core._comm_op([a for a in reads], [a for a in writes], True)
+            self.tasks[op.id] = (op, run)
+        return op
+
+    def _send_loop(self):
+        try:
+            self._send_loop_inner()
+        except BaseException:  # noqa: BLE001
+            self._fatal("communication")
+
+    def _send_loop_inner(self):
+        _core = _comm()
+        while True:
+            i = _core._comm_next()
+            if i == 0:
+                if self.stopped:
+                    return
+                continue
+            with self.lock:
+                op, run = self.tasks.pop(i)
+            try:
+                run(op)
+            except Exception as e:  # noqa: BLE001 - the error goes to the op's arrays
+                op.complete("kvstore communication failed: %s" % e)
+
+    def expect_reply(self, tag, target, done):
+        """Registers ``target`` (a writable memoryview, or None for a message of any
+        size) for the reply with ``tag``; ``done(data)`` runs when it arrived."""
+        with self.lock:
+            self.expect[tag] = (target, done)
+
+    def _fatal(self, where):
+        """A communication thread failed: the job cannot go on (a pull would wait
+        forever), so it is aborted with the reason."""
+        import traceback
+        traceback.print_exc()
+        sys.stderr.write("oxnet kvstore worker %d (MPI rank %d): the %s thread failed; "
+                         "aborting the job\n" % (self.rank, self.world.rank, where))
+        sys.stderr.flush()
+        self.world.Abort(1)
+
+    def _recv_loop(self):
+        try:
+            self._recv_loop_inner()
+        except BaseException:  # noqa: BLE001
+            self._fatal("receiver")
+
+    def _recv_loop_inner(self):
+        MPI = self.MPI
+        st = MPI.Status()
+        while True:
+            self.rep.Probe(MPI.ANY_SOURCE, MPI.ANY_TAG, st)
+            src, tag = st.Get_source(), st.Get_tag()
+            if tag == _TAG_STOP:
+                self.rep.Recv([bytearray(max(st.Get_count(MPI.BYTE), 1)), MPI.BYTE], src, tag)
+                return
+            with self.lock:
+                target, done = self.expect.pop(tag, (None, None))
+            if target is None:
+                buf = bytearray(st.Get_count(MPI.BYTE))
+                self.rep.Recv([buf, MPI.BYTE], src, tag)
+                if done is not None:
+                    done(bytes(buf))
+                continue
+            self.rep.Recv([target, MPI.BYTE], src, tag)
+            done(None)
+
+    def request(self, server, header, data=None):
+        """Sends ``header`` (and the bytes ``data``) to server index ``server``; called
+        on the communication thread only, so a header and its data stay together."""
+        dest = self.servers[server]
+        self.req.send(header, dest=dest, tag=_TAG_REQ)
+        if data is not None:
+            self.req.Send([data, self.MPI.BYTE], dest=dest, tag=_TAG_DATA)
+
+    def call(self, server_list, make_header, timeout=None):
+        """Sends a control request to each server in ``server_list`` through the
+        communication thread and returns their replies (bytes), in order."""
+        replies = [None] * len(server_list)
+        left = [len(server_list)]
+        ev = threading.Event()
+
+        def run(op):
+            for j, s in enumerate(server_list):
+                tag = self.reply_tag()
+
+                def done(data, j=j):
+                    replies[j] = data
+                    with self.lock:
+                        left[0] -= 1
+                        last = left[0] == 0
+                    if last:
+                        ev.set()
+                self.expect_reply(tag, None, done)
+                self.request(s, dict(make_header(s), reply=tag))
+            op.complete()
+        if not server_list:
+            return []
+        self.submit([], [], run)
+        while not ev.wait(0.5):
+            pass
+        return replies
+
+    def shutdown(self):
+        """Tells the servers this worker is done (after its pending operations) and
+        stops the threads. Registered with atexit."""
+        if self.stopped or self.role != "worker" or self.problem is not None:
+            return
+        import time
+        from .. import _core
+        # pending pulls may wait for other workers' pushes; if they never come (another
+        # worker stopped early), abort rather than hang
+        deadline = time.time() + float(os.environ.get("OXNET_KVSTORE_EXIT_TIMEOUT", "20"))
+        while _core._engine_pending() and time.time() < deadline:
+            time.sleep(0.01)
+        if _core._engine_pending():
+            sys.stderr.write("oxnet kvstore worker %d (MPI rank %d): operations still pending at "
+                             "exit; aborting the job\n" % (self.rank, self.world.rank))
+            sys.stderr.flush()
+            self.world.Abort(1)
+        try:
+            _core.waitall()
+        except Exception:  # noqa: BLE001 - exiting anyway
+            pass
+        self.call(list(range(self.num_servers)), lambda s: {"op": "stop"})
+        self.stopped = True
+        _comm()._comm_wake()
+        self.rep.send(None, dest=self.world.rank, tag=_TAG_STOP)
+        self.sender.join(5)
+        self.receiver.join(5)
+        try:
+            self.wcomm.Barrier()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def context():
+    """The process's MPI context (made on first use)."""
+    global _CTX
+    with _CTX_LOCK:
+        if _CTX is None:
+            _CTX = _Context()
+        return _CTX
+
+
+# -- placement ------------------------------------------------------------------
+
+def _bigarray_bound():
+    v = os.environ.get("MXNET_KVSTORE_BIGARRAY_BOUND", "1000000")
+    try:
+        return int(v)
+    except ValueError:
+        raise MXNetError("MXNET_KVSTORE_BIGARRAY_BOUND must be an integer, got %r" % v) from None
+
+
+def _home(key, nserv):
+    if isinstance(key, (str, bytes)):
+        h = zlib.crc32(key.encode() if isinstance(key, str) else key)
+    else:
+        h = int(key) * 9973
+    return h % nserv
+
+
+def _parts(key, size, itemsize, nserv):
+    """[(server, first byte, end byte, elements)] of a key's value."""
+    if nserv > 1 and size >= _bigarray_bound():
+        cuts = [size * i // nserv for i in range(nserv + 1)]
+        return [(i, cuts[i] * itemsize, cuts[i + 1] * itemsize, cuts[i + 1] - cuts[i])
+                for i in range(nserv)]
+    return [(_home(key, nserv), 0, size * itemsize, size)]
+
+
+# -- the worker's store ---------------------------------------------------------
+
+class _KeyMeta:
+    __slots__ = ("shape", "dtype", "token", "parts", "size")
+
+    def __init__(self, shape, dtype, parts, token):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.parts = parts
+        self.token = token
+        self.size = int(np.prod(self.shape)) if self.shape else 1
+
+
+def _wire_key(k):
+    return k.decode() if isinstance(k, bytes) else k
+
+
+class DistKVStore(KVStoreBase):
+    """A worker's handle on a distributed store (see the module docs). Created by
+    ``mx.kv.create('dist_sync')`` and friends; ``type`` is the name given."""
+
+    def __init__(self, name):
+        ctx = context()
+        if ctx.role != "worker":
+            raise MXNetError("kvstore %r: this process is a %s; only workers create stores"
+                             % (name, ctx.role))
+        if ctx.problem is not None:
+            raise MXNetError("kvstore %r: %s" % (name, ctx.problem))
+        from .. import _core
+        if _core.engine_is_naive():
+            raise MXNetError("kvstore %r: distributed stores need the threaded engine "
+                             "(MXNET_ENGINE_TYPE=NaiveEngine is set)" % name)
+        self._ctx = ctx
+        self._name = name
+        self._sync = "async" not in name
+        self._device = "device" in name
+        self._sid = ctx.next_store
+        ctx.next_store += 1
+        self._keys = {}
+        self._optimizer = None
+        self._updater = None
+        self._compression = None
+        self._comp = None
+
+    # -- properties -----------------------------------------------------------------
+
+    @property
+    def type(self):
+        """The name the store was created with ('dist_sync', ...)."""
+        return self._name
+
+    @property
+    def rank(self):
+        """This worker's rank (0 .. num_workers - 1)."""
+        return self._ctx.rank
+
+    @property
+    def num_workers(self):
+        """The number of workers in the job."""
+        return self._ctx.num_workers
+
+    @staticmethod
+    def is_capable(capability):
+        """Distributed stores run optimizers on their servers."""
+        if capability.lower() == KVStoreBase.OPTIMIZER:
+            return True
+        raise ValueError("Unknown capability: {}".format(capability))
+
+    def barrier(self):
+        """Blocks until every worker has reached this barrier."""
+        self._ctx.wcomm.Barrier()
+
+    _barrier = barrier
+
+    # -- checks ---------------------------------------------------------------------
+
+    def _check_keys(self, keys, what):
+        from .kvstore import _is_key
+        kinds = {isinstance(k, (str, bytes)) for k in keys}
+        if self._keys:
+            kinds.add(isinstance(next(iter(self._keys)), (str, bytes)))
+        if len(kinds) > 1:
+            raise MXNetError("%s: Mixed key types are not allowed (keys %r)" % (what, keys))
+        for k in keys:
+            if not _is_key(k):
+                raise MXNetError("%s: keys must be int or str, got %s" % (what, type(k).__name__))
+
+    def _meta(self, key, what):
+        m = self._keys.get(_wire_key(key) if not isinstance(key, int) else key)
+        if m is None:
+            raise MXNetError("%s: key %r has not been initialized (call init on every worker "
+                             "first)" % (what, key))
+        return m
+
+    @staticmethod
+    def _dense(arrs, what, key):
+        for a in arrs:
+            if a.stype != "default":
+                raise MXNetError("%s: key %r: %s values are not supported by oxnet's distributed "
+                                 "stores (dense arrays only)" % (what, key, a.stype))
+
+    def _check_value(self, m, arrs, what, key):
+        for a in arrs:
+            if tuple(a.shape) != m.shape:
+                raise MXNetError("%s: key %r holds shape %s, got an array of shape %s"
+                                 % (what, key, m.shape, tuple(a.shape)))
+            if np.dtype(a.dtype) != m.dtype:
+                raise MXNetError("%s: key %r holds dtype %s, got an array of dtype %s"
+                                 % (what, key, m.dtype, np.dtype(a.dtype)))
+
+    # -- data -----------------------------------------------------------------------
+
+    def init(self, key, value):
+        """Initialises keys on every worker; worker 0's values are sent to the servers
+        (the others' are ignored), then all workers meet at a barrier."""
+        from .kvstore import _pairs
+        from .. import ndarray as nd
+        keys, vals = _pairs(key, value, "init")
+        self._check_keys(keys, "init")
+        for k, v in zip(keys, vals):
+            self._dense(v, "init", k)
+            wk = _wire_key(k)
+            if wk in self._keys:
+                raise MXNetError("init: key %r has been initialized already" % (k,))
+        seen = set()
+        for k in keys:
+            if _wire_key(k) in seen:
+                raise MXNetError("init: key %r is given twice" % (k,))
+            seen.add(_wire_key(k))
+        ops = []
+        for k, v in zip(keys, vals):
+            wk = _wire_key(k)
+            a = v[0]
+            dt = np.dtype(a.dtype)
+            size = int(np.prod(a.shape)) if a.shape else 1
+            parts = _parts(wk, size, dt.itemsize, self._ctx.num_servers)
+            m = _KeyMeta(a.shape, dt, parts, nd.zeros((1,)))
+            self._keys[wk] = m
+            if self.rank == 0:
+                src = self._to_cpu([a])
+                ops.append(self._send_value(wk, m, src, "init"))
+        for op in ops:
+            op.wait_done()
+        self.barrier()
+
+    def _to_cpu(self, arrs):
+        """One CPU array with the sum of ``arrs`` (the array itself when alone and on
+        the CPU)."""
+        from .. import ndarray as nd
+        from ..context import cpu
+        if len(arrs) == 1:
+            a = arrs[0]
+            return a if a.context.device_type == "cpu" else a.as_in_context(cpu())
+        if self._device:
+            total = nd.add_n(*[a.as_in_context(arrs[0].context) for a in arrs])
+            return total.as_in_context(cpu()) if total.context.device_type != "cpu" else total
+        return nd.add_n(*[a.as_in_context(cpu()) for a in arrs])
+
+    def _send_value(self, key, m, src, kind):
+        ctx = self._ctx
+        sid, sync = self._sid, self._sync
+        shape, dtype = m.shape, m.dtype.str
+
+        def run(op):
+            mv = op.buffer(0)
+            for (s, b0, b1, n) in m.parts:
+                part = None if len(m.parts) == 1 else s
+                ctx.request(s, {"op": kind, "sid": sid, "key": key, "part": part,
+                                "shape": shape if part is None else (n,), "dtype": dtype,
+                                "sync": sync}, mv[b0:b1])
+            op.complete()
+        return ctx.submit([src], [m.token], run)
+
+    def push(self, key, value, priority=0):
+        """Pushes values (a list per key sums first, on the first array's device for
+        the ``_device`` types, else on the CPU); returns at once."""
+        from .kvstore import _pairs
+        keys, vals = _pairs(key, value, "push")
+        self._check_keys(keys, "push")
+        metas = []
+        for k, v in zip(keys, vals):
+            self._dense(v, "push", k)
+            m = self._meta(k, "push")
+            self._check_value(m, v, "push", k)
+            metas.append(m)
+        if not self._sync and self._optimizer is None:
+            raise MXNetError("push: dist_async stores need an optimizer on the servers "
+                             "(set_optimizer) before the first push, as in MXNet")
+        for k, v, m in zip(keys, vals, metas):
+            src = self._to_cpu(v)
+            if self._comp is not None:
+                src = self._compress(_wire_key(k), m, src)
+            self._send_value(_wire_key(k), m, src, "push")
+
+    def _compress(self, key, m, src):
+        if m.dtype != np.float32:
+            raise MXNetError("push: 2-bit gradient compression needs float32 values; key %r "
+                             "holds %s" % (key, m.dtype))
+        from .. import ndarray as nd
+        h = self._comp
+        if key not in self._comp_keys:
+            h.init([key], [[nd.zeros(m.shape)]])
+            self._comp_keys.add(key)
+        h.push([key], [[src]])
+        return h.stored(key)
+
+    def pull(self, key, out=None, priority=0, ignore_sparse=True):
+        """Pulls the servers' values into ``out`` (an array or a list of per-device
+        arrays per key); returns at once, reads of ``out`` wait for the data."""
+        from .kvstore import _pairs
+        if out is None:
+            raise MXNetError("pull: out is required")
+        keys, outs = _pairs(key, out, "pull")
+        self._check_keys(keys, "pull")
+        metas = []
+        for k, o in zip(keys, outs):
+            self._dense(o, "pull", k)
+            m = self._meta(k, "pull")
+            self._check_value(m, o, "pull", k)
+            metas.append(m)
+        for k, o, m in zip(keys, outs, metas):
+            self._pull_one(_wire_key(k), m, o)
+
+    def _pull_one(self, key, m, outs):
+        from .. import ndarray as nd
+        ctx = self._ctx
+        first = outs[0]
+        direct = first.context.device_type == "cpu"
+        target = first if direct else nd.empty(m.shape, dtype=m.dtype)
+        sid = self._sid
+
+        def run(op):
+            mv = op.buffer(0)
+            left = [len(m.parts)]
+
+            def done(_):
+                with ctx.lock:
+                    left[0] -= 1
+                    last = left[0] == 0
+                if last:
+                    op.complete()
+            for (s, b0, b1, n) in m.parts:
+                tag = ctx.reply_tag()
+                ctx.expect_reply(tag, mv[b0:b1], done)
+                ctx.request(s, {"op": "pull", "sid": sid, "key": key,
+                                "part": None if len(m.parts) == 1 else s, "reply": tag})
+        ctx.submit([], [target, m.token], run)
+        for o in (outs if not direct else outs[1:]):
+            target.copyto(o)
+
+    def pushpull(self, key, value, out=None, priority=0):
+        """``push`` then ``pull`` (into ``value`` when ``out`` is None)."""
+        self.push(key, value, priority)
+        self.pull(key, value if out is None else out, priority)
+
+    def broadcast(self, key, value, out, priority=0):
+        """``init`` (worker 0's value) then ``pull`` into ``out``."""
+        self.init(key, value)
+        self.pull(key, out=out, priority=priority)
+
+    def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
+        """Not available: oxnet's distributed stores hold dense values only."""
+        raise MXNetError("row_sparse_pull: oxnet's distributed stores hold dense values only "
+                         "(row_sparse keys are not supported yet)")
+
+    # -- servers --------------------------------------------------------------------
+
+    def _send_command_to_servers(self, head, body):
+        """Sends a command ``(head, body)`` to every server and waits until each has
+        run it (head 0: a pickled optimizer to set)."""
+        if isinstance(body, str):
+            body = body.encode("latin-1")
+        sid = self._sid
+        self._ctx.call(list(range(self._ctx.num_servers)),
+                       lambda s: {"op": "cmd", "sid": sid, "head": int(head), "body": bytes(body)})
+
+    def set_optimizer(self, optimizer):
+        """Ships ``optimizer`` to the servers (pickled by worker 0), which run its fused
+        update on the summed gradients; every worker waits until it is set."""
+        from .. import optimizer as opt
+        if not isinstance(optimizer, opt.Optimizer):
+            raise MXNetError("set_optimizer: expected an Optimizer, got %s"
+                             % type(optimizer).__name__)
+        try:
+            data = pickle.dumps(optimizer, 0)
+        except Exception as e:
+            raise MXNetError("set_optimizer: the optimizer cannot be pickled for the servers: "
+                             "%s" % e) from None
+        if self.rank == 0:
+            self._send_command_to_servers(0, data)
+        self._optimizer = optimizer
+        self._updater = opt.get_updater(optimizer)
+        self.barrier()
+
+    def set_gradient_compression(self, compression_params):
+        """2-bit compression with residuals, as MXNet's: each worker adds its residual
+        to the (device-summed) gradient, sends +threshold/-threshold/0 per element and
+        keeps the rest as the next residual; servers sum what arrives."""
+        from .. import _core
+        if not isinstance(compression_params, dict) or "type" not in compression_params:
+            raise MXNetError("compression_params must be a dict with a 'type' entry")
+        kind = str(compression_params["type"])
+        if kind == "none":
+            self._comp, self._compression = None, None
+            return
+        threshold = float(compression_params.get("threshold", 0.5))
+        h = _core.KVStoreHandle("device")
+        h.set_gradient_compression(kind, threshold)
+        self._comp = h
+        self._comp_keys = set()
+        self._compression = dict(compression_params)
+
+    def _quiesce(self):
+        """Waits until every worker's pushes so far have reached the servers: pending
+        operations finish, a round trip to each server (messages of one sender arrive
+        in order), then a barrier."""
+        from .. import _core
+        _core.waitall()
+        self._ctx.call(list(range(self._ctx.num_servers)), lambda s: {"op": "ping"})
+        self.barrier()
+
+    def save_optimizer_states(self, fname, dump_optimizer=False):
+        """Gathers the servers' optimizer states into ``fname`` (load it with
+        ``load_optimizer_states`` in a job with as many servers)."""
+        if self._optimizer is None:
+            raise MXNetError("save_optimizer_states: no optimizer is set on the servers")
+        self._quiesce()
+        sid = self._sid
+        blobs = self._ctx.call(list(range(self._ctx.num_servers)),
+                               lambda s: {"op": "get_states", "sid": sid,
+                                          "dump": bool(dump_optimizer)})
+        with open(fname, "wb") as f:
+            pickle.dump({"oxnet_dist_states": blobs}, f)
+
+    def load_optimizer_states(self, fname):
+        """Sends the states saved by ``save_optimizer_states`` back to the servers."""
+        if self._optimizer is None:
+            raise MXNetError("load_optimizer_states: no optimizer is set on the servers")
+        with open(fname, "rb") as f:
+            try:
+                saved = pickle.load(f)
+            except Exception as e:
+                raise MXNetError("load_optimizer_states: %s is not a distributed store's "
+                                 "optimizer states (%s)" % (fname, e)) from None
+        blobs = saved.get("oxnet_dist_states") if isinstance(saved, dict) else None
+        if blobs is None or len(blobs) != self._ctx.num_servers:
+            raise MXNetError("load_optimizer_states: %s holds states of %s servers, this job "
+                             "has %d" % (fname, None if blobs is None else len(blobs),
+                                         self._ctx.num_servers))
+        self._quiesce()
+        if self.rank == 0:
+            sid = self._sid
+            self._ctx.call(list(range(self._ctx.num_servers)),
+                           lambda s: {"op": "set_states", "sid": sid, "states": blobs[s]})
+        self.barrier()
+
+
+# -- the server -----------------------------------------------------------------
+
+class _Server:
+    """A server rank's loop (see the module docs)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.stores = {}      # (sid, part) -> local KVStore
+        self.optimizers = {}  # sid -> pickled optimizer
+        self.meta = {}        # (sid, key, part) -> (shape, dtype)
+        self.queued = {}      # (sid, key, part) -> [list per worker] of pushed arrays
+        self.deferred = {}    # (sid, key, part) -> [(worker, header)] pulls waiting
+        self.waiting = {}     # (sid, key, part) -> [(worker, header, array)] before init
+        self.stopped = set()
+
+    def store(self, sid, part):
+        st = self.stores.get((sid, part))
+        if st is None:
+            from .. import _core
+            from .kvstore import KVStore
+            st = KVStore(_core.KVStoreHandle("local"), "local")
+            if sid in self.optimizers:
+                st.set_optimizer(pickle.loads(self.optimizers[sid]))
+            self.stores[(sid, part)] = st
+        return st
+
+    def run(self):
+        MPI = self.ctx.MPI
+        req = self.ctx.req
+        st = MPI.Status()
+        W = self.ctx.num_workers
+        while len(self.stopped) < W:
+            h = req.recv(source=MPI.ANY_SOURCE, tag=_TAG_REQ, status=st)
+            src = st.Get_source()
+            w = self.ctx.workers.index(src)
+            arr = None
+            if h["op"] in ("init", "push"):
+                arr = self.receive(src, h)
+            self.handle(w, src, h, arr)
+
+    def receive(self, src, h):
+        from .. import ndarray as nd
+        arr = nd.empty(tuple(h["shape"]), dtype=np.dtype(h["dtype"]))
+        op = _comm()._comm_op([], [arr])
+        op.wait_ready()
+        try:
+            self.ctx.req.Recv([op.buffer(0), self.ctx.MPI.BYTE], source=src, tag=_TAG_DATA)
+        finally:
+            op.complete()
+        return arr
+
+    def reply_array(self, src, tag, arr):
+        op = _comm()._comm_op([arr], [])
+        op.wait_ready()
+        try:
+            self.ctx.rep.Send([op.buffer(0), self.ctx.MPI.BYTE], dest=src, tag=tag)
+        finally:
+            op.complete()
+
+    def reply_bytes(self, src, tag, data):
+        self.ctx.rep.Send([data, self.ctx.MPI.BYTE], dest=src, tag=tag)
+
+    def handle(self, w, src, h, arr):
+        op = h["op"]
+        if op == "ping":
+            self.reply_bytes(src, h["reply"], b"\0")
+            return
+        if op == "stop":
+            self.stopped.add(w)
+            self.reply_bytes(src, h["reply"], b"\0")
+            return
+        if op == "cmd":
+            if h["head"] == 0:
+                self.set_optimizer(h["sid"], h["body"])
+            else:
+                print("server %d, unknown command (%d, %s)" % (self.ctx.rank, h["head"], h["body"]))
+                sys.stdout.flush()
+            self.reply_bytes(src, h["reply"], b"\0")
+            return
+        if op == "get_states":
+            out = {}
+            for (sid, part), s in self.stores.items():
+                if sid == h["sid"] and s._updater is not None:
+                    out[part] = s._updater.get_states(h["dump"])
+            self.reply_bytes(src, h["reply"], pickle.dumps(out))
+            return
+        if op == "set_states":
+            for part, blob in pickle.loads(h["states"]).items():
+                s = self.store(h["sid"], part)
+                if s._updater is not None:
+                    s._updater.set_states(blob)
+                    if s._optimizer is not None:
+                        s._optimizer = s._updater.optimizer
+            self.reply_bytes(src, h["reply"], b"\0")
+            return
+        kp = (h["sid"], h["key"], h["part"])
+        if op == "init":
+            if kp not in self.meta:
+                self.store(h["sid"], h["part"]).init(h["key"], arr)
+                self.meta[kp] = (tuple(h["shape"]), h["dtype"])
+                self.queued[kp] = [[] for _ in range(self.ctx.num_workers)]
+            for (w2, src2, h2, a2) in self.waiting.pop(kp, []):
+                self.handle(w2, src2, h2, a2)
+            return
+        if kp not in self.meta:
+            # the init from worker 0 is still on its way
+            self.waiting.setdefault(kp, []).append((w, src, h, arr))
+            return
+        if op == "push":
+            if not h["sync"]:
+                self.store(h["sid"], h["part"]).push(h["key"], [arr])
+                return
+            q = self.queued[kp]
+            q[w].append(arr)
+            applied = False
+            while all(q):
+                vals = [x.pop(0) for x in q]
+                self.store(h["sid"], h["part"]).push(h["key"], vals)
+                applied = True
+            if applied and kp in self.deferred:
+                left = []
+                for (w2, src2, h2) in self.deferred.pop(kp):
+                    if q[w2]:
+                        left.append((w2, src2, h2))
+                    else:
+                        self.answer_pull(src2, h2)
+                if left:
+                    self.deferred[kp] = left
+            return
+        if op == "pull":
+            if self.queued[kp][w]:
+                self.deferred.setdefault(kp, []).append((w, src, h))
+            else:
+                self.answer_pull(src, h)
+            return
+        raise MXNetError("kvstore server: unknown request %r" % (op,))
+
+    def answer_pull(self, src, h):
+        s = self.store(h["sid"], h["part"])
+        self.reply_array(src, h["reply"], s.handle.stored(h["key"]))
+
+    def set_optimizer(self, sid, body):
+        self.optimizers[sid] = body
+        # one optimizer object per part store: update counts are per object
+        for (s_id, part), s in self.stores.items():
+            if s_id == sid:
+                s.set_optimizer(pickle.loads(body))
+
+
+def start_server_if_needed():
+    """Runs the server loop and exits the process when this process is a server rank
+    of a distributed job; sets up the MPI context of a worker rank (so that servers
+    know when it finishes). Called at the end of ``import oxnet``."""
+    if not _is_dist_job():
+        return
+    r = role()
+    if r == "scheduler":
+        # MXNet's ps-lite scheduler has no counterpart in an MPI job
+        sys.exit(0)
+    if _env_int(_ENV_RANK) is None and os.environ.get("DMLC_ROLE") != "server":
+        # not launched by an MPI launcher: a worker starts MPI when it creates a store
+        return
+    ctx = context()
+    if ctx.role != "server":
+        return
+    if ctx.problem is not None:
+        sys.stderr.write("oxnet kvstore server: %s\n" % ctx.problem)
+        sys.exit(1)
+    try:
+        _Server(ctx).run()
+    except BaseException as e:  # noqa: BLE001 - a dead server must end the job
+        import traceback
+        traceback.print_exc()
+        sys.stderr.write("oxnet kvstore server %d (MPI rank %d) failed: %s\n"
+                         % (ctx.rank, ctx.world.rank, e))
+        sys.stderr.flush()
+        ctx.world.Abort(1)
+    sys.exit(0)
