@@ -41,9 +41,9 @@ def test_index_array():
 
 def test_allclose():
     a = np.random.RandomState(2).randn(3, 4)
-    assert nd.contrib.allclose(nd.array(a), nd.array(a + 1e-9)).asnumpy()[0] == 1
-    assert nd.contrib.allclose(nd.array(a), nd.array(a + 1e-2)).asnumpy()[0] == 0
-    assert nd.contrib.allclose(nd.array(a), nd.array(a + 1e-2), atol=0.1).asnumpy()[0] == 1
+    assert nd.contrib.allclose(nd.array(a), nd.array(a + 1e-9)).asscalar() == 1
+    assert nd.contrib.allclose(nd.array(a), nd.array(a + 1e-2)).asscalar() == 0
+    assert nd.contrib.allclose(nd.array(a), nd.array(a + 1e-2), atol=0.1).asscalar() == 1
 
 
 def test_bad_inputs():

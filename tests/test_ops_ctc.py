@@ -101,3 +101,13 @@ def test_ctc_bad_inputs():
         nd.CTCLoss(nd.ones((3, 2, 4)), nd.ones((3, 2)))
     with pytest.raises(MXNetError, match="CTCLoss"):
         nd.CTCLoss(nd.ones((3, 2, 4)), nd.array([[1, 7], [1, 1]])).asnumpy()
+
+
+def test_ctc_label_equal_to_blank_is_accepted_as_mxnet():
+    # MXNet does not reject a label equal to the blank; with uniform activations the
+    # loss depends only on the label's length and repeats.
+    acts = nd.ones((6, 1, 4))
+    a = nd.CTCLoss(acts, nd.array([[3, 2]]), blank_label="last").asnumpy()
+    b = nd.CTCLoss(acts, nd.array([[1, 2]]), blank_label="last").asnumpy()
+    assert np.isfinite(a).all() and a.shape == (1,)
+    assert b[0] > 0

@@ -9,7 +9,7 @@
 //! - `index_array(data, axes=None)` gives, for every element of `data`, its index
 //!   along `axes` (all by default): int64 `data.shape + (len(axes),)`; no gradient.
 //! - `allclose(a, b, rtol, atol, equal_nan)` is 1 when every
-//!   `|a - b| <= atol + rtol * |b|`, else 0 (int32, shape `(1,)`); no gradient.
+//!   `|a - b| <= atol + rtol * |b|`, else 0 (an int32 scalar, shape `()`); no gradient.
 
 use super::util::{read_f64, write_f64};
 use super::{Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Params, Registry};
@@ -188,7 +188,7 @@ fn allclose_infer(a: &InferArgs) -> Out {
     if a.shapes[0] != a.shapes[1] {
         return Err(a.err(format!("a {} and b {} must have the same shape", fmt_shape(a.shapes[0]), fmt_shape(a.shapes[1]))));
     }
-    Ok(vec![(Shape::from_slice(&[1]), DType::I32)])
+    Ok(vec![(Shape::new(), DType::I32)])
 }
 
 fn allclose_compute(c: &mut OpCall) -> Result<()> {

@@ -167,14 +167,10 @@ fn read_batch(p: &Params, ins: &[super::Blob]) -> Result<Batch> {
         };
         let mut seq = Vec::with_capacity(n);
         for &v in &row[..n] {
-            if v < 0.0 || v >= c as f64 || v as usize == blank || v.fract() != 0.0 {
-                return Err(Error::op(
-                    NAME,
-                    format!(
-                        "label value {v} of sample {s} is not a class in [0, {c}) other than the blank {blank} (blank_label='{}')",
-                        p.str("blank_label")
-                    ),
-                ));
+            // As MXNet, a label equal to the blank is not rejected (only indices
+            // outside the alphabet are).
+            if v < 0.0 || v >= c as f64 || v.fract() != 0.0 {
+                return Err(Error::op(NAME, format!("label value {v} of sample {s} is not a class index in [0, {c})")));
             }
             seq.push(v as usize);
         }
