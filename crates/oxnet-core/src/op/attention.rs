@@ -75,7 +75,7 @@ fn proj(op: &str, what: &str, s: &[usize], heads: usize, parts: usize) -> Result
     if s.len() != 3 {
         return Err(Error::op(op, format!("{what} must be 3-D (seq_length, batch, features), got {}", fmt_shape(s))));
     }
-    if s[2] % (heads * parts) != 0 || s[2] == 0 {
+    if !s[2].is_multiple_of(heads * parts) || s[2] == 0 {
         return Err(Error::op(
             op,
             format!("the last dimension of {what} {} must be a positive multiple of heads*{parts} = {}", fmt_shape(s), heads * parts),

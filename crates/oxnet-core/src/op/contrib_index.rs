@@ -65,7 +65,7 @@ fn rows(op: &str, idx: &[f64], n: usize) -> Result<Vec<usize>> {
 fn index_copy_compute(c: &mut OpCall) -> Result<()> {
     let mut out = read_f64(&c.inputs[0]);
     let n = c.inputs[0].shape[0];
-    let row = if n == 0 { 0 } else { out.len() / n };
+    let row = out.len().checked_div(n).unwrap_or(0);
     let idx = rows(c.op.name, &read_f64(&c.inputs[1]), n)?;
     let new = read_f64(&c.inputs[2]);
     for (i, &r) in idx.iter().enumerate() {
@@ -84,7 +84,7 @@ fn index_copy_backward_infer(a: &InferArgs) -> Out {
 fn index_copy_backward_compute(c: &mut OpCall) -> Result<()> {
     let mut gold = read_f64(&c.inputs[0]);
     let n = c.inputs[1].shape[0];
-    let row = if n == 0 { 0 } else { gold.len() / n };
+    let row = gold.len().checked_div(n).unwrap_or(0);
     let idx = rows("_contrib_index_copy", &read_f64(&c.inputs[2]), n)?;
     let mut gnew = vec![0f64; idx.len() * row];
     for (i, &r) in idx.iter().enumerate() {

@@ -82,7 +82,7 @@ fn out_size(p: &Params, s: &[usize], like: Option<&[usize]>) -> Result<(usize, u
             let (Some(sh), Some(sw)) = (sh, sw) else {
                 return Err(Error::op(NAME, "mode 'odd_scale' needs scale_height and scale_width"));
             };
-            let f = |n: usize, sc: f64| if n % 2 == 0 { scaled(n, sc) } else { scaled(n - 1, sc) + 1 };
+            let f = |n: usize, sc: f64| if n.is_multiple_of(2) { scaled(n, sc) } else { scaled(n - 1, sc) + 1 };
             (f(h, sh), f(w, sw))
         }
         "like" => match like {

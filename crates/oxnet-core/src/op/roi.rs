@@ -113,7 +113,7 @@ fn pooled(op: &str, p: &Params, c: usize) -> Result<(usize, usize, usize)> {
     }
     let (ph, pw) = (ph as usize, pw as usize);
     if op == "_contrib_ROIAlign" && p.bool("position_sensitive") {
-        if c % (ph * pw) != 0 {
+        if !c.is_multiple_of(ph * pw) {
             return Err(Error::op(op, format!("with position_sensitive the channels ({c}) must be a multiple of ph*pw = {}", ph * pw)));
         }
         return Ok((ph, pw, c / (ph * pw)));
