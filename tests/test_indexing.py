@@ -275,3 +275,14 @@ def test_assign_overlapping_rows_of_same_array():
     np.testing.assert_array_equal(a.asnumpy(), x)
     a[2] = a[2]
     np.testing.assert_array_equal(a.asnumpy(), x)
+
+
+def test_assign_sparse_into_dense_densifies():
+    import oxnet as _mx
+    a = _mx.nd.ones((3, 4))
+    s = _mx.nd.sparse.csr_matrix((_mx.nd.array([1., 2.]), _mx.nd.array([0, 2], dtype="int64"),
+                                  _mx.nd.array([0, 1, 1, 2], dtype="int64")), shape=(3, 4))
+    a[:] = s
+    np.testing.assert_array_equal(a.asnumpy(), s.asnumpy())
+    a[:] = _mx.nd.sparse.zeros("row_sparse", (3, 4))
+    assert a.asnumpy().sum() == 0

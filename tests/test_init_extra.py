@@ -70,3 +70,12 @@ def test_init_load_is_ndarray_load(tmp_path):
     mx.nd.save(f, {"w": mx.nd.ones((2,))})
     assert mx.init.load is mx.nd.load
     np.testing.assert_array_equal(mx.init.load(f)["w"].asnumpy(), [1, 1])
+
+
+def test_arange_casts_start_and_step_to_the_dtype():
+    # As NumPy and MXNet: integer outputs use int(start) and int(step).
+    for dtype in ["int32", "uint8", "float32"]:
+        for cfg in [(1.3, 456.6, 1.3), (50, -50, -2), (5, 100, 4)]:
+            want = np.repeat(np.arange(*cfg, dtype=dtype), 2)
+            got = mx.nd.arange(*cfg, repeat=2, dtype=dtype).asnumpy()
+            np.testing.assert_allclose(got, want, rtol=1e-5)

@@ -751,3 +751,11 @@ def test_conv_weight_grad_fast_path_neighbours(dshape, wshape, kw, weight_only):
     np.testing.assert_allclose(dw, want, rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(db, dy.astype(np.float64).sum(axis=tuple(i for i in range(dy.ndim) if i != 1)),
                                rtol=1e-4, atol=1e-3)
+
+
+def test_pooling_same_convention_takes_no_pad():
+    x = mx.nd.array(np.random.rand(1, 1, 10))
+    out = mx.nd.Pooling(x, kernel=2, stride=2, pad=(0, 0, 0), pool_type="max", pooling_convention="same")
+    assert out.shape == (1, 1, 5)
+    with pytest.raises(mx.base.MXNetError, match="Pooling"):
+        mx.nd.Pooling(x, kernel=2, stride=2, pad=2, pool_type="max", pooling_convention="same")

@@ -366,6 +366,10 @@ def _prepare_value(self, value, out_shape, region):
     target = tuple(out_shape) or (1,)
     if isinstance(value, NDArray):
         v = value.as_in_context(self.context)
+        if getattr(v, "stype", "default") != "default" and getattr(self, "stype", "default") == "default":
+            # A sparse value written into a dense array is densified (MXNet's
+            # CopyFromTo casts the storage).
+            v = v.tostype("default")
         if np.dtype(v.dtype) != np.dtype(self.dtype):
             v = v.astype(self.dtype)
         while v.ndim > len(target) and v.shape[0] == 1:

@@ -470,6 +470,24 @@ impl Graph {
         needs
     }
 
+    /// Whether node `n`'s gradient is zero everywhere (None for every input, what
+    /// the registry's zero-gradient ops return): probed with zero head gradients.
+    fn zero_gradient(&self, n: usize, vars: &[Option<NDArray>], bufs: &Buffers) -> Result<bool> {
+        let node = &self.topo[n];
+        let Some(op) = node.op else { return Ok(false) };
+        let Some(gf) = op.grad else { return Ok(false) };
+        let outs = &bufs.entries[n];
+        let mut zeros = Vec::with_capacity(outs.len());
+        for o in outs {
+            zeros.push(op::call1("zeros_like", std::slice::from_ref(o), &[])?);
+        }
+        let inputs = self.input_arrays(n, vars, bufs)?;
+        Ok(match gf(&node.params, &inputs, outs, &zeros) {
+            Ok(g) => g.iter().all(|x| x.is_none()),
+            Err(_) => false,
+        })
+    }
+
     /// Back-propagates `out_grads` (one per head; ones where None) through the
     /// registry's gradients; returns the gradient of each variable node reached
     /// (by node index). The caller sets the autograd flags.
@@ -504,6 +522,12 @@ impl Graph {
             let g = match out_grads.get(i).cloned().flatten() {
                 Some(g) => {
                     if g.shape() != out.shape() {
+                        // MXNet copies a head gradient only where the backward
+                        // graph reads it: a head whose op has a zero gradient
+                        // everywhere (shape_array, argsort, ...) ignores it.
+                        if self.zero_gradient(n, vars, bufs)? {
+                            continue;
+                        }
                         return Err(Error::new(format!(
                             "backward: head gradient {i} has shape {}, the output has {}",
                             fmt_shape(g.shape()),

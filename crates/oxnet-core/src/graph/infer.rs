@@ -253,6 +253,27 @@ fn infer_graph(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<S
                     }
                     changed = true;
                 }
+                // Input shapes known but some input dtypes not yet (variables typed
+                // later, by default): the output shapes are computed now with
+                // float32 for the unknown dtypes, so that backward inference never
+                // guesses what forward inference determines; the dtypes (and a
+                // check of these shapes) come when the inputs' dtypes are known.
+                (Some(s), None) if shapes_needed && sh[ni].first().map(|x| x.is_none()).unwrap_or(false) => {
+                    let refs: Vec<&[usize]> = s.iter().map(|x| &x[..]).collect();
+                    let d: Vec<DType> = ins.iter().map(|&(s, k)| dt[s].get(k).copied().flatten().unwrap_or(DType::F32)).collect();
+                    if let Ok(out) = op.infer(&n.params, &refs, &d) {
+                        sh[ni].resize(out.len(), None);
+                        dt[ni].resize(out.len(), None);
+                        part[ni].resize(out.len(), None);
+                        for (k, (s, _)) in out.into_iter().enumerate() {
+                            let fits_part = part[ni][k].as_ref().map(|p| fits(p, &s)).unwrap_or(true);
+                            if sh[ni][k].is_none() && fits_part {
+                                sh[ni][k] = Some(s);
+                                changed = true;
+                            }
+                        }
+                    }
+                }
                 (_, Some(d)) if !shapes_needed && dt[ni][0].is_none() => {
                     let od = n.params.dtype("dtype").or_else(|| d.first().copied()).unwrap_or(DType::F32);
                     for x in dt[ni].iter_mut() {

@@ -73,11 +73,28 @@ fn arange_compute(c: &mut OpCall) -> Result<()> {
     let o = &c.outputs[0];
     let (start, _, step) = arange_bounds(c.params);
     let repeat = c.params.int("repeat") as usize;
+    // As MXNet, start and step are first cast to the output type (truncated for
+    // integers, whose values then wrap around as C arithmetic does).
+    let int = !o.dtype.is_float();
+    let (start_i, step_i) = (start.trunc() as i64, step.trunc() as i64);
     with_dtype!(o.dtype, T, {
+        let (start_t, step_t) = (<T as Element>::from_f64(start).to_f64(), <T as Element>::from_f64(step).to_f64());
         // SAFETY: the output is ours to write.
         let out = unsafe { o.slice_mut::<T>() };
         for (i, x) in out.iter_mut().enumerate() {
-            *x = <T as Element>::from_f64(start + (i / repeat) as f64 * step);
+            let k = (i / repeat) as i64;
+            *x = if int {
+                let v = start_i.wrapping_add(k.wrapping_mul(step_i));
+                let v = match o.dtype {
+                    DType::U8 => v.rem_euclid(256),
+                    DType::I8 => (v + 128).rem_euclid(256) - 128,
+                    DType::I32 => v as i32 as i64,
+                    _ => v,
+                };
+                <T as Element>::from_f64(v as f64)
+            } else {
+                <T as Element>::from_f64(start_t + k as f64 * step_t)
+            };
         }
     });
     Ok(())

@@ -11,13 +11,18 @@
 pub mod params;
 mod util;
 
+mod adaptive_pool;
+mod attention;
 mod contrib_box;
 mod contrib_deform;
 mod contrib_elemwise;
+mod contrib_index;
 mod contrib_mask;
 mod contrib_multibox;
 pub mod control_flow;
 mod copy;
+mod correlation;
+mod ctc;
 mod cuda;
 pub mod custom;
 mod dist;
@@ -26,6 +31,7 @@ mod grads;
 mod group_norm;
 mod im2col;
 mod image;
+mod image_tensor;
 mod index;
 mod init;
 mod layout_ops;
@@ -38,14 +44,18 @@ mod nn_conv;
 mod nn_extra;
 mod optimizer;
 mod pad;
+mod quantize;
 mod random;
 mod random_pdf;
 pub(crate) mod reduce;
+mod resize;
+mod roi;
 mod sample;
 mod sequence;
 pub mod shape;
 mod softmax;
 pub mod sparse;
+mod spatial;
 
 pub use optimizer::blockwise_update;
 pub use params::{PType, ParamSpec, Params, Value};
@@ -495,6 +505,16 @@ impl Registry {
         contrib_mask::register(&mut r);
         contrib_deform::register(&mut r);
         control_flow::register(&mut r);
+        attention::register(&mut r);
+        ctc::register(&mut r);
+        quantize::register(&mut r);
+        spatial::register(&mut r);
+        contrib_index::register(&mut r);
+        correlation::register(&mut r);
+        adaptive_pool::register(&mut r);
+        image_tensor::register(&mut r);
+        roi::register(&mut r);
+        resize::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).

@@ -875,6 +875,17 @@ fn smo_label_shape(p: &Params, s: &[usize]) -> Shape {
     }
 }
 
+/// With `multi_output`, MXNet also takes class labels of shape `(batch, d1, d2, ...)`
+/// for data `(batch, classes, d1, d2, ...)` (the same elements as `(batch, d1*d2*...)`).
+fn smo_spatial_label(p: &Params, s: &[usize], label: &[usize]) -> bool {
+    p.bool("multi_output")
+        && !p.bool("preserve_shape")
+        && s.len() > 2
+        && label.len() == s.len() - 1
+        && label[0] == s[0]
+        && label[1..] == s[2..]
+}
+
 fn smo_check_data(op: &str, p: &Params, s: &[usize]) -> Result<()> {
     let need = if p.bool("multi_output") { 2 } else { 1 };
     if s.len() < need.max(2) && !(s.len() == 1 && p.bool("preserve_shape")) {
@@ -888,7 +899,7 @@ fn smo_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     let s = a.shapes[0];
     smo_check_data(a.op.name, a.params, s)?;
     let want = smo_label_shape(a.params, s);
-    if a.shapes[1] != &want[..] && a.shapes[1] != s {
+    if a.shapes[1] != &want[..] && a.shapes[1] != s && !smo_spatial_label(a.params, s, a.shapes[1]) {
         return Err(a.err(format!(
             "label has shape {} but data of shape {} needs label shape {} (class indices) or {} (probabilities)",
             fmt_shape(a.shapes[1]),
@@ -932,7 +943,7 @@ fn smo_bwd_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     }
     smo_check_data(a.op.name, a.params, a.shapes[2])?;
     let want = smo_label_shape(a.params, a.shapes[2]);
-    if a.shapes[1] != &want[..] && a.shapes[1] != a.shapes[2] {
+    if a.shapes[1] != &want[..] && a.shapes[1] != a.shapes[2] && !smo_spatial_label(a.params, a.shapes[2], a.shapes[1]) {
         return Err(a.err(format!("label has shape {} but {} was expected", fmt_shape(a.shapes[1]), fmt_shape(&want))));
     }
     Ok(vec![(Shape::from_slice(a.shapes[2]), a.dtypes[2])])
@@ -1286,6 +1297,7 @@ and the inverse standard deviation it used.",
             bn_infer,
             bn_compute,
         )
+        .aliases(&["BatchNorm_v1"])
         .grad(bn_grad)
         .mutate(&[3, 4])
         .train_writes(bn_train_writes)

@@ -791,8 +791,17 @@ fn pool_geom(op: &str, p: &Params, data: &[usize]) -> Result<PoolGeom> {
     }
     g.k = axis_param(op, p, "kernel", nd, 1, 1, 1)?;
     g.s = axis_param(op, p, "stride", nd, 1, 1, 1)?;
-    let pad = axis_param(op, p, "pad", nd, 0, 0, 0)?;
     if convention == "same" {
+        // As MXNet: 'same' computes its own padding and takes no pad (any zeros).
+        if p.tuple("pad").iter().any(|&v| v != 0) {
+            return Err(Error::op(
+                op,
+                format!(
+                    "Same pooling convention disables the use of pad parameter, got pad {}",
+                    super::params::value_to_string(p.get("pad"))
+                ),
+            ));
+        }
         if nd != 1 {
             return Err(Error::op(
                 op,
@@ -807,6 +816,7 @@ fn pool_geom(op: &str, p: &Params, data: &[usize]) -> Result<PoolGeom> {
         g.p_hi[i] = total - total / 2;
         return Ok(g);
     }
+    let pad = axis_param(op, p, "pad", nd, 0, 0, 0)?;
     for i in 3 - nd..3 {
         let padded = x[i] + 2 * pad[i];
         if g.k[i] > padded {

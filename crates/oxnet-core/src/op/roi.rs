@@ -1,0 +1,485 @@
+//! Region-of-interest pooling: `ROIPooling`, `_contrib_ROIAlign`,
+//! `_contrib_RROIAlign` (rotated boxes, forward only as in MXNet) and
+//! `_contrib_PSROIPooling`, the others each with its backward (`_backward_ROIPooling`, `_backward_ROIAlign`,
+//! `_backward_PSROIPooling`).
+//!
+//! `rois` is `(R, 5)`: `(batch_index, x1, y1, x2, y2)` in image coordinates,
+//! scaled by `spatial_scale` onto the feature map `(N, C, H, W)`. The output is
+//! `(R, C', PH, PW)`. As in MXNet 1.9.1:
+//! - `ROIPooling`: corners rounded to the grid, each bin the max of its cells
+//!   (0 when empty); the gradient goes to the arg max.
+//! - `ROIAlign`: each bin the mean of `sample_ratio^2` (or `ceil(bin size)` per
+//!   side when `sample_ratio <= 0`) bilinear samples at regular points (Detectron's
+//!   interpolation: clamped at the border, zero beyond one pixel outside);
+//!   `position_sensitive` takes bin `(ph, pw)` of channel group `c` from channel
+//!   `c*PH*PW + ph*PW + pw`; `aligned` shifts by half a pixel.
+//! - `PSROIPooling`: position-sensitive average pooling; output channel `c`'s bin
+//!   `(ph, pw)` averages channel `(c*G + gh)*G + gw` of the input.
+//!
+//! Batch indices outside `[0, N)` give zero outputs. `rois` gets a zero gradient.
+
+use super::util::{read_f64, write_f64};
+use super::{Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Params, Registry, Value};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::ndarray::NDArray;
+use crate::shape::{fmt_shape, Shape};
+
+type Out = Result<Vec<(Shape, DType)>>;
+type Grads = Result<Vec<Option<NDArray>>>;
+
+const POOL_PARAMS: &[ParamSpec] = &[
+    ParamSpec::new("pooled_size", PType::Tuple, None, "ROI pooling output shape (h,w) "),
+    ParamSpec::new(
+        "spatial_scale",
+        PType::Float,
+        None,
+        "Ratio of input feature map height (or w) to raw image height (or w). Equals the reciprocal of total stride in convolutional layers",
+    ),
+];
+
+const ALIGN_PARAMS: &[ParamSpec] = &[
+    ParamSpec::new("pooled_size", PType::Tuple, None, "ROI Align output roi feature map height and width: (h, w)"),
+    ParamSpec::new(
+        "spatial_scale",
+        PType::Float,
+        None,
+        "Ratio of input feature map height (or w) to raw image height (or w). Equals the reciprocal of total stride in convolutional layers",
+    ),
+    ParamSpec::new("sample_ratio", PType::Int, Some("-1"), "Optional sampling ratio of ROI align, using adaptive size by default."),
+    ParamSpec::new(
+        "position_sensitive",
+        PType::Bool,
+        Some("False"),
+        "Whether to perform position-sensitive RoI pooling. PSRoIPooling is first proposaled by R-FCN and it can reduce the input channels by ph*pw times, where (ph, pw) is the pooled_size",
+    ),
+    ParamSpec::new("aligned", PType::Bool, Some("False"), "Center-aligned ROIAlign introduced in Detectron2. To enable, set aligned to True."),
+];
+
+const RROI_PARAMS: &[ParamSpec] = &[
+    ParamSpec::new("pooled_size", PType::Tuple, None, "RROI align output shape (h,w) "),
+    ParamSpec::new(
+        "spatial_scale",
+        PType::Float,
+        None,
+        "Ratio of input feature map height (or width) to raw image height (or width). Equals the reciprocal of total stride in convolutional layers",
+    ),
+    ParamSpec::new("sampling_ratio", PType::Int, Some("-1"), "Optional sampling ratio of RROI align, using adaptive size by default."),
+];
+
+const PS_PARAMS: &[ParamSpec] = &[
+    ParamSpec::new(
+        "spatial_scale",
+        PType::Float,
+        None,
+        "Ratio of input feature map height (or w) to raw image height (or w). Equals the reciprocal of total stride in convolutional layers",
+    ),
+    ParamSpec::new("output_dim", PType::Int, None, "fix output dim"),
+    ParamSpec::new("pooled_size", PType::Int, None, "fix pooled size"),
+    ParamSpec::new("group_size", PType::Int, Some("0"), "fix group size"),
+];
+
+/// The forward op of a backward op.
+fn forward_name(op: &str) -> &'static str {
+    match op {
+        "_backward_ROIPooling" | "ROIPooling" => "ROIPooling",
+        "_backward_ROIAlign" | "_contrib_ROIAlign" => "_contrib_ROIAlign",
+        _ => "_contrib_PSROIPooling",
+    }
+}
+
+/// Output geometry: `(PH, PW, C')` for data channels `c`.
+fn pooled(op: &str, p: &Params, c: usize) -> Result<(usize, usize, usize)> {
+    if op == "_contrib_PSROIPooling" {
+        let (od, ps, gs) = (p.int("output_dim"), p.int("pooled_size"), p.int("group_size"));
+        let gs = if gs <= 0 { ps } else { gs };
+        if od <= 0 || ps <= 0 {
+            return Err(Error::op(op, format!("output_dim ({od}) and pooled_size ({ps}) must be positive")));
+        }
+        let want = (od * gs * gs) as usize;
+        if c != want {
+            return Err(Error::op(op, format!("data must have output_dim*group_size^2 = {want} channels, got {c}")));
+        }
+        return Ok((ps as usize, ps as usize, od as usize));
+    }
+    let t = p.tuple("pooled_size");
+    let (ph, pw) = match t.len() {
+        1 => (t[0], t[0]),
+        2 => (t[0], t[1]),
+        _ => return Err(Error::op(op, format!("pooled_size must be (h, w), got {t:?}"))),
+    };
+    if ph <= 0 || pw <= 0 {
+        return Err(Error::op(op, format!("pooled_size must be positive, got ({ph}, {pw})")));
+    }
+    let (ph, pw) = (ph as usize, pw as usize);
+    if op == "_contrib_ROIAlign" && p.bool("position_sensitive") {
+        if !c.is_multiple_of(ph * pw) {
+            return Err(Error::op(op, format!("with position_sensitive the channels ({c}) must be a multiple of ph*pw = {}", ph * pw)));
+        }
+        return Ok((ph, pw, c / (ph * pw)));
+    }
+    Ok((ph, pw, c))
+}
+
+fn check(op: &str, p: &Params, d: &[usize], r: &[usize]) -> Result<(usize, usize, usize)> {
+    if d.len() != 4 {
+        return Err(Error::op(op, format!("data must be 4-D (batch, channel, height, width), got {}", fmt_shape(d))));
+    }
+    if op == "_contrib_RROIAlign" {
+        if r.len() != 2 || r[1] != 6 {
+            return Err(Error::op(
+                op,
+                format!("rois must be 2-D (num_rois, 6) [batch_index, x_center, y_center, width, height, theta], got {}", fmt_shape(r)),
+            ));
+        }
+    } else if r.len() != 2 || r[1] != 5 {
+        return Err(Error::op(op, format!("rois must be 2-D (num_rois, 5) [batch_index, x1, y1, x2, y2], got {}", fmt_shape(r))));
+    }
+    pooled(op, p, d[1])
+}
+
+fn infer(a: &InferArgs) -> Out {
+    let d = a.dtypes[0];
+    if !d.is_float() {
+        return Err(a.err(format!("data must be a floating-point array, got {}", d.name())));
+    }
+    let (ph, pw, c) = check(a.op.name, a.params, a.shapes[0], a.shapes[1])?;
+    Ok(vec![(Shape::from_slice(&[a.shapes[1][0], c, ph, pw]), d)])
+}
+
+/// The sizes of one call.
+#[derive(Clone, Copy)]
+struct Geom {
+    n: usize,
+    c: usize,
+    h: usize,
+    w: usize,
+    ph: usize,
+    pw: usize,
+    co: usize,
+}
+
+/// Every (output index, input index, weight) of the call: the output is the
+/// weighted sum of its inputs (ROIAlign, PSROIPooling) or their max (ROIPooling,
+/// where `f` is called with weight 1 for each candidate).
+fn visit(op: &str, p: &Params, g: &Geom, rois: &[f64], mut f: impl FnMut(usize, usize, f64)) {
+    let scale = p.float("spatial_scale");
+    let plane = g.h * g.w;
+    let width = if op == "_contrib_RROIAlign" { 6 } else { 5 };
+    for (r, roi) in rois.chunks(width).enumerate() {
+        let b = roi[0];
+        if b < 0.0 || b >= g.n as f64 {
+            continue;
+        }
+        let b = b as usize;
+        match op {
+            "ROIPooling" => {
+                let rd = |v: f64| (v * scale).round() as i64;
+                let (sw, sh, ew, eh) = (rd(roi[1]), rd(roi[2]), rd(roi[3]), rd(roi[4]));
+                let rh = (eh - sh + 1).max(1) as f64;
+                let rw = (ew - sw + 1).max(1) as f64;
+                let (bh, bw) = (rh / g.ph as f64, rw / g.pw as f64);
+                for c in 0..g.co {
+                    for i in 0..g.ph {
+                        let hs = ((i as f64 * bh).floor() as i64 + sh).clamp(0, g.h as i64) as usize;
+                        let he = (((i + 1) as f64 * bh).ceil() as i64 + sh).clamp(0, g.h as i64) as usize;
+                        for j in 0..g.pw {
+                            let ws = ((j as f64 * bw).floor() as i64 + sw).clamp(0, g.w as i64) as usize;
+                            let we = (((j + 1) as f64 * bw).ceil() as i64 + sw).clamp(0, g.w as i64) as usize;
+                            let o = ((r * g.co + c) * g.ph + i) * g.pw + j;
+                            for y in hs..he {
+                                for x in ws..we {
+                                    f(o, (b * g.c + c) * plane + y * g.w + x, 1.0);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            "_contrib_RROIAlign" => {
+                // A rotated box: centre, size, angle (degrees, counter-clockwise).
+                let (cx, cy) = (roi[1] * scale, roi[2] * scale);
+                let (rw, rh) = ((roi[3] * scale).max(1.0), (roi[4] * scale).max(1.0));
+                let theta = roi[5] * std::f64::consts::PI / 180.0;
+                let (cos, sin) = (theta.cos(), theta.sin());
+                let (bh, bw) = (rh / g.ph as f64, rw / g.pw as f64);
+                let sr = p.int("sampling_ratio");
+                let gh = if sr > 0 { sr as usize } else { (rh / g.ph as f64).ceil() as usize };
+                let gw = if sr > 0 { sr as usize } else { (rw / g.pw as f64).ceil() as usize };
+                let count = (gh * gw).max(1) as f64;
+                for c in 0..g.co {
+                    let base = (b * g.c + c) * plane;
+                    for i in 0..g.ph {
+                        for j in 0..g.pw {
+                            let o = ((r * g.co + c) * g.ph + i) * g.pw + j;
+                            for iy in 0..gh {
+                                let yy = -rh / 2.0 + i as f64 * bh + (iy as f64 + 0.5) * bh / gh as f64;
+                                for ix in 0..gw {
+                                    let xx = -rw / 2.0 + j as f64 * bw + (ix as f64 + 0.5) * bw / gw as f64;
+                                    let x = xx * cos + yy * sin + cx;
+                                    let y = yy * cos - xx * sin + cy;
+                                    for (idx, wt) in bilinear(g.h, g.w, y, x) {
+                                        f(o, base + idx, wt / count);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            "_contrib_ROIAlign" => {
+                let off = if p.bool("aligned") { 0.5 } else { 0.0 };
+                let (sw, sh) = (roi[1] * scale - off, roi[2] * scale - off);
+                let (ew, eh) = (roi[3] * scale - off, roi[4] * scale - off);
+                let (mut rw, mut rh) = (ew - sw, eh - sh);
+                if !p.bool("aligned") {
+                    rw = rw.max(1.0);
+                    rh = rh.max(1.0);
+                }
+                let (bh, bw) = (rh / g.ph as f64, rw / g.pw as f64);
+                let sr = p.int("sample_ratio");
+                let gh = if sr > 0 { sr as usize } else { (rh / g.ph as f64).ceil().max(0.0) as usize };
+                let gw = if sr > 0 { sr as usize } else { (rw / g.pw as f64).ceil().max(0.0) as usize };
+                let count = (gh * gw).max(1) as f64;
+                let ps = p.bool("position_sensitive");
+                for c in 0..g.co {
+                    for i in 0..g.ph {
+                        for j in 0..g.pw {
+                            let cin = if ps { (c * g.ph + i) * g.pw + j } else { c };
+                            let o = ((r * g.co + c) * g.ph + i) * g.pw + j;
+                            let base = (b * g.c + cin) * plane;
+                            for iy in 0..gh {
+                                let y = sh + i as f64 * bh + (iy as f64 + 0.5) * bh / gh as f64;
+                                for ix in 0..gw {
+                                    let x = sw + j as f64 * bw + (ix as f64 + 0.5) * bw / gw as f64;
+                                    for (idx, wt) in bilinear(g.h, g.w, y, x) {
+                                        f(o, base + idx, wt / count);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {
+                let (ps, gs) = (g.ph, p.int("group_size"));
+                let gs = if gs <= 0 { ps } else { gs as usize };
+                let sw = roi[1].round() * scale;
+                let sh = roi[2].round() * scale;
+                let ew = (roi[3].round() + 1.0) * scale;
+                let eh = (roi[4].round() + 1.0) * scale;
+                let (rw, rh) = ((ew - sw).max(0.1), (eh - sh).max(0.1));
+                let (bh, bw) = (rh / ps as f64, rw / ps as f64);
+                for c in 0..g.co {
+                    for i in 0..ps {
+                        let hs = ((i as f64 * bh + sh).floor().max(0.0) as usize).min(g.h);
+                        let he = (((i + 1) as f64 * bh + sh).ceil().max(0.0) as usize).min(g.h);
+                        let gh = (i * gs / ps).min(gs - 1);
+                        for j in 0..ps {
+                            let ws = ((j as f64 * bw + sw).floor().max(0.0) as usize).min(g.w);
+                            let we = (((j + 1) as f64 * bw + sw).ceil().max(0.0) as usize).min(g.w);
+                            if he <= hs || we <= ws {
+                                continue;
+                            }
+                            let gw = (j * gs / ps).min(gs - 1);
+                            let cin = (c * gs + gh) * gs + gw;
+                            let o = ((r * g.co + c) * ps + i) * ps + j;
+                            let wt = 1.0 / ((he - hs) * (we - ws)) as f64;
+                            for y in hs..he {
+                                for x in ws..we {
+                                    f(o, (b * g.c + cin) * plane + y * g.w + x, wt);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Detectron's bilinear interpolation weights at `(y, x)` (none beyond one pixel
+/// outside; clamped to the border inside that margin).
+fn bilinear(h: usize, w: usize, y: f64, x: f64) -> Vec<(usize, f64)> {
+    if y < -1.0 || y > h as f64 || x < -1.0 || x > w as f64 {
+        return Vec::new();
+    }
+    let (mut y, mut x) = (y.max(0.0), x.max(0.0));
+    let (mut yl, mut xl) = (y as usize, x as usize);
+    let (yh, xh);
+    if yl >= h - 1 {
+        yl = h - 1;
+        yh = h - 1;
+        y = yl as f64;
+    } else {
+        yh = yl + 1;
+    }
+    if xl >= w - 1 {
+        xl = w - 1;
+        xh = w - 1;
+        x = xl as f64;
+    } else {
+        xh = xl + 1;
+    }
+    let (ly, lx) = (y - yl as f64, x - xl as f64);
+    let (hy, hx) = (1.0 - ly, 1.0 - lx);
+    vec![(yl * w + xl, hy * hx), (yl * w + xh, hy * lx), (yh * w + xl, ly * hx), (yh * w + xh, ly * lx)]
+}
+
+fn geom(op: &str, p: &Params, d: &[usize], r: &[usize]) -> Result<Geom> {
+    let (ph, pw, co) = check(op, p, d, r)?;
+    Ok(Geom { n: d[0], c: d[1], h: d[2], w: d[3], ph, pw, co })
+}
+
+fn compute(c: &mut OpCall) -> Result<()> {
+    let op = c.op.name;
+    let g = geom(op, c.params, &c.inputs[0].shape, &c.inputs[1].shape)?;
+    let x = read_f64(&c.inputs[0]);
+    let rois = read_f64(&c.inputs[1]);
+    let mut out = vec![0f64; c.outputs[0].size()];
+    if op == "ROIPooling" {
+        let mut seen = vec![false; out.len()];
+        visit(op, c.params, &g, &rois, |o, i, _| {
+            if !seen[o] || x[i] > out[o] {
+                out[o] = x[i];
+                seen[o] = true;
+            }
+        });
+    } else {
+        visit(op, c.params, &g, &rois, |o, i, wt| out[o] += wt * x[i]);
+    }
+    write_f64(&c.outputs[0], &out);
+    Ok(())
+}
+
+/// `(ograd, data, rois)` → gradients of data and rois (zero).
+fn backward_infer(a: &InferArgs) -> Out {
+    let d = a.dtypes[1];
+    Ok(vec![(Shape::from_slice(a.shapes[1]), d), (Shape::from_slice(a.shapes[2]), a.dtypes[2])])
+}
+
+fn backward_compute(c: &mut OpCall) -> Result<()> {
+    let op = forward_name(c.op.name);
+    let g = geom(op, c.params, &c.inputs[1].shape, &c.inputs[2].shape)?;
+    let og = read_f64(&c.inputs[0]);
+    let x = read_f64(&c.inputs[1]);
+    let rois = read_f64(&c.inputs[2]);
+    let mut gx = vec![0f64; x.len()];
+    if op == "ROIPooling" {
+        // The first maximum of each bin takes the gradient.
+        let mut arg: Vec<Option<usize>> = vec![None; og.len()];
+        visit(op, c.params, &g, &rois, |o, i, _| {
+            if arg[o].is_none_or(|a| x[i] > x[a]) {
+                arg[o] = Some(i);
+            }
+        });
+        for (o, a) in arg.iter().enumerate() {
+            if let Some(i) = a {
+                gx[*i] += og[o];
+            }
+        }
+    } else {
+        visit(op, c.params, &g, &rois, |o, i, wt| gx[i] += wt * og[o]);
+    }
+    write_f64(&c.outputs[0], &gx);
+    write_f64(&c.outputs[1], &vec![0f64; rois.len()]);
+    Ok(())
+}
+
+fn grad_with(bwd: &str, p: &Params, i: &[NDArray], g: &[NDArray]) -> Grads {
+    let og = g.first().ok_or_else(|| Error::op(forward_name(bwd), "gradient called without an output gradient"))?;
+    let attrs: Vec<(&str, Value)> = p.to_strings().into_iter().map(|(n, v)| (n, Value::Str(v))).collect();
+    let r = super::call(bwd, &[og.clone(), i[0].clone(), i[1].clone()], &attrs)?;
+    Ok(r.into_iter().map(Some).collect())
+}
+
+fn g_pool(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
+    grad_with("_backward_ROIPooling", p, i, g)
+}
+fn g_align(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
+    grad_with("_backward_ROIAlign", p, i, g)
+}
+fn g_ps(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
+    grad_with("_backward_PSROIPooling", p, i, g)
+}
+
+fn two(_: &Params) -> usize {
+    2
+}
+
+pub(super) fn register(r: &mut Registry) {
+    r.add(
+        OpDef::new(
+            "ROIPooling",
+            "Performs region of interest(ROI) pooling on the input array: each ROI (batch_index, x1, y1, x2, y2) of rois (num_rois, 5), scaled by spatial_scale and rounded, is divided into pooled_size bins whose maximum is taken. The output is (num_rois, channel, pooled_size[0], pooled_size[1]).",
+            Arity::Fixed(&["data", "rois"]),
+            POOL_PARAMS,
+            infer,
+            compute,
+        )
+        .grad(g_pool),
+    );
+    r.add(
+        OpDef::new(
+            "_backward_ROIPooling",
+            "Gradient of ROIPooling: `(ograd, data, rois)` to the gradients of data (at each bin's arg max) and rois (zero).",
+            Arity::Fixed(&["ograd", "data", "rois"]),
+            POOL_PARAMS,
+            backward_infer,
+            backward_compute,
+        )
+        .outputs(two),
+    );
+    r.add(
+        OpDef::new(
+            "_contrib_ROIAlign",
+            "This operator takes a 4D feature map as an input array and region proposals as rois, then align the feature map over sub-regions of input and produces a fixed-sized output array (num_rois, channel, pooled_size[0], pooled_size[1]): each bin is the mean of bilinear samples at regular points (sample_ratio per side, or ceil(bin size) when sample_ratio <= 0).",
+            Arity::Fixed(&["data", "rois"]),
+            ALIGN_PARAMS,
+            infer,
+            compute,
+        )
+        .grad(g_align),
+    );
+    r.add(
+        OpDef::new(
+            "_backward_ROIAlign",
+            "Gradient of ROIAlign: `(ograd, data, rois)` to the gradients of data and rois (zero).",
+            Arity::Fixed(&["ograd", "data", "rois"]),
+            ALIGN_PARAMS,
+            backward_infer,
+            backward_compute,
+        )
+        .outputs(two),
+    );
+    r.add(OpDef::new(
+        "_contrib_RROIAlign",
+        "Performs Rotated ROI Align on the input array: each rotated ROI (batch_index, x_center, y_center, width, height, theta in degrees) of rois (num_rois, 6) is divided into pooled_size bins, each the mean of bilinear samples at regular points of the rotated bin (sampling_ratio per side, or ceil(bin size) when sampling_ratio <= 0). The output is (num_rois, channel, pooled_size[0], pooled_size[1]). No gradient, as in MXNet.",
+        Arity::Fixed(&["data", "rois"]),
+        RROI_PARAMS,
+        infer,
+        compute,
+    ));
+    r.add(
+        OpDef::new(
+            "_contrib_PSROIPooling",
+            "Performs position-sensitive region-of-interest pooling (R-FCN) on the inputs: data has output_dim*group_size^2 channels; output channel c's bin (ph, pw) of each ROI averages input channel (c*group_size + gh)*group_size + gw over the bin. The output is (num_rois, output_dim, pooled_size, pooled_size).",
+            Arity::Fixed(&["data", "rois"]),
+            PS_PARAMS,
+            infer,
+            compute,
+        )
+        .grad(g_ps),
+    );
+    r.add(
+        OpDef::new(
+            "_backward_PSROIPooling",
+            "Gradient of PSROIPooling: `(ograd, data, rois)` to the gradients of data and rois (zero).",
+            Arity::Fixed(&["ograd", "data", "rois"]),
+            PS_PARAMS,
+            backward_infer,
+            backward_compute,
+        )
+        .outputs(two),
+    );
+}
