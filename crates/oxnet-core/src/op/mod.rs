@@ -41,6 +41,7 @@ mod pad;
 mod random;
 mod random_pdf;
 pub(crate) mod reduce;
+mod rnn;
 mod sample;
 mod sequence;
 pub mod shape;
@@ -495,6 +496,7 @@ impl Registry {
         contrib_mask::register(&mut r);
         contrib_deform::register(&mut r);
         control_flow::register(&mut r);
+        rnn::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).
