@@ -336,3 +336,34 @@ def test_bad_inputs():
         nd.RNN(X, W, H0, C0, nd.array([1, 2, 3]), use_sequence_length=True, **kw)
     with pytest.raises(MXNetError, match="RNN"):
         nd.RNN(X.astype("int32"), W, H0, C0, **kw)
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru", "rnn_tanh"])
+def test_fused_cell_matches_unfused_with_default_states(mode):
+    # mx.rnn.FusedRNNCell unrolls to the RNN op; its default begin states are
+    # zeros of shape (L * D, 0, H), the batch size inferred at bind time
+    T, N, C, H = 3, 2, 4, 5
+    fused = mx.rnn.FusedRNNCell(H, num_layers=2, mode=mode, bidirectional=True, prefix="f_")
+    stack = fused.unfuse()
+    data = mx.sym.var("data")
+    y1, _ = fused.unroll(T, data, layout="TNC", merge_outputs=True)
+    y2, _ = stack.unroll(T, data, layout="TNC", merge_outputs=True)
+    arg_shapes, out_shapes, _ = y1.infer_shape(data=(T, N, C))
+    assert out_shapes == [(T, N, 2 * H)]
+    rs = np.random.RandomState(0)
+    x = nd.array(rs.uniform(-1, 1, (T, N, C)))
+    params = {n: nd.array(rs.uniform(-0.3, 0.3, s))
+              for n, s in zip(y1.list_arguments(), arg_shapes) if n != "data"}
+    out1 = y1.bind(mx.cpu(), dict(params, data=x)).forward()[0].asnumpy()
+    unpacked = stack.pack_weights(fused.unpack_weights(params))
+    args2 = {n: unpacked[n] for n in y2.list_arguments() if n != "data"}
+    out2 = y2.bind(mx.cpu(), dict(args2, data=x)).forward()[0].asnumpy()
+    np.testing.assert_allclose(out1, out2, rtol=1e-4, atol=1e-5)
+
+
+def test_zeros_with_unknown_dims_bind():
+    # MXNet 1.x: a 0 in zeros' shape is an unknown dimension, fixed by its consumers
+    y = mx.sym.var("x") + mx.sym.zeros((0, 4))
+    assert y.infer_shape(x=(3, 4))[1] == [(3, 4)]
+    out = y.bind(mx.cpu(), {"x": nd.ones((3, 4))}).forward()[0]
+    np.testing.assert_allclose(out.asnumpy(), np.ones((3, 4)))

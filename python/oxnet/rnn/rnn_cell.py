@@ -662,8 +662,10 @@ class ZoneoutCell(ModifierCell):
         def mask(p, like):
             return symbol.Dropout(symbol.ones_like(like), p=p)
 
+        # the first step's previous output: zeros like the output (MXNet writes
+        # zeros((0, 0)), whose shape `where` would have to infer backward)
         prev_output = self.prev_output if self.prev_output is not None \
-            else symbol.zeros((0, 0))
+            else symbol.zeros_like(next_output)
         output = (symbol.where(mask(p_outputs, next_output), next_output, prev_output)
                   if p_outputs != 0. else next_output)
         states = ([symbol.where(mask(p_states, new_s), new_s, old_s)

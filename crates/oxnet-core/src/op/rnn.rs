@@ -102,21 +102,11 @@ const INPUTS: Arity = Arity::Dynamic { all: &["data", "parameters", "state", "st
 fn bwd_select(p: &Params) -> &'static [&'static str] {
     let lstm = mode_of(p) == Mode::Lstm;
     match (lstm, p.bool("use_sequence_length"), p.bool("state_outputs")) {
-        (true, true, true) => &[
-            "data",
-            "parameters",
-            "state",
-            "state_cell",
-            "sequence_length",
-            "reserve",
-            "out_grad",
-            "state_grad",
-            "state_cell_grad",
-        ],
-        (true, true, false) => &["data", "parameters", "state", "state_cell", "sequence_length", "reserve", "out_grad"],
-        (true, false, true) => {
-            &["data", "parameters", "state", "state_cell", "reserve", "out_grad", "state_grad", "state_cell_grad"]
+        (true, true, true) => {
+            &["data", "parameters", "state", "state_cell", "sequence_length", "reserve", "out_grad", "state_grad", "state_cell_grad"]
         }
+        (true, true, false) => &["data", "parameters", "state", "state_cell", "sequence_length", "reserve", "out_grad"],
+        (true, false, true) => &["data", "parameters", "state", "state_cell", "reserve", "out_grad", "state_grad", "state_cell_grad"],
         (true, false, false) => &["data", "parameters", "state", "state_cell", "reserve", "out_grad"],
         (false, true, true) => &["data", "parameters", "state", "sequence_length", "reserve", "out_grad", "state_grad"],
         (false, true, false) => &["data", "parameters", "state", "sequence_length", "reserve", "out_grad"],
@@ -125,17 +115,7 @@ fn bwd_select(p: &Params) -> &'static [&'static str] {
     }
 }
 const BWD_INPUTS: Arity = Arity::Dynamic {
-    all: &[
-        "data",
-        "parameters",
-        "state",
-        "state_cell",
-        "sequence_length",
-        "reserve",
-        "out_grad",
-        "state_grad",
-        "state_cell_grad",
-    ],
+    all: &["data", "parameters", "state", "state_cell", "sequence_length", "reserve", "out_grad", "state_grad", "state_cell_grad"],
     select: bwd_select,
 };
 
@@ -757,8 +737,7 @@ unsafe fn backward<T: Real>(
                     let cn = at(b.res, ro.cnew + s * n * h, n * h);
                     for bi in 0..n {
                         for j in 0..h {
-                            rr[bi * h + j] =
-                                if s < lens[bi] { gates[bi * gh + 3 * h + j] * cn[bi * h + j].tanh_() } else { zero };
+                            rr[bi * h + j] = if s < lens[bi] { gates[bi * gh + 3 * h + j] * cn[bi * h + j].tanh_() } else { zero };
                         }
                     }
                     // dR = dH · Whr; dWhr += dHᵀ · R
