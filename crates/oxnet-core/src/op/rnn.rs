@@ -353,9 +353,9 @@ fn check(a: &InferArgs) -> Result<(Cfg, DType)> {
         expect(a, names.len() - 1, "sequence_length", &[cfg.n])?;
     }
     let n_float = if lstm { 4 } else { 3 };
-    for i in 1..n_float {
-        if a.dtypes[i] != d {
-            return Err(a.err(format!("input '{}' has dtype {} but data has {}", names[i], a.dtypes[i].name(), d.name())));
+    for (name, t) in names.iter().zip(a.dtypes).take(n_float).skip(1) {
+        if *t != d {
+            return Err(a.err(format!("input '{name}' has dtype {} but data has {}", t.name(), d.name())));
         }
     }
     Ok((cfg, d))
