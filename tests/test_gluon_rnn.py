@@ -392,8 +392,10 @@ def test_hybridized_parent_traces_again_for_a_new_sequence_length(tmp_path):
 
 
 def test_symbol_inputs():
-    with pytest.raises(MXNetError, match="GRU 'g0'.*sequence length"):
-        rnn.GRU(4, prefix="g0_")(mx.sym.var("data"))
+    # the fused RNN op: any sequence length, the parameters inferred from the data
+    out = rnn.GRU(4, prefix="g0_")(mx.sym.var("data", shape=(0, 2, 3)))
+    assert out.infer_shape(data=(7, 2, 3))[1] == [(7, 2, 4)]
+    assert "g0_l0_i2h_weight" in out.list_arguments()
     out = rnn.GRU(4)(mx.sym.var("data", shape=(5, 2, 3)))
     assert out.infer_shape(data=(5, 2, 3))[1] == [(5, 2, 4)]
     outs, states = rnn.LSTMCell(4).unroll(3, mx.sym.var("data"), merge_outputs=True)

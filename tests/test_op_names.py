@@ -18,7 +18,7 @@ OTHER_AREAS = ("contrib", "sparse", "linalg", "random", "sample_", "_sample", "s
 # Still to build (each a missing MXNet name; remove it when it lands).
 _BOTH = {
     "Convolution_v1", "Crop",
-    "IdentityAttachKLSparseReg", "Pooling_v1", "RNN",
+    "IdentityAttachKLSparseReg", "Pooling_v1",
     "mp_lamb_update_phase1",
     "mp_lamb_update_phase2", "multi_lars", "multi_mp_sgd_mom_update", "multi_mp_sgd_update",
     "multi_sgd_mom_update", "multi_sgd_update", "preloaded_multi_mp_sgd_mom_update",

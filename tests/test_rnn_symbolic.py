@@ -208,9 +208,6 @@ def test_bad_uses_raise():
         mx.rnn.RNNCell(3).unroll(3, [mx.sym.Variable("a")])
     with pytest.raises(mx.MXNetError, match="odd"):
         mx.rnn.ConvRNNCell((1, 3, 8, 8), 4, h2h_kernel=(2, 2))
-    if not hasattr(mx.sym, "RNN"):
-        with pytest.raises(mx.MXNetError, match="RNN operator"):
-            mx.rnn.FusedRNNCell(3).unroll(2, mx.sym.Variable("x"))
 
 
 def test_conv_cells_state_shape_and_names():

@@ -73,7 +73,7 @@ def _alias(*names):
 alias = _alias
 
 
-def create(init, **kwargs):
+def create(init, /, **kwargs):
     """Creates an initializer from an instance, a registered name (``'xavier'``) or a
     JSON string ``'["xavier", {"magnitude": 2}]'`` as written by ``dumps``."""
     if isinstance(init, Initializer):

@@ -669,7 +669,7 @@ class Module(BaseModule):
         if not merge_multi_context:
             return by_output
         axes = axes or [0] * len(by_output)
-        return [arrs[0] if len(arrs) == 1 else
+        return [arrs[0] if len(arrs) == 1 or arrs[0] is None else
                 nd.concat(*[a.as_in_context(arrs[0].context) for a in arrs], dim=axis)
                 for arrs, axis in zip(by_output, axes)]
 
@@ -684,7 +684,8 @@ class Module(BaseModule):
         """Gradients of the data inputs (bound with ``inputs_need_grad=True``)."""
         _require(self.binded and self.params_initialized and self.inputs_need_grad,
                  "get_input_grads: bind with inputs_need_grad=True first")
-        return self._merge([[e.grad_dict[n] for n in self._data_names] for e in self._execs],
+        # grad_req 'null' for the data: None, as in MXNet
+        return self._merge([[e.grad_dict.get(n) for n in self._data_names] for e in self._execs],
                            merge_multi_context)
 
     def get_states(self, merge_multi_context=True):

@@ -340,9 +340,7 @@ class FusedRNNCell(BaseRNNCell):
     """All layers of an RNN in one ``RNN`` op (cuDNN-style), with one flat
     ``parameters`` Variable. :meth:`unfuse` gives the equivalent stack of cells and
     :meth:`unpack_weights` / :meth:`pack_weights` convert the parameters.
-
-    ``unroll`` needs the registry's ``RNN`` op; where it is missing it raises an
-    MXNetError (use :meth:`unfuse`)."""
+    ``unroll`` calls the registry's ``RNN`` op."""
 
     def __init__(self, num_hidden, num_layers=1, mode="lstm", bidirectional=False,
                  dropout=0., get_next_state=False, forget_bias=1.0, prefix=None, params=None):
@@ -446,9 +444,6 @@ class FusedRNNCell(BaseRNNCell):
 
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None):
         self.reset()
-        if not hasattr(symbol, "RNN"):
-            raise MXNetError("FusedRNNCell.unroll: the RNN operator is not in oxnet's "
-                             "registry yet; use FusedRNNCell.unfuse() for the equivalent cells")
         inputs, axis = _normalize_sequence(length, inputs, layout, True)
         if axis == 1:
             warnings.warn("NTC layout detected. Consider using TNC for FusedRNNCell for "
@@ -662,8 +657,10 @@ class ZoneoutCell(ModifierCell):
         def mask(p, like):
             return symbol.Dropout(symbol.ones_like(like), p=p)
 
+        # the first step's previous output: zeros like the output (MXNet writes
+        # zeros((0, 0)), whose shape `where` would have to infer backward)
         prev_output = self.prev_output if self.prev_output is not None \
-            else symbol.zeros((0, 0))
+            else symbol.zeros_like(next_output)
         output = (symbol.where(mask(p_outputs, next_output), next_output, prev_output)
                   if p_outputs != 0. else next_output)
         states = ([symbol.where(mask(p_states, new_s), new_s, old_s)

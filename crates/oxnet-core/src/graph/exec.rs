@@ -408,7 +408,15 @@ impl Graph {
                     call(f, format!("{}_{name}", n.name), a)?;
                 }
             }
-            op::invoke(op, &inputs, n.params.clone(), Some(&bufs.entries[ni]), None)
+            let mut params = n.params.clone();
+            // An input-less op whose `shape` had unknown (0) dimensions runs with the
+            // shape inference found (see infer::infer_graph).
+            if inputs.is_empty() && params.tuple("shape").contains(&0) {
+                if let Some(o) = bufs.entries[ni].first() {
+                    params.set_extra("shape", Value::Tuple(o.shape().iter().map(|&v| v as i64).collect()));
+                }
+            }
+            op::invoke(op, &inputs, params, Some(&bufs.entries[ni]), None)
                 .map_err(|e| Error::new(format!("{} (in node {})", e.message(), n.name)))?;
             if let Some((f, _)) = monitor.as_mut() {
                 for k in 0..n.num_visible().min(bufs.entries[ni].len()) {

@@ -224,6 +224,24 @@ fn infer_graph(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<S
                     }
                     changed = true;
                 }
+                // An op without inputs (`zeros`, `ones`, the random samplers) whose
+                // `shape` has 0 dimensions: unknown dimensions in MXNet 1.x (the
+                // default begin states of `mx.rnn` cells are (0, H)), left partial
+                // for the consumers to determine; the executor then runs the op with
+                // the inferred shape.
+                (Some(_), Some(d)) if ins.is_empty() && n.params.tuple("shape").contains(&0) => {
+                    let out = op.infer(&n.params, &[], &d).map_err(|e| Error::new(format!("{} (in node {})", e.message(), n.name)))?;
+                    for (k, (s, d)) in out.into_iter().enumerate().take(sh[ni].len()) {
+                        if dt[ni][k].is_none() {
+                            dt[ni][k] = Some(d);
+                            changed = true;
+                        }
+                        if part[ni][k].is_none() && sh[ni][k].is_none() {
+                            part[ni][k] = Some(s);
+                            changed = true;
+                        }
+                    }
+                }
                 (Some(s), Some(d)) => {
                     let refs: Vec<&[usize]> = s.iter().map(|x| &x[..]).collect();
                     let out = op.infer(&n.params, &refs, &d).map_err(|e| {

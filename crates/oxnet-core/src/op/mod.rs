@@ -50,6 +50,7 @@ mod random_pdf;
 pub(crate) mod reduce;
 mod resize;
 mod roi;
+mod rnn;
 mod sample;
 mod sequence;
 pub mod shape;
@@ -515,6 +516,7 @@ impl Registry {
         image_tensor::register(&mut r);
         roi::register(&mut r);
         resize::register(&mut r);
+        rnn::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).

@@ -55,8 +55,15 @@ def _zeros_from(F, ref, batch_axis, shape):
     initial states of a traced graph, where the batch size is not known."""
     per_batch = F.sum(F.zeros_like(ref), axis=batch_axis, exclude=True)
     view = [1] * len(shape)
-    view[list(shape).index(0)] = -1
-    return F.broadcast_to(F.reshape(per_batch, shape=tuple(view)), shape=tuple(shape))
+    pos = list(shape).index(0)
+    view[pos] = -1
+    out = F.reshape(per_batch, shape=tuple(view))
+    # broadcast_axis with the known sizes, not broadcast_to with a 0 in the shape:
+    # a consumer that fixes the states' shape (the fused RNN op) then agrees with it
+    axes = tuple(i for i in range(len(shape)) if i != pos and shape[i] != 1)
+    if axes:
+        out = F.broadcast_axis(out, axis=axes, size=tuple(shape[i] for i in axes))
+    return out
 
 
 def _get_begin_state(cell, F, begin_state, inputs, batch_size, layout):

@@ -2,17 +2,13 @@
 over a whole sequence (layout ``TNC`` or ``NTC``), with MXNet 1.9.1's parameters
 (``l0_i2h_weight``, ``r0_h2h_bias``..., so MXNet's ``save_parameters`` files load).
 
-MXNet runs these with its fused ``RNN`` operator, which is not in oxnet's registry:
-here ``hybrid_forward`` unrolls the recurrence over time with registry ops
-(FullyConnected over the whole sequence for the input projection, then one
-FullyConnected and the gate arithmetic per step; ``reverse`` for the backward
-direction; Dropout between layers). So the layers run imperatively, under autograd
-and hybridized. ``use_sequence_length=True`` (a keyword of all three) takes
+As in MXNet 1.9.1, ``hybrid_forward`` calls the fused ``RNN`` op once, with the
+parameters flattened and concatenated in its layout, so the layers run imperatively,
+under autograd and hybridized (any sequence length, one graph).
+``use_sequence_length=True`` (a keyword of all three) takes
 ``layer(x, states, sequence_length)`` with per-sequence lengths as cuDNN does: states
 stop at each sequence's end, outputs past it are 0, the backward direction starts at
-it (MXNet 1.9.1's CPU kernel does not honour the lengths). A traced graph is
-specialised to the sequence length it was traced for
-(``gluon.block._trace_input_shapes``) and traced again for another length.
+it (MXNet 1.9.1's CPU kernel refuses the option).
 """
 
 from ... import ndarray
@@ -20,8 +16,7 @@ from ...base import MXNetError
 from ...ndarray import NDArray
 from ...symbol import Symbol
 from ..block import HybridBlock, _trace_input_shapes
-from .rnn_cell import (_sequence_reverse, _split, _state_func_call, _steps_vs_length,
-                       _zeros_from)
+from .rnn_cell import _state_func_call, _zeros_from
 
 __all__ = ["RNN", "LSTM", "GRU"]
 
@@ -249,134 +244,85 @@ class _RNNLayer(HybridBlock):
         return super().__call__(inputs, states)
 
     def forward(self, x, *args):
+        if isinstance(x, Symbol):
+            self._shapes_from_trace(x)
         if self._active and isinstance(x, NDArray) and self._traced_skip != self.skip_states:
             # the traced graph returns (output, states) or only the output
             self._clear_cached_op()
             self._traced_skip = self.skip_states
+        if self._active and isinstance(x, NDArray) and self._cached_op is None and \
+                any(p._data is None and p._deferred_init for p in self._reg_params.values()):
+            # the traced graph concatenates the flattened parameters, which tells
+            # nothing of their shapes: give them from the input first
+            self._deferred_infer_shape(x, *args)
+            for p in self._reg_params.values():
+                p._finish_deferred_init()
         return super().forward(x, *args)
 
-    def _seq_len(self, F, inputs):
-        t_axis = self._layout.find("T")
-        if F is ndarray:
-            return inputs.shape[t_axis]
-        shapes = _trace_input_shapes() or {}
-        args = set(inputs.list_arguments())
-        try:
-            _, out_shapes, _ = inputs.infer_shape_partial(
-                **{k: v for k, v in shapes.items() if k in args and v is not None})
-        except MXNetError:
-            out_shapes = None
-        shape = tuple(out_shapes[0]) if out_shapes else ()
-        if len(shape) != 3 or shape[t_axis] <= 0:
-            if len(shape) not in (0, 3):
-                raise self._error("input data should be a rank-3 tensor of layout %s, got "
-                                  "shape %s" % (self._layout, shape))
-            raise self._error("the sequence length of the Symbol input is not known: the "
-                              "layer is unrolled over time for a fixed length, so call it "
-                              "(or the hybridized block holding it) on NDArrays, or give "
-                              "the input variable a shape")
-        return shape[t_axis]
-
     def hybrid_forward(self, F, inputs, states=None, sequence_length=None, **kwargs):
-        length = self._seq_len(F, inputs)
         x = F.swapaxes(inputs, dim1=0, dim2=1) if self._layout == "NTC" else inputs
         if states is None:
             states = [_zeros_from(F, x, 1, info["shape"]) for info in self.state_info(0)]
-        out, new_states = self._unrolled(F, x, states, length, kwargs, sequence_length)
+        out, new_states = self._forward_kernel(F, x, states, sequence_length, kwargs)
         if self._layout == "NTC":
             out = F.swapaxes(out, dim1=0, dim2=1)
         return out if self.skip_states else (out, new_states)
 
-    # ---- the recurrence -----------------------------------------------------------
-    def _step(self, F, i2h, h, c, w):
-        """One step from the input projection ``i2h`` (N, gates * H) and the previous
-        states: (h, c) (c None but for LSTM)."""
-        nh = self._hidden_size
-        h2h = F.FullyConnected(h, w("h2h_weight"), w("h2h_bias"), num_hidden=self._gates * nh)
-        if self._mode in ("rnn_relu", "rnn_tanh"):
-            act = F.relu if self._mode == "rnn_relu" else F.tanh
-            return act(F.elemwise_add(i2h, h2h)), None
-        if self._mode == "gru":
-            i_r, i_z, i_n = F.SliceChannel(i2h, num_outputs=3)
-            h_r, h_z, h_n = F.SliceChannel(h2h, num_outputs=3)
-            r = F.sigmoid(F.elemwise_add(i_r, h_r))
-            z = F.sigmoid(F.elemwise_add(i_z, h_z))
-            n = F.tanh(F.elemwise_add(i_n, F.elemwise_mul(r, h_n)))
-            keep = F.elemwise_sub(F.ones_like(z), z)
-            return F.elemwise_add(F.elemwise_mul(keep, n), F.elemwise_mul(z, h)), None
-        g_i, g_f, g_c, g_o = F.SliceChannel(F.elemwise_add(i2h, h2h), num_outputs=4)
-        c = F.elemwise_add(F.elemwise_mul(F.sigmoid(g_f), c),
-                           F.elemwise_mul(F.sigmoid(g_i), F.tanh(g_c)))
-        lo, hi = self._lstm_state_clip_min, self._lstm_state_clip_max
-        if lo is not None or hi is not None:
-            c = F.clip(c, a_min=float("-inf") if lo is None else lo,
-                       a_max=float("inf") if hi is None else hi)
-            if self._lstm_state_clip_nan:  # NaN becomes the lower bound (cuDNN's rule)
-                c = F.where(F.broadcast_equal(c, c), c,
-                            F.ones_like(c) * (hi if lo is None else lo))
-        h = F.elemwise_mul(F.sigmoid(g_o), F.tanh(c))
+    def _shapes_from_trace(self, x):
+        """When the layer is called on a Symbol and the first layer's weights have no
+        shape yet: gives them (G * H, C), C from the shapes a graph holding the layer
+        is traced for (the graph is then traced again for other input shapes) or from
+        the input variable's own shape. (The flattened parameters of the fused op tell
+        shape inference nothing about them: a Symbol input of unknown shape leaves
+        them, and the output, unknown, where MXNet's _rnn_param_concat infers them.)"""
+        shape = self.l0_i2h_weight.shape
+        if shape and len(shape) == 2 and shape[1] > 0:
+            return
+        shapes = _trace_input_shapes() or {}
+        args = set(x.list_arguments())
+        try:
+            _, out, _ = x.infer_shape_partial(
+                **{k: v for k, v in shapes.items() if k in args and v is not None})
+        except MXNetError:
+            return
+        out = tuple(out[0]) if out else ()
+        if len(out) != 3 or out[2] <= 0:
+            return
+        for j in ["l", "r"][:self._dir]:
+            p = getattr(self, "%s0_i2h_weight" % j)
+            p.shape = (self._gates * self._hidden_size, out[2])
+            p._var = None  # made again with the shape
+
+    def _forward_kernel(self, F, inputs, states, sequence_length, params):
+        """The fused ``RNN`` op over ``inputs`` (T, N, C), as MXNet 1.9.1 calls it: the
+        parameters flattened and concatenated in the op's layout (every weight, layer
+        by layer and direction by direction: i2h, h2h[, h2r]; then every bias)."""
+        gates = ["i2h", "h2h", "h2r"] if self._projection_size else ["i2h", "h2h"]
+        flat = [F.reshape(params["{}{}_{}_{}".format(d, l, g, t)], shape=(-1,))
+                for t in ["weight", "bias"]
+                for l in range(self._num_layers)
+                for d in ["l", "r"][:self._dir]
+                for g in gates
+                if g != "h2r" or t != "bias"]
+        args = [inputs, F.concat(*flat, dim=0)] + list(states)
+        kw = {}
+        if self._use_sequence_length:
+            kw["sequence_length"] = sequence_length
+            kw["use_sequence_length"] = True
         if self._projection_size:
-            h = F.FullyConnected(h, w("h2r_weight"), no_bias=True,
-                                 num_hidden=self._projection_size)
-        return h, c
-
-    def _unrolled(self, F, x, states, length, params, valid=None):
-        """(outputs (T, N, D * H), [h (L * D, N, H), c]) of the stacked layers over
-        ``x`` (T, N, C). With ``valid`` (N,) lengths: the states stop changing after
-        each sequence's end, the outputs there are 0, and the backward direction reads
-        each sequence from its own end."""
-        n = self._num_layers * self._dir
-        masks = None
-        if valid is not None:
-            masks = _split(F, F.expand_dims(
-                _steps_vs_length(F, F.broadcast_lesser, length, valid, x), axis=2), length, 0)
-
-        def reverse(seq):
-            if valid is None:
-                return F.reverse(seq, axis=0)
-            return _sequence_reverse(F, seq, valid, length)
-
-        lstm = self._mode == "lstm"
-        hs = _split(F, states[0], n, 0)
-        cs = _split(F, states[1], n, 0) if lstm else [None] * n
-        out_h, out_c = [], []
-        for layer in range(self._num_layers):
-            outs = []
-            for d in range(self._dir):
-                idx = layer * self._dir + d
-                prefix = "%s%d_" % ("lr"[d], layer)
-
-                def w(name, prefix=prefix):
-                    return params[prefix + name]
-
-                seq = x if d == 0 else reverse(x)
-                i2h = F.FullyConnected(seq, w("i2h_weight"), w("i2h_bias"),
-                                       num_hidden=self._gates * self._hidden_size,
-                                       flatten=False)
-                h, c = hs[idx], cs[idx]
-                steps = []
-                for t, i2h_t in enumerate(_split(F, i2h, length, 0)):
-                    h_new, c_new = self._step(F, i2h_t, h, c, w)
-                    if masks is None:
-                        h, c = h_new, c_new
-                        steps.append(h)
-                        continue
-                    m = F.broadcast_like(masks[t], h_new)
-                    h = F.where(m, h_new, h)
-                    if c_new is not None:
-                        c = F.where(F.broadcast_like(masks[t], c_new), c_new, c)
-                    steps.append(F.where(m, h_new, F.zeros_like(h_new)))
-                out_h.append(h)
-                out_c.append(c)
-                y = F.stack(*steps, axis=0)
-                outs.append(y if d == 0 else reverse(y))
-            x = outs[0] if len(outs) == 1 else F.concat(*outs, dim=2)
-            if self._dropout and layer < self._num_layers - 1:
-                x = F.Dropout(x, p=self._dropout)
-        new_states = [F.stack(*out_h, axis=0)]
-        if lstm:
-            new_states.append(F.stack(*out_c, axis=0))
-        return x, new_states
+            kw["projection_size"] = self._projection_size
+        if self._lstm_state_clip_min is not None:
+            kw["lstm_state_clip_min"] = self._lstm_state_clip_min
+        if self._lstm_state_clip_max is not None:
+            kw["lstm_state_clip_max"] = self._lstm_state_clip_max
+        if self._lstm_state_clip_nan:
+            kw["lstm_state_clip_nan"] = True
+        rnn = F.RNN(*args, state_size=self._hidden_size, num_layers=self._num_layers,
+                    bidirectional=self._dir == 2, p=self._dropout, state_outputs=True,
+                    mode=self._mode, **kw)
+        if self._mode == "lstm":
+            return rnn[0], [rnn[1], rnn[2]]
+        return rnn[0], [rnn[1]]
 
 
 class RNN(_RNNLayer):
