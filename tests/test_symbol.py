@@ -223,13 +223,35 @@ def test_bad_op_arguments():
         mx.sym.Group([d, 1])
 
 
-def test_duplicate_argument_names_are_errors():
+def test_duplicate_argument_names_infer_but_do_not_bind():
+    # As in MXNet: inference treats each variable on its own (a given shape applies to
+    # every variable of that name); binding needs unique names.
     s = mx.sym.elemwise_add(mx.sym.Variable("x"), mx.sym.Variable("x"))
     assert s.list_arguments() == ["x", "x"]
-    with pytest.raises(mx.MXNetError, match="'x'"):
-        s.infer_shape(x=(2,))
+    assert s.infer_shape(x=(2,)) == ([(2,), (2,)], [(2,)], [])
+    net = mx.sym.FullyConnected(mx.sym.Variable("data"), name="fc", num_hidden=4)
+    net = mx.sym.FullyConnected(net, name="fc", num_hidden=3)
+    args, outs, _ = net.infer_shape(data=(5, 6))
+    assert args == [(5, 6), (4, 6), (4,), (3, 4), (3,)] and outs == [(5, 3)]
     with pytest.raises(mx.MXNetError, match="'x'"):
         s.simple_bind(mx.cpu(), x=(2,))
+    with pytest.warns(RuntimeWarning, match="fc_weight"):
+        mx.viz.plot_network(net, shape={"data": (5, 6)})
+
+
+def test_reshaped_executor_shares_output_memory():
+    x = mx.sym.Variable("x")
+    y = mx.sym.FullyConnected(x, num_hidden=4)
+    exe = y.simple_bind(mx.cpu(), x=(5, 4), grad_req="null")
+    exe.arg_arrays[0][:] = 1
+    exe.arg_arrays[1][:] = mx.nd.ones((4, 4))
+    exe.arg_arrays[2][:] = 0
+    small = exe.reshape(x=(3, 4))
+    small.forward(is_train=False)
+    np.testing.assert_array_equal(small.outputs[0].asnumpy(), np.full((3, 4), 4.0))
+    np.testing.assert_array_equal(exe.outputs[0].asnumpy()[:3], np.full((3, 4), 4.0))
+    exe.forward(is_train=False)
+    np.testing.assert_array_equal(exe.outputs[0].asnumpy(), np.full((5, 4), 4.0))
 
 
 def test_eval_and_variadic():

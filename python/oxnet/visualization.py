@@ -67,12 +67,6 @@ def print_summary(symbol, shape=None, line_length=120, positions=(.44, .64, .74,
     shape_dict = _shape_dict(symbol, shape) if show_shape else {}
     conf = json.loads(symbol.tojson())
     nodes = conf["nodes"]
-    counts = collections.Counter(node["name"] for node in nodes)
-    repeated = sorted(n for n, c in counts.items() if c > 1)
-    if repeated:
-        # Graphviz joins nodes by name, so repeated names draw a wrong (maybe cyclic) graph.
-        warnings.warn("There are multiple variables with the same name in your graph, this may "
-                      "result in cyclic graph. Repeated names: " + ",".join(repeated), RuntimeWarning)
     heads = set(conf["heads"][0])
     if positions[-1] <= 1:
         positions = [int(line_length * p) for p in positions]
@@ -178,6 +172,12 @@ def plot_network(symbol, title="plot", save_format="pdf", shape=None, dtype=None
     shape_dict = _shape_dict(symbol, shape, dtype) if draw_shape else {}
     conf = json.loads(symbol.tojson())
     nodes = conf["nodes"]
+    counts = collections.Counter(node["name"] for node in nodes)
+    repeated = sorted(n for n, c in counts.items() if c > 1)
+    if repeated:
+        # Graphviz joins nodes by name, so repeated names draw a wrong (maybe cyclic) graph.
+        warnings.warn("There are multiple variables with the same name in your graph, this may "
+                      "result in cyclic graph. Repeated names: " + ",".join(repeated), RuntimeWarning)
     node_attr = {"shape": "box", "fixedsize": "true", "width": "1.3", "height": "0.8034",
                  "style": "filled"}
     node_attr.update(node_attrs or {})
