@@ -7,7 +7,7 @@
 //! use oxnet_core::predict::Predictor;
 //! use oxnet_core::{nd, Context};
 //! # let dir = std::env::temp_dir().join(format!("oxnet-doc-predict-{}", std::process::id()));
-//! # std::fs::create_dir_all(&dir)?;
+//! # std::fs::create_dir_all(&dir).unwrap();
 //! # let sym = dir.join("fc-symbol.json");
 //! # let params = dir.join("fc-0000.params");
 //! # std::fs::write(&sym, r#"{"nodes": [{"op": "null", "name": "data", "inputs": []},

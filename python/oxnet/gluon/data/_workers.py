@@ -47,7 +47,7 @@ _HEADER = struct.Struct("<Q")
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
 # The parent's ends of the pipes of every live worker of this process; a new worker
 # closes them all.
-_PARENT_FDS = set()
+_PARENT_FDS = {}
 # Live pools, stopped at interpreter exit before multiprocessing's own exit hook
 # (which joins daemonic children without a time limit: a worker that ignores SIGTERM
 # would hang the exit).
@@ -117,6 +117,19 @@ def _read_exact(fd, n):
     return buf
 
 
+def _join(proc, timeout):
+    """Waits up to ``timeout`` s for ``proc`` to exit, by polling its exit status:
+    ``Process.join`` blocks without limit if the sentinel reads EOF while the process
+    still runs (a child that closed its copy of the pipe)."""
+    deadline = time.monotonic() + timeout
+    while proc.exitcode is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def _ino(fd):
+    return os.fstat(fd).st_ino
+
+
 def _write_all(fd, data):
     view = memoryview(data)
     while view:
@@ -124,9 +137,12 @@ def _write_all(fd, data):
 
 
 def _worker_main(task_fd, result_fd, close_fds, work, args):
-    for fd in close_fds:
+    for fd, ino in close_fds:
+        # Only if the number still names that pipe: a number freed (and reused, e.g.
+        # for this process's own sentinel) since the list was made is left alone.
         try:
-            os.close(fd)
+            if os.fstat(fd).st_ino == ino:
+                os.close(fd)
         except OSError:
             pass
     _PARENT_FDS.clear()
@@ -244,7 +260,7 @@ class WorkerPool:
     def _spawn(self, index):
         task_r, task_w = os.pipe()
         res_r, res_w = os.pipe()
-        close_in_child = sorted(_PARENT_FDS | {task_w, res_r})
+        close_in_child = sorted({**_PARENT_FDS, task_w: _ino(task_w), res_r: _ino(res_r)}.items())
         proc = self._ctx.Process(
             target=_worker_main, name="DataLoader worker %d" % index, daemon=True,
             args=(task_r, res_w, close_in_child, self._work, self._args))
@@ -271,7 +287,7 @@ class WorkerPool:
         os.set_blocking(task_w, False)
         os.set_blocking(res_r, False)
         _grow_pipe(res_r)
-        _PARENT_FDS.update((task_w, res_r))
+        _PARENT_FDS.update({task_w: _ino(task_w), res_r: _ino(res_r)})
         return _Worker(index, proc, task_w, res_r)
 
     def _check(self):
@@ -463,7 +479,7 @@ class WorkerPool:
         """``w`` has exited: keeps what it finished, fails the batch it was loading,
         sends its other batches to the live workers."""
         self._read(w)
-        w.proc.join(1)
+        _join(w.proc, 1)
         how = _describe_exit(w.proc)
         tasks = self._replace(w)
         if tasks:
@@ -501,7 +517,7 @@ class WorkerPool:
         for w in workers:
             if own:
                 for fd in (w.task_fd, w.result_fd):
-                    _PARENT_FDS.discard(fd)
+                    _PARENT_FDS.pop(fd, None)
                     try:
                         os.close(fd)
                     except OSError:
@@ -517,10 +533,10 @@ class WorkerPool:
         deadline = time.monotonic() + 2
         for w in workers:
             try:
-                w.proc.join(max(0.0, deadline - time.monotonic()))
+                _join(w.proc, max(0.0, deadline - time.monotonic()))
                 if w.proc.exitcode is None:
                     w.proc.kill()
-                    w.proc.join(2)
+                    _join(w.proc, 2)
             except (OSError, ValueError, AssertionError):
                 pass
 
