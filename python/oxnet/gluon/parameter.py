@@ -178,10 +178,15 @@ class Parameter:
         self._shape = new_shape
 
     def _set_trainer(self, trainer):
-        """Remembers (weakly) the Trainer updating this parameter; a later Trainer
-        replaces it, as in MXNet for dense parameters."""
-        import weakref
-        self._trainer = weakref.ref(trainer) if trainer is not None else None
+        """Remembers the Trainer updating this parameter. As in MXNet, a later Trainer
+        replaces it for a dense parameter; a sparse one keeps its Trainer (its rows are
+        pulled through that Trainer's store), so another is a RuntimeError."""
+        if self._stype != "default" and self._trainer is not None and trainer is not None \
+                and self._trainer is not trainer:
+            raise RuntimeError("Failed to set the trainer for Parameter '%s' because it was "
+                               "already set. More than one trainers for a %s Parameter is "
+                               "not supported." % (self.name, self._stype))
+        self._trainer = trainer
 
     def _check_and_get(self, arr_list, ctx):
         if arr_list is not None:
@@ -311,7 +316,7 @@ class Parameter:
     def _reduce(self):
         """The parameter's value on the CPU (the mean over its devices)."""
         if self._stype != "default":
-            trainer = self._trainer() if self._trainer else None
+            trainer = self._trainer
             arr = self._check_and_get(self._data, list)[0]
             if trainer is not None and trainer._kv_initialized and trainer._kvstore is not None \
                     and self.name in trainer._param2idx:
@@ -379,7 +384,7 @@ class Parameter:
             return
         # a store that runs the optimizer holds its own copy: drop it (re-initialized
         # from the new value at the next step)
-        trainer = self._trainer() if self._trainer else None
+        trainer = self._trainer
         if trainer is not None and trainer._kv_initialized and trainer._update_on_kvstore \
                 and self not in trainer._params_to_init:
             trainer._reset_kvstore()
@@ -411,7 +416,7 @@ class Parameter:
             raise TypeError("row_id must have NDArray type, but %s is given" % type(row_id))
 
     def _get_row_sparse(self, arr_list, ctx, row_id):
-        trainer = self._trainer() if self._trainer else None
+        trainer = self._trainer
         if trainer is None:
             raise RuntimeError("Cannot get row_sparse data for Parameter '%s' when no "
                                "Trainer is created with it." % self.name)
