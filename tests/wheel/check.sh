@@ -9,8 +9,9 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 find_python() {
     local v="$1" p
-    for p in "python$v" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$v".*/bin/python"$v"; do
-        if command -v "$p" >/dev/null 2>&1; then command -v "$p"; return 0; fi
+    # (a pyenv shim may exist without the version being selected: it must run)
+    for p in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$v".*/bin/python"$v" "python$v"; do
+        if "$p" -c "import sys" >/dev/null 2>&1; then command -v "$p"; return 0; fi
     done
     return 1
 }
