@@ -337,3 +337,23 @@ class NDArrayIter(DataIter):
         np.random.shuffle(self.idx)
         self.data = [(k, _take_rows(v, self.idx)) for k, v in self.data]
         self.label = [(k, _take_rows(v, self.idx)) for k, v in self.label]
+
+class _BatchIter(DataIter):
+    """A DataIter whose ``iter_next`` builds ``self._batch``: the accessors read it."""
+
+    def next(self):
+        if self.iter_next():
+            return self._batch
+        raise StopIteration
+
+    def getdata(self):
+        return self._batch.data[0]
+
+    def getlabel(self):
+        return self._batch.label[0]
+
+    def getpad(self):
+        return self._batch.pad
+
+    def getindex(self):
+        return self._batch.index

@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import ndarray as nd
 from ..base import MXNetError
-from .io import DataBatch, DataDesc, DataIter
+from .io import DataBatch, DataDesc, _BatchIter
 
 __all__ = ["LibSVMIter"]
 
@@ -197,7 +197,7 @@ def _rows(labels, vals, idx, indptr, rows):
     return labels[rows], vals[take], idx[take], new_ptr
 
 
-class LibSVMIter(DataIter):
+class LibSVMIter(_BatchIter):
     """Iterates over a LibSVM file (zero-based indices): ``data`` as a CSRNDArray
     batch, the label dense (or CSR from ``label_libsvm``); see the module docs."""
 
@@ -299,20 +299,3 @@ class LibSVMIter(DataIter):
                                 provide_data=self.provide_data,
                                 provide_label=self.provide_label)
         return True
-
-    def next(self):
-        if self.iter_next():
-            return self._batch
-        raise StopIteration
-
-    def getdata(self):
-        return self._batch.data[0]
-
-    def getlabel(self):
-        return self._batch.label[0]
-
-    def getpad(self):
-        return self._batch.pad
-
-    def getindex(self):
-        return self._batch.index

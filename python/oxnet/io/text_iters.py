@@ -17,12 +17,12 @@ import numpy as np
 
 from .. import ndarray as nd
 from ..base import MXNetError
-from .io import DataBatch, DataDesc, DataIter
+from .io import DataBatch, DataDesc, _BatchIter
 
 __all__ = ["CSVIter", "MNISTIter"]
 
 
-class _ArrayBatchLoader(DataIter):
+class _ArrayBatchLoader(_BatchIter):
     """MXNet's batch loader over in-memory example arrays."""
 
     def __init__(self, data, label, batch_size, round_batch, data_name="data",
@@ -92,23 +92,6 @@ class _ArrayBatchLoader(DataIter):
                                 [nd.array(self._buf_l)], pad=pad,
                                 provide_data=self.provide_data, provide_label=self.provide_label)
         return True
-
-    def next(self):
-        if self.iter_next():
-            return self._batch
-        raise StopIteration
-
-    def getdata(self):
-        return self._batch.data[0]
-
-    def getlabel(self):
-        return self._batch.label[0]
-
-    def getpad(self):
-        return self._batch.pad
-
-    def getindex(self):
-        return None
 
 
 def _read_csv(path, shape, dtype, what):
