@@ -105,3 +105,28 @@ def load_params(params):
             k = k[4:]
         out[k] = v.asnumpy() if hasattr(v, "asnumpy") else np.asarray(v)
     return out
+
+
+class Translations:
+    """Name -> translation function, filled by the ``register`` decorator (one table
+    for export, one for import)."""
+
+    def __init__(self):
+        self._fns = {}
+
+    def register(self, *names):
+        def deco(fn):
+            for n in names:
+                self._fns[n] = fn
+            return fn
+        return deco
+
+    def get(self, name):
+        return self._fns.get(name)
+
+    def supported_ops(self):
+        return sorted(self._fns)
+
+
+def fail(msg):
+    raise MXNetError(msg)

@@ -6,30 +6,14 @@ it). Each takes (ctx, name, inputs, outputs, attrs): ``inputs`` are ONNX tensor 
 import numpy as np
 
 from ..base import MXNetError
-from ._common import a_bool, a_float, a_int, a_str, a_tuple
+from ._common import Translations, fail, a_bool, a_float, a_int, a_str, a_tuple
 
 INT64_MAX = np.iinfo(np.int64).max
-_REGISTRY = {}
+_TABLE = Translations()
+register, get, supported_ops = _TABLE.register, _TABLE.get, _TABLE.supported_ops
+_fail = fail
 
 
-def register(*names):
-    def deco(fn):
-        for n in names:
-            _REGISTRY[n] = fn
-        return fn
-    return deco
-
-
-def get(op):
-    return _REGISTRY.get(op)
-
-
-def supported_ops():
-    return sorted(_REGISTRY)
-
-
-def _fail(msg):
-    raise MXNetError(msg)
 
 
 def _pairs(values, n, default):

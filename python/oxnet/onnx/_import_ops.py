@@ -5,29 +5,14 @@ a NumPy array when the result is constant, or a list of them)."""
 import numpy as np
 
 from ..base import MXNetError
+from ._common import Translations, fail
 
-_REGISTRY = {}
+_TABLE = Translations()
+register, get, supported_ops = _TABLE.register, _TABLE.get, _TABLE.supported_ops
+_fail = fail
 INT_BIG = 2 ** 62
 
 
-def register(*names):
-    def deco(fn):
-        for n in names:
-            _REGISTRY[n] = fn
-        return fn
-    return deco
-
-
-def get(op_type):
-    return _REGISTRY.get(op_type)
-
-
-def supported_ops():
-    return sorted(_REGISTRY)
-
-
-def _fail(msg):
-    raise MXNetError(msg)
 
 
 def _S(imp):
