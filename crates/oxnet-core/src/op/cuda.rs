@@ -14,9 +14,9 @@ use crate::shape::{self, norm_axis};
 use crate::storage::cuda::{device, driver_err, Device};
 use cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
 
-const BLOCK: u32 = 256;
+pub(super) const BLOCK: u32 = 256;
 /// Enough blocks to fill an H100 many times over; the kernels loop over the rest.
-const MAX_GRID: usize = 1 << 16;
+pub(super) const MAX_GRID: usize = 1 << 16;
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -52,15 +52,15 @@ unsafe impl DeviceRepr for Strided {}
 unsafe impl DeviceRepr for Bcast {}
 unsafe impl DeviceRepr for Reduce {}
 
-fn cfg(blocks: usize) -> LaunchConfig {
+pub(super) fn cfg(blocks: usize) -> LaunchConfig {
     LaunchConfig { grid_dim: (blocks.clamp(1, MAX_GRID) as u32, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 }
 }
 
-fn elems(n: usize) -> LaunchConfig {
+pub(super) fn elems(n: usize) -> LaunchConfig {
     cfg(n.div_ceil(BLOCK as usize))
 }
 
-fn ptr(b: &super::Blob) -> u64 {
+pub(super) fn ptr(b: &super::Blob) -> u64 {
     b.ptr as u64
 }
 
@@ -79,7 +79,28 @@ macro_rules! launch {
     }};
 }
 
-fn too_many_dims(c: &OpCall, nd: usize) -> Error {
+/// Launches kernel `kernel` of the hand-written source `source` (see
+/// `kernels::cuda::source_by_name`) on the call's device stream with the arguments
+/// listed (references to values).
+#[allow(unused_macros)]
+macro_rules! launch_src {
+    ($c:expr, $source:expr, $kernel:expr, $lc:expr, [$($arg:expr),* $(,)?]) => {{
+        let c: &$crate::op::OpCall = $c;
+        let d: &$crate::storage::cuda::Device = $crate::storage::cuda::device(c.ctx).map_err(|e| $crate::error::Error::op(c.op.name, e))?;
+        let f = d.function($source, $kernel).map_err(|e| $crate::error::Error::op(c.op.name, e))?;
+        let mut b = d.stream.launch_builder(&f);
+        $( cudarc::driver::PushKernelArg::arg(&mut b, $arg); )*
+        // SAFETY: the arguments match the kernel's signature in its source, and every
+        // pointer is a device block the engine gives this op.
+        unsafe { b.launch($lc) }
+            .map(|_| ())
+            .map_err(|e| $crate::error::Error::op(c.op.name, $crate::storage::cuda::driver_err(c.ctx, "kernel launch", e)))
+    }};
+}
+#[allow(unused_imports)]
+pub(super) use launch_src;
+
+pub(super) fn too_many_dims(c: &OpCall, nd: usize) -> Error {
     Error::op(c.op.name, format!("arrays with more than {MAX_DIMS} dimensions ({nd}) are not supported on {}", c.ctx))
 }
 
@@ -148,7 +169,7 @@ fn binary(c: &mut OpCall) -> Result<()> {
 }
 
 /// Strides of `s` read over `out` (right-aligned; 0 on broadcast axes).
-fn bcast_strides(s: &[usize], out: &[usize]) -> Vec<i64> {
+pub(super) fn bcast_strides(s: &[usize], out: &[usize]) -> Vec<i64> {
     let st = shape::strides(s);
     let pad = out.len() - s.len();
     (0..out.len()).map(|i| if i < pad || s[i - pad] == 1 { 0 } else { st[i - pad] as i64 }).collect()
@@ -331,6 +352,9 @@ pub(super) fn lookup(name: &str) -> Option<ComputeFn> {
     }
     if gen::REDUCE.iter().any(|r| r.key == name) {
         return Some(reduce);
+    }
+    if let Some(f) = super::cuda_blas::lookup(name).or_else(|| super::cuda_nn::lookup(name)).or_else(|| super::cuda_misc::lookup(name)) {
+        return Some(f);
     }
     Some(match name {
         "clip" => clip,

@@ -145,6 +145,13 @@ impl Device {
     pub fn free(&self, ptr: u64, class: usize) {
         self.pool.lock().free(ptr, class)
     }
+    /// Temporary device memory for one op's work (im2col buffers, partial sums):
+    /// given back to the cache when dropped, which is safe as soon as the kernels
+    /// using it are enqueued (every later use of the block is later on the stream).
+    pub fn scratch(&'static self, bytes: usize) -> Result<Scratch> {
+        let (ptr, class) = self.alloc(bytes.max(1))?;
+        Ok(Scratch { dev: self, ptr, class })
+    }
     pub fn pool_stats(&self) -> AllocStats {
         self.pool.lock().stats()
     }
@@ -232,6 +239,19 @@ impl Device {
         // SAFETY: src is a device block of at least dst.len() bytes, ordered by the engine.
         unsafe { cu::memcpy_dtoh_async(dst, src, self.stream.cu_stream()) }.map_err(|e| driver_err(self.ctx, "device-to-host copy", e))?;
         self.synchronize()
+    }
+}
+
+/// See [`Device::scratch`].
+pub struct Scratch {
+    dev: &'static Device,
+    pub ptr: u64,
+    class: usize,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        self.dev.free(self.ptr, self.class);
     }
 }
 
