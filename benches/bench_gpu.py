@@ -2,9 +2,11 @@
 
 - ``c = a + b`` on 2.5e8 float32 vs torch's device-to-device copy bandwidth
   (target: at least 85% of it);
-- an 8192^2 ``dot`` in float32 vs ``torch.mm`` (target: within 5%);
+- an 8192^2 ``dot`` in float32 and float16 vs ``torch.mm`` (target: within 5%);
 - host time of a tiny op (target: at most 5 us);
-- LeNet (the seed's Gluon CNN) training steps per second vs PyTorch eager.
+- LeNet (the seed's Gluon CNN) training steps per second vs PyTorch eager;
+- ResNet-18 (model zoo ``resnet18_v1``, 32x32 input, batch 128, hybridized, SGD with
+  momentum) training images per second vs torchvision's resnet18 in PyTorch eager.
 
 Needs an NVIDIA GPU and a CUDA build of PyTorch; exits with a message otherwise.
 Run: ``.venv/bin/python benches/bench_gpu.py`` (add ``--quick`` for small sizes).
@@ -57,19 +59,20 @@ def main():
     results.append(("c = a + b bandwidth (GB/s)", bw_add / 1e9, bw_copy / 1e9, bw_add / bw_copy, 0.85))
     del a, b, c, ta, tb
 
-    # 2. 8192^2 dot.
+    # 2. 8192^2 dot, float32 and float16.
     m = 1024 if quick else 8192
-    x, y = mx.nd.ones((m, m), ctx=ctx), mx.nd.ones((m, m), ctx=ctx)
-    try:
-        t_dot = best_of(lambda: mx.nd.dot(x, y), lambda: mx.nd.waitall())
-    except mx.base.MXNetError as e:
-        print("dot on gpu not available: %s" % str(e).splitlines()[0])
-        t_dot = float("nan")
-    tx, ty = torch.ones(m, m, device=dev), torch.ones(m, m, device=dev)
-    t_mm = best_of(lambda: torch.mm(tx, ty), tsync)
-    flops = 2 * m ** 3
-    results.append(("%d^2 dot float32 (TFLOP/s)" % m, flops / t_dot / 1e12, flops / t_mm / 1e12, t_mm / t_dot, 0.95))
-    del x, y, tx, ty
+    for dt, tdt in (("float32", torch.float32), ("float16", torch.float16)):
+        x, y = mx.nd.ones((m, m), ctx=ctx, dtype=dt), mx.nd.ones((m, m), ctx=ctx, dtype=dt)
+        try:
+            t_dot = best_of(lambda: mx.nd.dot(x, y), lambda: mx.nd.waitall())
+        except mx.base.MXNetError as e:
+            print("dot on gpu not available: %s" % str(e).splitlines()[0])
+            t_dot = float("nan")
+        tx, ty = torch.ones(m, m, device=dev, dtype=tdt), torch.ones(m, m, device=dev, dtype=tdt)
+        t_mm = best_of(lambda: torch.mm(tx, ty), tsync)
+        flops = 2 * m ** 3
+        results.append(("%d^2 dot %s (TFLOP/s)" % (m, dt), flops / t_dot / 1e12, flops / t_mm / 1e12, t_mm / t_dot, 0.95))
+        del x, y, tx, ty
 
     # 3. Host time of a tiny op (pushing only; no wait inside the loop).
     s = mx.nd.ones((4,), ctx=ctx)
@@ -97,6 +100,19 @@ def main():
         sps = float("nan")
     tsps = lenet_torch(torch, dev, steps)
     results.append(("LeNet train steps/s (batch 64)", sps, tsps, sps / tsps, 1.0))
+
+    # 5. ResNet-18 on 32x32 images, batch 128.
+    steps = 3 if quick else 30
+    try:
+        ips = resnet_oxnet(mx, ctx, steps)
+    except mx.base.MXNetError as e:
+        print("ResNet-18 on gpu not available: %s" % str(e).splitlines()[0])
+        ips = float("nan")
+    try:
+        tips = resnet_torch(torch, dev, steps)
+    except ImportError:
+        tips = float("nan")
+    results.append(("ResNet-18 train img/s (b128, 32x32)", ips, tips, ips / tips, 1.0))
 
     print("%-34s %14s %14s %8s %8s" % ("benchmark", "oxnet", "torch", "ratio", "target"))
     for name, o, t_, r, target in results:
@@ -134,6 +150,53 @@ def lenet_oxnet(mx, ctx, steps):
         step()
     mx.nd.waitall()
     return steps / (time.perf_counter() - t)
+
+
+def resnet_oxnet(mx, ctx, steps, batch=128):
+    from oxnet import autograd, gluon
+    net = gluon.model_zoo.vision.resnet18_v1(classes=10)
+    net.initialize(mx.init.Xavier(), ctx=ctx)
+    net.hybridize()
+    loss = gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.05, "momentum": 0.9, "wd": 1e-4})
+    data = mx.nd.random.uniform(shape=(batch, 3, 32, 32), ctx=ctx)
+    label = mx.nd.array([i % 10 for i in range(batch)], ctx=ctx)
+
+    def step():
+        with autograd.record():
+            out = loss(net(data), label)
+        out.backward()
+        trainer.step(batch)
+
+    step()
+    mx.nd.waitall()
+    t = time.perf_counter()
+    for _ in range(steps):
+        step()
+    mx.nd.waitall()
+    return steps * batch / (time.perf_counter() - t)
+
+
+def resnet_torch(torch, dev, steps, batch=128):
+    import torchvision
+    net = torchvision.models.resnet18(num_classes=10).to(dev)
+    opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
+    lossf = torch.nn.CrossEntropyLoss()
+    data = torch.rand(batch, 3, 32, 32, device=dev)
+    label = torch.arange(batch, device=dev) % 10
+
+    def step():
+        opt.zero_grad()
+        lossf(net(data), label).backward()
+        opt.step()
+
+    step()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize()
+    return steps * batch / (time.perf_counter() - t)
 
 
 def lenet_torch(torch, dev, steps):

@@ -26,6 +26,21 @@ def _find_nvrtc():
 
 _find_nvrtc()
 
+
+def _register_cuda_wheels():
+    """Tells the core where NVIDIA's pip wheels (cuBLAS, cuDNN, NCCL) live in this
+    Python: the folders of the ``nvidia`` namespace package."""
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return
+    roots = list(spec.submodule_search_locations or []) if spec else []
+    if roots:
+        _core.cuda_set_wheel_roots([str(r) for r in roots])
+
+
+_register_cuda_wheels()
+
 class Context(metaclass=_ClassPropertyMeta):
     """A device: ``Context('cpu', 0)``, ``Context('gpu', 1)``; usable as ``with ctx:``."""
 

@@ -7,7 +7,9 @@ Each entry answers for oxnet itself, not for MXNet's C++ build options:
 
 * ``CUDA``/``CUDA_RTC``: oxnet's CUDA backend is part of every build (loaded at run time,
   kernels compiled with NVRTC); it is usable only on a machine with a GPU
-  (``mx.context.num_gpus()``). ``CUDNN``, ``NCCL``, ``TENSORRT``: not used.
+  (``mx.context.num_gpus()``). ``CUDNN``, ``NCCL``: whether the library was found (NVIDIA's
+  pip wheels, ``OXNET_CUDA_LIB_DIRS`` or the CUDA toolkit; see ``cuda_libraries()``);
+  ``TENSORRT``: not used.
 * ``CPU_*``, ``SSE``, ``F16C``: the instruction sets of this machine's CPU, which oxnet's
   CPU kernels select at run time.
 * ``BLAS_*``, ``LAPACK``, ``MKLDNN``, ``OPENMP``, ``JEMALLOC``, ``OPENCV``, ``CAFFE``,
@@ -21,7 +23,7 @@ Each entry answers for oxnet itself, not for MXNet's C++ build options:
 import collections
 import platform
 
-__all__ = ["Feature", "feature_list", "Features"]
+__all__ = ["Feature", "feature_list", "Features", "cuda_libraries"]
 
 # MXNet 1.9.1's features, in its order.
 _NAMES = ("CUDA", "CUDNN", "NCCL", "CUDA_RTC", "TENSORRT", "CPU_SSE", "CPU_SSE2", "CPU_SSE3",
@@ -82,7 +84,25 @@ def _enabled():
     flags = _cpu_flags()
     on = {name: flag in flags for name, flag in _CPU_FLAGS.items()}
     on.update(CUDA=True, CUDA_RTC=True, INT64_TENSOR_SIZE=True, PROFILER=_has_profiler())
+    libs = dict(_cuda_libraries())
+    on.update(CUDNN=libs.get("cuDNN") is not None, NCCL=libs.get("NCCL") is not None)
     return on
+
+
+def _cuda_libraries():
+    from . import _core
+    try:
+        return _core.cuda_libraries()
+    except AttributeError:
+        return []
+
+
+def cuda_libraries():
+    """Where oxnet finds NVIDIA's libraries: a dict name -> path (None: not found in
+    ``OXNET_CUDA_LIB_DIRS``, the NVIDIA pip wheels or the CUDA toolkit folders; the
+    system linker's path is then tried when the library is first used)."""
+    return dict(_cuda_libraries())
+
 
 
 def feature_list():

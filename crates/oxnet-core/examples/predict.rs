@@ -61,7 +61,9 @@ fn main() -> Result<()> {
     let probs = out[0].softmax(-1)?.to_vec::<f32>()?;
     let ms = t.elapsed().as_secs_f64() * 1e3;
     let names: Vec<String> = match synset {
-        Some(f) => std::fs::read_to_string(&f).map_err(|e| Error::new(format!("cannot read {f}: {e}")))?.lines().map(String::from).collect(),
+        Some(f) => {
+            std::fs::read_to_string(&f).map_err(|e| Error::new(format!("cannot read {f}: {e}")))?.lines().map(String::from).collect()
+        }
         None => Vec::new(),
     };
     let mut order: Vec<usize> = (0..probs.len()).collect();

@@ -87,7 +87,12 @@ fn feeds_only_labels(sym: &Symbol, var: &std::sync::Arc<crate::graph::Node>) -> 
 impl Predictor {
     /// Loads a model from its symbol JSON and params files and binds `inputs`
     /// (name and shape of each data input) on `ctx`.
-    pub fn load(symbol_json: impl AsRef<Path>, params_file: impl AsRef<Path>, inputs: &[(&str, &[usize])], ctx: Context) -> Result<Predictor> {
+    pub fn load(
+        symbol_json: impl AsRef<Path>,
+        params_file: impl AsRef<Path>,
+        inputs: &[(&str, &[usize])],
+        ctx: Context,
+    ) -> Result<Predictor> {
         let sj = symbol_json.as_ref();
         let text = std::fs::read_to_string(sj).map_err(|e| Error::new(format!("Predictor: cannot read {}: {e}", sj.display())))?;
         let sym = Symbol::from_json(&text).map_err(|e| Error::new(format!("Predictor: {}: {}", sj.display(), e.message())))?;
@@ -116,11 +121,8 @@ impl Predictor {
                 return Err(Error::new(format!("Predictor: input '{name}' is not an argument of the symbol; arguments are {arg_names:?}")));
             }
         }
-        let mut extra: Vec<&String> = args
-            .keys()
-            .filter(|k| !arg_names.contains(k))
-            .chain(aux.keys().filter(|k| !aux_names.contains(k)))
-            .collect();
+        let mut extra: Vec<&String> =
+            args.keys().filter(|k| !arg_names.contains(k)).chain(aux.keys().filter(|k| !aux_names.contains(k))).collect();
         if !extra.is_empty() {
             extra.sort();
             return Err(Error::new(format!("Predictor: the params have arrays the symbol does not use: {extra:?}")));

@@ -35,7 +35,9 @@ fn mobilenet_matches_mxnet() {
 fn wrong_input_shape_and_truncated_params_are_errors() {
     let ctx = Context::cpu(0);
     // A 3-d input cannot go through a 2-d convolution: an error naming the layer.
-    let e = Predictor::load(fixture("model-symbol.json"), fixture("model-0000.params"), &[("data", &[1, 3, 224])], ctx).err().expect("3-d input must fail");
+    let e = Predictor::load(fixture("model-symbol.json"), fixture("model-0000.params"), &[("data", &[1, 3, 224])], ctx)
+        .err()
+        .expect("3-d input must fail");
     assert!(e.message().contains("Convolution"), "{}", e.message());
     let bytes = std::fs::read(fixture("model-0000.params")).unwrap();
     let dir = std::env::temp_dir().join(format!("oxnet-predict-trunc-{}", std::process::id()));
@@ -43,7 +45,9 @@ fn wrong_input_shape_and_truncated_params_are_errors() {
     for cut in [0usize, 7, 100, bytes.len() / 2, bytes.len() - 1] {
         let f = dir.join("t.params");
         std::fs::write(&f, &bytes[..cut]).unwrap();
-        let e = Predictor::load(fixture("model-symbol.json"), &f, &[("data", &[1, 3, 224, 224])], ctx).err().expect("truncated params must fail");
+        let e = Predictor::load(fixture("model-symbol.json"), &f, &[("data", &[1, 3, 224, 224])], ctx)
+            .err()
+            .expect("truncated params must fail");
         assert!(e.message().contains("t.params"), "{}", e.message());
     }
     std::fs::remove_dir_all(&dir).ok();

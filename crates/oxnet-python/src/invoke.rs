@@ -78,13 +78,7 @@ fn list_ops() -> Vec<(&'static str, &'static str)> {
     op::all_names().into_iter().map(|n| (n, op::lookup(n).map(|d| d.name).unwrap_or(n))).collect()
 }
 
-fn collect_inputs<'py>(
-    def: &'static OpDef,
-    obj: &Bound<'py, PyAny>,
-    names: &[&str],
-    idx: usize,
-    out: &mut Vec<AnyArray>,
-) -> PyResult<()> {
+fn collect_inputs<'py>(def: &'static OpDef, obj: &Bound<'py, PyAny>, names: &[&str], idx: usize, out: &mut Vec<AnyArray>) -> PyResult<()> {
     if obj.is_none() {
         return Err(err(Error::op(def.name, format!("required input '{}' is missing", names.get(idx).unwrap_or(&"data")))));
     }

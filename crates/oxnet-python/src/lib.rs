@@ -13,8 +13,8 @@ mod dataio;
 mod invoke;
 mod io;
 mod kvstore;
-mod sparse;
 mod profiler;
+mod sparse;
 mod symbol;
 
 pyo3::create_exception!(_core, MXNetError, pyo3::exceptions::PyRuntimeError, "Error raised by oxnet (MXNet's MXNetError).");
@@ -85,6 +85,20 @@ fn cuda_kernel_sources() -> Vec<(String, String)> {
 #[pyfunction]
 fn nvrtc_compile(py: Python<'_>, name: &str, src: &str, arch: u32) -> PyResult<Vec<u8>> {
     py.detach(|| oxnet_core::kernels::cuda::nvrtc::compile(name, src, arch, oxnet_core::kernels::cuda::nvrtc::Output::Cubin)).py_err()
+}
+
+/// Registers the `nvidia` package folders of this Python (where NVIDIA's pip
+/// wheels put cuBLAS, cuDNN and NCCL) for the CUDA library locator.
+#[pyfunction]
+fn cuda_set_wheel_roots(roots: Vec<String>) {
+    oxnet_core::storage::cuda::libs::set_wheel_roots(roots.into_iter().map(std::path::PathBuf::from).collect());
+}
+
+/// Where each NVIDIA library would be opened from: (name, path or None).
+#[pyfunction]
+fn cuda_libraries() -> Vec<(&'static str, Option<String>)> {
+    use oxnet_core::storage::cuda::libs::{locate, CudaLib};
+    CudaLib::ALL.iter().map(|l| (l.name(), locate(*l).map(|p| p.display().to_string()))).collect()
 }
 
 /// Number of CUDA devices (0 without an NVIDIA driver).
@@ -187,6 +201,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<invoke::Op>()?;
     m.add_function(wrap_pyfunction!(waitall, m)?)?;
     m.add_function(wrap_pyfunction!(num_gpus, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_set_wheel_roots, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_libraries, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_memory_info, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_pool_stats, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_release, m)?)?;

@@ -85,7 +85,13 @@ fn _sparse_zeros(
 /// A sparse array from copies of its parts (data, then the aux arrays in MXNet's
 /// order: row_sparse [indices]; csr [indptr, indices]).
 #[pyfunction]
-fn _sparse_from_parts(py: Python<'_>, stype: &str, shape: Vec<usize>, data: PyRef<'_, PyND>, aux: Vec<PyRef<'_, PyND>>) -> PyResult<Py<PyAny>> {
+fn _sparse_from_parts(
+    py: Python<'_>,
+    stype: &str,
+    shape: Vec<usize>,
+    data: PyRef<'_, PyND>,
+    aux: Vec<PyRef<'_, PyND>>,
+) -> PyResult<Py<PyAny>> {
     let st = stype_of(stype)?;
     let aux: Vec<oxnet_core::NDArray> = aux.iter().map(|a| a.inner.clone()).collect();
     let s = SparseArray::from_parts(st, &shape, &data.inner, &aux).py_err()?;

@@ -397,7 +397,8 @@ mod tests {
             let op = super::super::lookup(name).unwrap();
             assert!(op.cuda.is_some(), "the registry fills {name}'s cuda slot");
         }
-        assert!(lookup("Convolution").is_none());
+        assert!(lookup("Convolution").is_some());
+        assert!(lookup("_contrib_box_nms").is_none());
     }
 
     #[test]

@@ -186,12 +186,19 @@ fn crop_compute(c: &mut OpCall) -> Result<()> {
 
 /// The gradient of a crop: the head gradient placed in the cropped window of a zero
 /// image of the input's shape.
-fn crop_grad(p: &super::Params, i: &[crate::ndarray::NDArray], _: &[crate::ndarray::NDArray], g: &[crate::ndarray::NDArray]) -> Result<Vec<Option<crate::ndarray::NDArray>>> {
+fn crop_grad(
+    p: &super::Params,
+    i: &[crate::ndarray::NDArray],
+    _: &[crate::ndarray::NDArray],
+    g: &[crate::ndarray::NDArray],
+) -> Result<Vec<Option<crate::ndarray::NDArray>>> {
     let (x, y) = (p.int("x"), p.int("y"));
     let (ch, cw) = (p.int("height"), p.int("width"));
-    let (begin, end) = if i[0].ndim() == 4 { (vec![0, y, x], vec![i[0].shape()[0] as i64, y + ch, x + cw]) } else { (vec![y, x], vec![y + ch, x + cw]) };
+    let (begin, end) =
+        if i[0].ndim() == 4 { (vec![0, y, x], vec![i[0].shape()[0] as i64, y + ch, x + cw]) } else { (vec![y, x], vec![y + ch, x + cw]) };
     let zeros = super::call1("zeros_like", std::slice::from_ref(&i[0]), &[])?;
-    let gi = super::call1("_slice_assign", &[zeros, g[0].clone()], &[("begin", super::Value::Tuple(begin)), ("end", super::Value::Tuple(end))])?;
+    let gi =
+        super::call1("_slice_assign", &[zeros, g[0].clone()], &[("begin", super::Value::Tuple(begin)), ("end", super::Value::Tuple(end))])?;
     Ok(vec![Some(gi)])
 }
 
@@ -278,15 +285,17 @@ pub(super) fn register(r: &mut Registry) {
         .cost(8),
     );
     r.add(OpDef::new("_cvimresize", "Resize image with OpenCV.", SRC, CVRESIZE_PARAMS, cvresize_infer, resize_compute).cost(8));
-    r.add(OpDef::new(
-        "_image_crop",
-        "Crop an image NDArray of shape (H x W x C) or (N x H x W x C) to the given size.",
-        DATA,
-        CROP_PARAMS,
-        crop_infer,
-        crop_compute,
-    )
-    .grad(crop_grad));
+    r.add(
+        OpDef::new(
+            "_image_crop",
+            "Crop an image NDArray of shape (H x W x C) or (N x H x W x C) to the given size.",
+            DATA,
+            CROP_PARAMS,
+            crop_infer,
+            crop_compute,
+        )
+        .grad(crop_grad),
+    );
     r.add(OpDef::new(
         "_image_flip_left_right",
         "Reverses the order of the width axis of an image (H x W x C) or (N x H x W x C).",

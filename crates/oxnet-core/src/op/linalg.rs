@@ -70,11 +70,11 @@ fn float_dtype(a: &InferArgs, half_ok: bool) -> Result<DType> {
 
 /// How `dot` sees its inputs as matrices: `op(A)` is `m × k`, `op(B)` is `k × n`,
 /// the output has shape `out`.
-struct DotGeom {
-    m: usize,
-    n: usize,
-    k: usize,
-    out: Shape,
+pub(super) struct DotGeom {
+    pub(super) m: usize,
+    pub(super) n: usize,
+    pub(super) k: usize,
+    pub(super) out: Shape,
 }
 
 /// MXNet's N-d `dot`: without `transpose_a`, lhs is `(prod(shape[:-1]), shape[-1])`;
@@ -82,7 +82,7 @@ struct DotGeom {
 /// rhs is `(shape[0], prod(shape[1:]))`; with it, `(prod(shape[:-1]), shape[-1])`
 /// transposed. The output shape is the kept dims of lhs followed by those of rhs,
 /// `(1,)` when both are vectors.
-fn dot_geom(op: &str, l: &[usize], r: &[usize], ta: bool, tb: bool) -> Result<DotGeom> {
+pub(super) fn dot_geom(op: &str, l: &[usize], r: &[usize], ta: bool, tb: bool) -> Result<DotGeom> {
     let err = |msg: String| crate::error::Error::op(op, msg);
     if l.is_empty() || r.is_empty() {
         return Err(err(format!("inputs must have at least one dimension, got lhs {} and rhs {}", fmt_shape(l), fmt_shape(r))));
@@ -155,34 +155,34 @@ fn dot_compute(c: &mut OpCall) -> Result<()> {
 
 /// A batch of products over arrays whose matrices sit at `(row_axis, last)`:
 /// shapes are `(pre..., R, mid..., C)`; the batch runs over `pre` and `mid`.
-struct BatchGeom {
-    m: usize,
-    n: usize,
-    k: usize,
+pub(super) struct BatchGeom {
+    pub(super) m: usize,
+    pub(super) n: usize,
+    pub(super) k: usize,
     /// Product of the dims before the row axis, and of those between it and the last.
-    pre: usize,
-    mid: usize,
+    pub(super) pre: usize,
+    pub(super) mid: usize,
     /// Stored rows and columns of A and B (before any transpose).
-    a_rc: (usize, usize),
-    b_rc: (usize, usize),
-    ta: bool,
-    tb: bool,
-    out: Shape,
+    pub(super) a_rc: (usize, usize),
+    pub(super) b_rc: (usize, usize),
+    pub(super) ta: bool,
+    pub(super) tb: bool,
+    pub(super) out: Shape,
 }
 
 impl BatchGeom {
-    fn batch(&self) -> usize {
+    pub(super) fn batch(&self) -> usize {
         self.pre * self.mid
     }
     /// Element offsets of matrix `i` in A, B and the output.
-    fn offsets(&self, i: usize) -> [usize; 3] {
+    pub(super) fn offsets(&self, i: usize) -> [usize; 3] {
         let (p, q) = (i / self.mid, i % self.mid);
         let (ra, ca) = self.a_rc;
         let (rb, cb) = self.b_rc;
         [p * ra * self.mid * ca + q * ca, p * rb * self.mid * cb + q * cb, p * self.m * self.mid * self.n + q * self.n]
     }
     /// Row strides of A, B and the output as stored.
-    fn lds(&self) -> [usize; 3] {
+    pub(super) fn lds(&self) -> [usize; 3] {
         [self.mid * self.a_rc.1, self.mid * self.b_rc.1, self.mid * self.n]
     }
 }
@@ -248,7 +248,7 @@ fn batch_run<T: GemmElem>(g: &BatchGeom, a: *const T, b: *const T, o: *mut T, al
     };
 }
 
-fn batch_dot_geom(op: &str, l: &[usize], r: &[usize], ta: bool, tb: bool) -> Result<BatchGeom> {
+pub(super) fn batch_dot_geom(op: &str, l: &[usize], r: &[usize], ta: bool, tb: bool) -> Result<BatchGeom> {
     if l.len() < 3 || l.len() != r.len() {
         return Err(crate::error::Error::op(
             op,
@@ -295,7 +295,7 @@ const GEMM_PARAMS: &[ParamSpec] = &[
     ParamSpec::new("axis", PType::Int, Some("-2"), "Axis corresponding to the matrix rows."),
 ];
 
-fn gemm2_geom(op: &str, l: &[usize], r: &[usize], axis: i64, ta: bool, tb: bool) -> Result<BatchGeom> {
+pub(super) fn gemm2_geom(op: &str, l: &[usize], r: &[usize], axis: i64, ta: bool, tb: bool) -> Result<BatchGeom> {
     if l.len() < 2 || l.len() != r.len() {
         return Err(crate::error::Error::op(
             op,

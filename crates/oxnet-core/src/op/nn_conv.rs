@@ -99,7 +99,7 @@ const FC_PARAMS: &[ParamSpec] = &[
 ];
 
 /// (rows, in_units, out shape) of a FullyConnected on `data`.
-fn fc_geom(op: &str, p: &Params, data: &[usize]) -> Result<(usize, usize, Shape)> {
+pub(super) fn fc_geom(op: &str, p: &Params, data: &[usize]) -> Result<(usize, usize, Shape)> {
     let h = p.int("num_hidden");
     if h <= 0 {
         return Err(Error::op(op, format!("num_hidden must be positive, got {h}")));
@@ -178,7 +178,7 @@ fn fc_backward_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
 /// `_backward_FullyConnected_weight`) take the same inputs and compute the same
 /// gradients, less the data gradient: what a layer needs when its input gets no
 /// gradient (the first layer of a net, fed the batch).
-fn skips_data_grad(op: &str) -> bool {
+pub(super) fn skips_data_grad(op: &str) -> bool {
     op.ends_with("_weight")
 }
 
@@ -415,7 +415,7 @@ fn pad3(sp: &[usize]) -> [usize; 3] {
 }
 
 /// The geometry of `Convolution` on `data`, all checks included.
-fn conv_geom(op: &str, p: &Params, data: &[usize]) -> Result<ConvGeom> {
+pub(super) fn conv_geom(op: &str, p: &Params, data: &[usize]) -> Result<ConvGeom> {
     let cp = conv_params(op, p)?;
     check_data_ndim(op, &cp, data)?;
     let (c, f, g) = (data[1], cp.num_filter, cp.groups);
@@ -541,7 +541,7 @@ fn conv_grad(p: &Params, inputs: &[NDArray], _outputs: &[NDArray], og: &[NDArray
 /// The geometry of `Deconvolution` on `data`, seen as the convolution it is the
 /// transpose of: the convolution's input `x` is the deconvolution's output
 /// (`num_filter` channels), its output `y` the deconvolution's input.
-fn deconv_geom(op: &str, p: &Params, data: &[usize]) -> Result<ConvGeom> {
+pub(super) fn deconv_geom(op: &str, p: &Params, data: &[usize]) -> Result<ConvGeom> {
     let cp = conv_params(op, p)?;
     check_data_ndim(op, &cp, data)?;
     let nd = cp.nd;

@@ -13,6 +13,8 @@
 //! the same stream). Reads to the host synchronise the stream.
 
 pub mod alloc;
+pub mod blas;
+pub mod libs;
 
 pub use alloc::{AllocStats, CachingAllocator, DeviceMemory};
 
@@ -110,14 +112,23 @@ pub struct Device {
     functions: Mutex<HashMap<String, CudaFunction>>,
 }
 
-static DEVICES: OnceLock<Mutex<HashMap<i32, &'static Device>>> = OnceLock::new();
+/// Devices made so far, by id: read without a lock on every launch (a slot is set
+/// once, under `MAKING`, and never changes).
+const MAX_DEVICES: usize = 64;
+static DEVICES: [OnceLock<&'static Device>; MAX_DEVICES] = [const { OnceLock::new() }; MAX_DEVICES];
+static MAKING: Mutex<()> = Mutex::new(());
 
 /// The device behind `ctx` (made on first use).
 pub fn device(ctx: Context) -> Result<&'static Device> {
+    if let Some(d) = usize::try_from(ctx.dev_id).ok().and_then(|i| DEVICES.get(i)).and_then(|s| s.get()) {
+        return Ok(d);
+    }
     ensure_available(ctx)?;
-    let map = DEVICES.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut m = map.lock();
-    if let Some(d) = m.get(&ctx.dev_id) {
+    let slot = DEVICES
+        .get(ctx.dev_id as usize)
+        .ok_or_else(|| Error::new(format!("cannot use {ctx}: oxnet handles at most {MAX_DEVICES} GPUs")))?;
+    let _making = MAKING.lock();
+    if let Some(d) = slot.get() {
         return Ok(d);
     }
     let cu = CudaContext::new(ctx.dev_id as usize).map_err(|e| driver_err(ctx, "creating the CUDA context", e))?;
@@ -133,7 +144,7 @@ pub fn device(ctx: Context) -> Result<&'static Device> {
         modules: Mutex::new(HashMap::new()),
         functions: Mutex::new(HashMap::new()),
     }));
-    m.insert(ctx.dev_id, d);
+    let _ = slot.set(d);
     Ok(d)
 }
 
@@ -268,9 +279,7 @@ pub fn pool_stats(dev_id: i32) -> Result<AllocStats> {
 
 /// Waits for every device made so far.
 pub fn synchronize_all() -> Result<()> {
-    let Some(map) = DEVICES.get() else { return Ok(()) };
-    let devs: Vec<&'static Device> = map.lock().values().copied().collect();
-    for d in devs {
+    for d in DEVICES.iter().filter_map(|s| s.get()) {
         d.synchronize()?;
     }
     Ok(())

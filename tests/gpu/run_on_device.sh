@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Everything a GPU session measures, in one command (issue 22): installs the abi3 wheel
+# built here (`make wheel`; carry target/wheels), then runs tests/gpu (which includes the
+# Gluon seed on gpu(0)) and benches/bench_gpu.py against PyTorch on the same GPU.
+# Logs go to $OUT (the device tool's folder) or ./gpu-out.
+#   usage: tests/gpu/run_on_device.sh [wheel] [pytest args...]
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+WHL=${1:-$(ls target/wheels/oxnet-*.whl 2>/dev/null | head -1)}
+shift || true
+LOG=${OUT:-gpu-out}
+mkdir -p "$LOG"
+PY=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1
+rm -rf /tmp/oxsite && $PY -m pip install -q --no-deps --no-index --no-compile --target /tmp/oxsite "$WHL" || exit 1
+export PYTHONPATH=/tmp/oxsite
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+$PY -c "import oxnet as mx, numpy; print('oxnet', mx.__file__, 'numpy', numpy.__version__, 'gpus', mx.context.num_gpus()); print(mx.runtime.cuda_libraries())"
+# The tests, on several workers (each its own CUDA context); full log in $LOG.
+timeout ${GPU_TEST_TIMEOUT:-360} $PY -m pytest tests/gpu -q -p no:cacheprovider -n ${GPU_WORKERS:-8} --timeout 300 -rf "$@" \
+    >"$LOG/gpu-tests.log" 2>&1
+echo "tests/gpu exit: $?"
+grep -E "^(FAILED|ERROR)|passed|failed" "$LOG/gpu-tests.log" | cut -c1-300 | tail -60
+if [ -z "${SKIP_BENCH:-}" ]; then
+    timeout ${GPU_BENCH_TIMEOUT:-200} $PY benches/bench_gpu.py 2>&1 | tee "$LOG/bench-gpu.log" | tail -30
+fi
