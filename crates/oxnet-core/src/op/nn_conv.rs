@@ -722,7 +722,7 @@ const POOL_PARAMS: &[ParamSpec] = &[
     ),
 ];
 
-fn pool_kind(op: &str, p: &Params) -> Result<PoolKind> {
+pub(super) fn pool_kind(op: &str, p: &Params) -> Result<PoolKind> {
     Ok(match p.str("pool_type") {
         "avg" => PoolKind::Avg { include_pad: p.bool("count_include_pad") },
         "sum" => PoolKind::Sum,
@@ -736,7 +736,7 @@ fn pool_kind(op: &str, p: &Params) -> Result<PoolKind> {
 }
 
 /// The geometry of `Pooling` on `data`, all checks included.
-fn pool_geom(op: &str, p: &Params, data: &[usize]) -> Result<PoolGeom> {
+pub(super) fn pool_geom(op: &str, p: &Params, data: &[usize]) -> Result<PoolGeom> {
     if !(3..=5).contains(&data.len()) {
         return Err(Error::op(
             op,
