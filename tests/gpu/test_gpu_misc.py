@@ -357,6 +357,74 @@ def test_softmax_cross_entropy_style_loss_grad(dtype):
     grads_both(lambda a, l: -mx.nd.mean(mx.nd.pick(mx.nd.log_softmax(a), l, axis=-1)), x, lab, diff=[0])
 
 
+# ---------------------------------------------------------------- topk, sort, argsort
+
+def _ties(shape, dtype, seed=0):
+    # few distinct values: many ties (broken by position, as on the CPU)
+    return np.round(rand(shape, dtype, -3, 3, seed=seed)).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS + ["int32", "int64", "int8", "uint8"])
+@pytest.mark.parametrize("ret_typ", ["indices", "value", "both", "mask"])
+@pytest.mark.parametrize("axis,k,is_ascend", [(-1, 3, False), (1, 2, True), (0, 1, False), (None, 5, True),
+                                              (-1, 0, False), (2, 7, True)])
+def test_topk(axis, k, is_ascend, ret_typ, dtype):
+    x = _ties((4, 5, 7), dtype)
+
+    def f(a):
+        r = mx.nd.topk(a, axis=axis, k=k, ret_typ=ret_typ, is_ascend=is_ascend)
+        return mx.nd.concat(r[0].astype("float64"), r[1].astype("float64"), dim=0) if ret_typ == "both" else r
+
+    g, c = both(f, x)
+    same(g, c, "float64" if ret_typ == "both" else ("float32" if ret_typ == "indices" else dtype))
+
+
+@pytest.mark.parametrize("idx_dtype", ["float32", "float64", "float16", "int32", "int64", "uint8"])
+def test_topk_and_argsort_index_dtypes(idx_dtype):
+    x = _ties((3, 40), "float32")
+    g, c = both(lambda a: mx.nd.topk(a, k=10, dtype=idx_dtype), x)
+    same(g, c, idx_dtype)
+    g, c = both(lambda a: mx.nd.argsort(a, dtype=idx_dtype), x)
+    same(g, c, idx_dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS + ["int32", "int64", "uint8"])
+@pytest.mark.parametrize("axis,is_ascend", [(-1, True), (0, False), (None, True), (1, False)])
+@pytest.mark.parametrize("shape", [(3, 9, 4), (2, 1000, 2), (2, 2048)])
+def test_sort_argsort(shape, axis, is_ascend, dtype):
+    if axis is None and np.prod(shape) > 2048:
+        pytest.skip("flattened length above 2048 is not supported on GPU")
+    x = _ties(shape, dtype, seed=4)
+    g, c = both(lambda a: mx.nd.sort(a, axis=axis, is_ascend=is_ascend), x)
+    same(g, c, dtype)
+    g, c = both(lambda a: mx.nd.argsort(a, axis=axis, is_ascend=is_ascend), x)
+    same(g, c, "float32")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_sort_nan(dtype):
+    x = np.array([[3, np.nan, -1, np.inf, np.nan, -np.inf, 0, -0.0]], dtype=dtype)
+    for is_ascend in [True, False]:
+        g, c = both(lambda a: mx.nd.argsort(a, is_ascend=is_ascend), x)
+        same(g, c, "float32")
+        g, c = both(lambda a: mx.nd.topk(a, k=3, ret_typ="value", is_ascend=is_ascend), x)
+        same(g, c, dtype)
+
+
+def test_sort_longer_than_2048_is_a_clear_error():
+    x = mx.nd.ones((3000,), ctx=GPU)
+    with pytest.raises(mx.base.MXNetError) as e:
+        mx.nd.sort(x).wait_to_read()
+    assert "2048" in str(e.value)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_sort_topk_grad(dtype):
+    x = rand((4, 9), dtype)  # distinct values
+    grads_both(lambda a: mx.nd.sort(a, axis=1), x)
+    grads_both(lambda a: mx.nd.topk(a, k=3, ret_typ="value", axis=0), x)
+
+
 # ---------------------------------------------------------------- optimizer updates
 
 def _common(clip=-1.0, wd=0.01, rescale=0.5):

@@ -537,6 +537,59 @@ fn pick(c: &mut OpCall) -> Result<()> {
     launch_src!(c, SRC, &name, elems(nout), [&xp, &ip, &yp, &nn, &n, &inner, &wrap])
 }
 
+// ---------------------------------------------------------------- topk, sort, argsort
+
+/// Longest axis the per-line shared-memory sort handles.
+const SORT_MAX: usize = 2048;
+
+/// topk, sort and argsort: one block per line sorts (value, position) pairs in the
+/// CPU's total order (NaN above every number, ties by position).
+fn topk(c: &mut OpCall) -> Result<()> {
+    let x = &c.inputs[0];
+    if matches!(x.dtype, DType::Bool) {
+        return Err(op_err(c, format!("dtype {} is not supported on {}", x.dtype.name(), c.ctx)));
+    }
+    let (outer, n, inner) = match c.params.opt_int("axis") {
+        None => (1usize, x.size(), 1usize),
+        Some(a) => {
+            let ax = norm_axis(a, x.shape.len(), c.op.name)?;
+            (x.shape[..ax].iter().product(), x.shape[ax], x.shape[ax + 1..].iter().product())
+        }
+    };
+    let lines = outer * inner;
+    if lines == 0 || n == 0 {
+        return Ok(());
+    }
+    if n > SORT_MAX {
+        return Err(op_err(c, format!("sorting along an axis longer than {SORT_MAX} (got {n}) is not supported on {}", c.ctx)));
+    }
+    let (k, ascend, flags, vals, idx, mask): (usize, bool, i32, Option<&Blob>, Option<&Blob>, Option<&Blob>) = match c.op.name {
+        "sort" => (n, c.params.bool("is_ascend"), 1, Some(&c.outputs[0]), None, None),
+        "argsort" => (n, c.params.bool("is_ascend"), 2, None, Some(&c.outputs[0]), None),
+        _ => {
+            let k = c.params.int("k");
+            let k = if k < 1 { n } else { (k as usize).min(n) };
+            let o = c.outputs;
+            let asc = c.params.bool("is_ascend");
+            match c.params.str("ret_typ") {
+                "value" => (k, asc, 1, Some(&o[0]), None, None),
+                "mask" => (k, asc, 4, None, None, Some(&o[0])),
+                "both" => (k, asc, 3, Some(&o[0]), Some(&o[1]), None),
+                _ => (k, asc, 2, None, Some(&o[0]), None),
+            }
+        }
+    };
+    let utag = match idx.map(|b| b.dtype) {
+        None => "f32",
+        Some(d @ (DType::F32 | DType::F64 | DType::F16 | DType::U8 | DType::I32 | DType::I64)) => ctype(d).tag,
+        Some(d) => return Err(op_err(c, format!("index dtype {} is not supported on {}", d.name(), c.ctx))),
+    };
+    let name = format!("misc_topk_{}_{utag}", ctype(x.dtype).tag);
+    let (xp, vp, ip, mp) = (ptr(x), vals.map_or(0, ptr), idx.map_or(0, ptr), mask.map_or(0, ptr));
+    let (nn, inn, ln, kk, asc, fl) = (n as i64, inner as i64, lines as i64, k as i64, ascend as i32, flags);
+    launch_src!(c, SRC, &name, cfg(lines), [&xp, &vp, &ip, &mp, &nn, &inn, &ln, &kk, &asc, &fl])
+}
+
 // ---------------------------------------------------------------- optimizer updates
 
 /// The optimizer updates: one elementwise kernel each, writing the states in place
@@ -648,6 +701,7 @@ pub(super) fn lookup(name: &str) -> Option<ComputeFn> {
         "broadcast_to" | "broadcast_axis" | "broadcast_like" => broadcast,
         "argmax" | "argmin" | "argmax_channel" => arg,
         "pick" => pick,
+        "topk" | "sort" | "argsort" => topk,
         "where" => where_,
         "add_n" => add_n,
         "slice_like" => slice_like,
@@ -693,6 +747,9 @@ mod tests {
         "argmin",
         "argmax_channel",
         "pick",
+        "topk",
+        "sort",
+        "argsort",
         "where",
         "add_n",
         "slice_like",

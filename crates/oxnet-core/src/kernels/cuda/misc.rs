@@ -518,6 +518,77 @@ template <typename S> __device__ __forceinline__ void ox_add_n(S* y, unsigned lo
   ox_add_n<S>(y, n, p, k); }
 OX_ADD_N(f32, float) OX_ADD_N(f64, double) OX_ADD_N(f16, ox_f16) OX_ADD_N(u8, unsigned char) OX_ADD_N(i8, signed char)
 OX_ADD_N(i32, int) OX_ADD_N(i64, long long) OX_ADD_N(bool, ox_bool)
+
+/* ---- topk / sort / argsort --------------------------------------------------------
+   One block per line (o, i) of x viewed as (outer, n, inner), n <= 2048: a bitonic
+   sort in shared memory of (key, position) pairs under the CPU's total order (NaN
+   above every number, ties by position, both directions), then the first k written
+   as values (flags & 1), positions (flags & 2, as U) or a 0/1 mask (flags & 4). */
+#define OX_SORT_MAX 2048
+template <typename C> __device__ __forceinline__ bool ox_sort_before(C av, int ai, C bv, int bi, int n, bool ascend) {
+  if (ai >= n || bi >= n) return ai < bi;  /* padding goes last */
+  bool an = av != av, bn = bv != bv;
+  int ord;
+  if (an || bn) ord = an == bn ? 0 : (an ? 1 : -1);
+  else ord = av < bv ? -1 : (av > bv ? 1 : 0);
+  if (!ascend) ord = -ord;
+  if (ord != 0) return ord < 0;
+  return ai < bi;
+}
+template <typename S, typename U> __device__ __forceinline__ void ox_topk(const S* __restrict__ x, S* __restrict__ values,
+    U* __restrict__ indices, S* __restrict__ mask, long long n, long long inner, long long lines, long long k, int ascend, int flags) {
+  typedef typename Ox<S>::C C;
+  typedef typename Ox<U>::C CU;
+  __shared__ C keys[OX_SORT_MAX];
+  __shared__ int pos[OX_SORT_MAX];
+  int P = 1;
+  while (P < n) P <<= 1;
+  const int t = threadIdx.x;
+  for (long long l = blockIdx.x; l < lines; l += gridDim.x) {
+    const long long o = l / inner, in = l % inner;
+    for (int r = t; r < P; r += blockDim.x) {
+      pos[r] = r;
+      keys[r] = r < n ? Ox<S>::ld(x[(o * n + r) * inner + in]) : (C)0;
+    }
+    __syncthreads();
+    for (int kk = 2; kk <= P; kk <<= 1) {
+      for (int j = kk >> 1; j > 0; j >>= 1) {
+        for (int i = t; i < P; i += blockDim.x) {
+          int ixj = i ^ j;
+          if (ixj > i) {
+            bool up = (i & kk) == 0;
+            bool sw = up ? ox_sort_before<C>(keys[ixj], pos[ixj], keys[i], pos[i], (int)n, ascend != 0)
+                         : ox_sort_before<C>(keys[i], pos[i], keys[ixj], pos[ixj], (int)n, ascend != 0);
+            if (sw) {
+              C tk = keys[i]; keys[i] = keys[ixj]; keys[ixj] = tk;
+              int tp = pos[i]; pos[i] = pos[ixj]; pos[ixj] = tp;
+            }
+          }
+        }
+        __syncthreads();
+      }
+    }
+    for (long long j = t; j < k; j += blockDim.x) {
+      const long long at = (o * k + j) * inner + in;
+      const long long p = pos[j];
+      if (flags & 1) values[at] = x[(o * n + p) * inner + in];
+      if (flags & 2) indices[at] = Ox<U>::st((CU)p);
+    }
+    if (flags & 4) {
+      for (long long r = t; r < n; r += blockDim.x) mask[(o * n + r) * inner + in] = Ox<S>::st((C)0);
+      __syncthreads();
+      for (long long j = t; j < k; j += blockDim.x) mask[(o * n + pos[j]) * inner + in] = Ox<S>::st((C)1);
+    }
+    __syncthreads();
+  }
+}
+#define OX_TOPK(ST, S, UT, U) \
+  extern "C" __global__ void misc_topk_##ST##_##UT(const S* x, S* values, U* indices, S* mask, long long n, long long inner, \
+      long long lines, long long k, int ascend, int flags) { ox_topk<S, U>(x, values, indices, mask, n, inner, lines, k, ascend, flags); }
+#define OX_TOPK_U(ST, S) OX_TOPK(ST, S, f32, float) OX_TOPK(ST, S, f64, double) OX_TOPK(ST, S, f16, ox_f16) \
+  OX_TOPK(ST, S, u8, unsigned char) OX_TOPK(ST, S, i32, int) OX_TOPK(ST, S, i64, long long)
+OX_TOPK_U(f32, float) OX_TOPK_U(f64, double) OX_TOPK_U(f16, ox_f16) OX_TOPK_U(u8, unsigned char) OX_TOPK_U(i8, signed char)
+OX_TOPK_U(i32, int) OX_TOPK_U(i64, long long)
 "#;
 
 /// The source: the common prelude, then the kernels.
