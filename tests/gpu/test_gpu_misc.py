@@ -425,6 +425,71 @@ def test_sort_topk_grad(dtype):
     grads_both(lambda a: mx.nd.topk(a, k=3, ret_typ="value", axis=0), x)
 
 
+# ---------------------------------------------------------------- norm, all_finite, multi_sum_sq
+
+@pytest.mark.parametrize("dtype", FLOATS + ["int32", "int64", "int8"])
+@pytest.mark.parametrize("ord", [1, 2])
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (1, False), ((0, 2), True), (-1, False)])
+def test_norm(axis, keepdims, ord, dtype):
+    x = rand((4, 5, 6), dtype, -2, 2)
+    g, c = both(lambda a: mx.nd.norm(a, ord=ord, axis=axis, keepdims=keepdims), x)
+    same(g, c, dtype)
+
+
+@pytest.mark.parametrize("out_dtype", ["float16", "float32", "float64", "int32", "int64", "int8"])
+def test_norm_out_dtype(out_dtype):
+    x = rand((7, 9), "float32", -5, 5)
+    g, c = both(lambda a: mx.nd.norm(a, axis=1, out_dtype=out_dtype), x)
+    same(g, c, out_dtype)
+
+
+def test_norm_float64_extremes():
+    for v in [[1e200, 1e200], [1e-200, 1e-200, 0.0], [0.0, 0.0], [np.inf, 1.0], [np.nan, 1.0]]:
+        g, c = both(lambda a: mx.nd.norm(a), np.array(v, dtype="float64"))
+        same(g, c, "float64")
+    g, c = both(lambda a: mx.nd.norm(a), np.array([1e30, 1e30], dtype="float32"))
+    same(g, c, "float32")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_norm_grad(dtype):
+    grads_both(lambda a: mx.nd.norm(a, axis=1), rand((4, 6), dtype, 0.5, 2))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("bad", [None, np.nan, np.inf, -np.inf])
+def test_all_finite(bad, dtype):
+    x = rand((3, 100), dtype)
+    if bad is not None:
+        x[2, 57] = bad
+    g, c = both(lambda a: mx.nd.all_finite(a), x)
+    same(g, c, "float32")
+    y = rand((10,), "int32")
+    g, c = both(lambda a, b, k: mx.nd.multi_all_finite(a, b, k, num_arrays=3), rand((5,), dtype), y, x)
+    same(g, c, "float32")
+
+
+def test_all_finite_without_init_keeps_the_output():
+    for ctx in [GPU, mx.cpu()]:
+        out = mx.nd.zeros((1,), ctx=ctx)
+        mx.nd.all_finite(mx.nd.ones((4,), ctx=ctx), init_output=False, out=out)
+        assert out.asnumpy()[0] == 0.0
+
+
+@pytest.mark.parametrize("dtype", FLOATS + ["int32"])
+def test_multi_sum_sq(dtype):
+    xs = [rand((4, 7), dtype, seed=1), rand((100000,), dtype, seed=2), rand((1,), dtype, seed=3)]
+    g, c = both(lambda a, b, d: mx.nd.multi_sum_sq(a, b, d, num_arrays=3), *xs)
+    np.testing.assert_allclose(g.asnumpy(), c.asnumpy(), rtol=1e-5)
+
+
+def test_reset_arrays():
+    a = mx.nd.ones((3, 4), ctx=GPU)
+    b = mx.nd.ones((5,), ctx=GPU, dtype="int32")
+    mx.nd.reset_arrays(a, b, num_arrays=2)
+    assert a.asnumpy().sum() == 0 and b.asnumpy().sum() == 0
+
+
 # ---------------------------------------------------------------- optimizer updates
 
 def _common(clip=-1.0, wd=0.01, rescale=0.5):

@@ -56,12 +56,27 @@ struct PadP {
     before: [i64; MAX_DIMS],
 }
 
-// SAFETY: plain #[repr(C)] data laid out as the kernels' OxP8, OxH16, OxView and OxPad.
+/// A reduction's kept and reduced axes (the prelude's OxReduce).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct RedP {
+    nout: i32,
+    oshape: [i64; MAX_DIMS],
+    ostride: [i64; MAX_DIMS],
+    nred: i32,
+    rshape: [i64; MAX_DIMS],
+    rstride: [i64; MAX_DIMS],
+    rcount: i64,
+}
+
+// SAFETY: plain #[repr(C)] data laid out as the kernels' OxP8, OxH16, OxView, OxPad,
+// OxP32 and OxReduce.
 unsafe impl DeviceRepr for P8 {}
 unsafe impl DeviceRepr for H16 {}
 unsafe impl DeviceRepr for View {}
 unsafe impl DeviceRepr for PadP {}
 unsafe impl DeviceRepr for P32 {}
+unsafe impl DeviceRepr for RedP {}
 
 fn op_err(c: &OpCall, msg: impl std::fmt::Display) -> Error {
     Error::op(c.op.name, msg)
@@ -590,6 +605,110 @@ fn topk(c: &mut OpCall) -> Result<()> {
     launch_src!(c, SRC, &name, cfg(lines), [&xp, &vp, &ip, &mp, &nn, &inn, &ln, &kk, &asc, &fl])
 }
 
+// ---------------------------------------------------------------- norm, all_finite, multi_sum_sq
+
+/// `norm` (ord 1 or 2 over `axis`): per output, in float64 as the CPU (float64 data
+/// with the overflow-safe scaled sum of squares), then stored in the output dtype.
+fn norm(c: &mut OpCall) -> Result<()> {
+    let (x, y) = (&c.inputs[0], &c.outputs[0]);
+    if x.dtype == DType::Bool || y.dtype == DType::Bool || y.dtype == DType::U8 {
+        return Err(op_err(c, format!("dtype {} -> {} is not supported on {}", x.dtype.name(), y.dtype.name(), c.ctx)));
+    }
+    let mask = super::reduce::reduce_mask(c.op.name, &x.shape, c.params.opt_tuple("axis").as_deref(), false)?;
+    let st = crate::shape::strides(&x.shape);
+    let (kept, red): (Vec<usize>, Vec<usize>) = (0..x.shape.len()).partition(|&i| !mask[i]);
+    if kept.len() > MAX_DIMS || red.len() > MAX_DIMS {
+        return Err(too_many_dims(c, x.shape.len()));
+    }
+    let mut p = RedP {
+        nout: kept.len() as i32,
+        oshape: [1; MAX_DIMS],
+        ostride: [0; MAX_DIMS],
+        nred: red.len() as i32,
+        rshape: [1; MAX_DIMS],
+        rstride: [0; MAX_DIMS],
+        rcount: red.iter().map(|&i| x.shape[i] as i64).product(),
+    };
+    for (j, &i) in kept.iter().enumerate() {
+        p.oshape[j] = x.shape[i] as i64;
+        p.ostride[j] = st[i] as i64;
+    }
+    for (j, &i) in red.iter().enumerate() {
+        p.rshape[j] = x.shape[i] as i64;
+        p.rstride[j] = st[i] as i64;
+    }
+    let nout = y.size();
+    if nout == 0 {
+        return Ok(());
+    }
+    let mode: i32 = if c.params.int("ord") == 1 {
+        0
+    } else if x.dtype == DType::F64 {
+        2
+    } else {
+        1
+    };
+    let d = crate::storage::cuda::device(c.ctx).map_err(|e| op_err(c, e))?;
+    let acc = d.scratch(nout * 8).map_err(|e| op_err(c, e))?;
+    let (xp, ap, yp, nn) = (ptr(x), acc.ptr, ptr(y), nout as u64);
+    launch_src!(c, SRC, &format!("misc_norm_{}", ctype(x.dtype).tag), cfg(nout), [&xp, &ap, &p, &mode])?;
+    launch_src!(c, SRC, &format!("misc_store_f64_{}", ctype(y.dtype).tag), elems(nout), [&ap, &yp, &nn])
+}
+
+/// `all_finite`, `multi_all_finite`: the float32 flag set to 1 (init_output), then to
+/// 0 by any non-finite element of a float input.
+fn all_finite(c: &mut OpCall) -> Result<()> {
+    let o = &c.outputs[0];
+    if o.dtype != DType::F32 || o.size() < 1 {
+        return Err(op_err(c, "the output must be one float32"));
+    }
+    let op = ptr(o);
+    if c.params.bool("init_output") {
+        let one = 1.0f32;
+        launch_src!(c, SRC, "misc_set_f32", cfg(1), [&op, &one])?;
+    }
+    for b in c.inputs {
+        let n = b.size();
+        if !b.dtype.is_float() || n == 0 {
+            continue;
+        }
+        let (bp, nn) = (ptr(b), n as u64);
+        launch_src!(c, SRC, &format!("misc_finite_{}", ctype(b.dtype).tag), elems(n), [&bp, &nn, &op])?;
+    }
+    Ok(())
+}
+
+/// `multi_sum_sq`: the sum of squares of each input (float64 partial sums) as float32.
+fn multi_sum_sq(c: &mut OpCall) -> Result<()> {
+    let o = &c.outputs[0];
+    let k = c.inputs.len();
+    if k == 0 {
+        return Ok(());
+    }
+    let d = crate::storage::cuda::device(c.ctx).map_err(|e| op_err(c, e))?;
+    let acc = d.scratch(k * 8).map_err(|e| op_err(c, e))?;
+    let (ap, kk) = (acc.ptr, k as u64);
+    launch_src!(c, SRC, "misc_zero_f64", elems(k), [&ap, &kk])?;
+    for (j, b) in c.inputs.iter().enumerate() {
+        let n = b.size();
+        if n == 0 {
+            continue;
+        }
+        let (bp, nn, aj) = (ptr(b), n as u64, acc.ptr + 8 * j as u64);
+        launch_src!(c, SRC, &format!("misc_sum_sq_{}", ctype(b.dtype).tag), elems(n), [&bp, &nn, &aj])?;
+    }
+    let (op, nout) = (ptr(o), o.size().min(k) as u64);
+    launch_src!(c, SRC, &format!("misc_store_f64_{}", ctype(o.dtype).tag), elems(k), [&ap, &op, &nout])
+}
+
+/// `reset_arrays`: every input (written in place) set to zero.
+fn reset_arrays(c: &mut OpCall) -> Result<()> {
+    for b in c.inputs {
+        fill(c, b, 0.0)?;
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------- optimizer updates
 
 /// The optimizer updates: one elementwise kernel each, writing the states in place
@@ -701,6 +820,10 @@ pub(super) fn lookup(name: &str) -> Option<ComputeFn> {
         "broadcast_to" | "broadcast_axis" | "broadcast_like" => broadcast,
         "argmax" | "argmin" | "argmax_channel" => arg,
         "pick" => pick,
+        "norm" => norm,
+        "all_finite" | "multi_all_finite" => all_finite,
+        "multi_sum_sq" => multi_sum_sq,
+        "reset_arrays" => reset_arrays,
         "topk" | "sort" | "argsort" => topk,
         "where" => where_,
         "add_n" => add_n,
@@ -747,6 +870,11 @@ mod tests {
         "argmin",
         "argmax_channel",
         "pick",
+        "norm",
+        "all_finite",
+        "multi_all_finite",
+        "multi_sum_sq",
+        "reset_arrays",
         "topk",
         "sort",
         "argsort",
@@ -778,6 +906,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<P8>(), 64);
         assert_eq!(std::mem::size_of::<H16>(), 128);
         assert_eq!(std::mem::size_of::<P32>(), 256);
+        assert_eq!(std::mem::size_of::<RedP>(), 8 + 2 * 8 * MAX_DIMS + 8 + 2 * 8 * MAX_DIMS + 8);
         // int + padding, then three int64 arrays: as OxView.
         assert_eq!(std::mem::size_of::<View>(), 8 + 3 * 8 * VIEW_DIMS);
         // two ints, then three int64 arrays: as OxPad.

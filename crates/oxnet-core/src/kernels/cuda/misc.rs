@@ -589,6 +589,103 @@ template <typename S, typename U> __device__ __forceinline__ void ox_topk(const 
   OX_TOPK(ST, S, u8, unsigned char) OX_TOPK(ST, S, i32, int) OX_TOPK(ST, S, i64, long long)
 OX_TOPK_U(f32, float) OX_TOPK_U(f64, double) OX_TOPK_U(f16, ox_f16) OX_TOPK_U(u8, unsigned char) OX_TOPK_U(i8, signed char)
 OX_TOPK_U(i32, int) OX_TOPK_U(i64, long long)
+
+/* ---- norm ----------------------------------------------------------------------------
+   acc[j] (double) = the ord-1 or ord-2 norm of output j's reduced elements: mode 0 sum
+   of |x|, mode 1 sqrt of the sum of squares, mode 2 (float64 data) the scaled sum of
+   squares (scale, ssq) of the CPU's Nrm2, which neither overflows nor underflows. One
+   block (256 threads) per output. */
+__device__ __forceinline__ void ox_nrm2_merge(double& as, double& aq, double bs, double bq) {
+  if (aq != aq || bq != bq || as != as || bs != bs) { as = __longlong_as_double(0x7ff8000000000000LL); aq = as; return; }
+  double bigs = as, bigq = aq, smalls = bs, smallq = bq;
+  if (!(as >= bs)) { bigs = bs; bigq = bq; smalls = as; smallq = aq; }
+  if (bigs == 0.0) { as = 0.0; aq = 0.0; return; }
+  if (isinf(bigs)) { as = __longlong_as_double(0x7ff0000000000000LL); aq = 1.0; return; }
+  double r = smalls / bigs;
+  as = bigs; aq = bigq + smallq * r * r;
+}
+template <typename S> __device__ __forceinline__ void ox_norm(const S* __restrict__ x, double* __restrict__ acc, const OxReduce& p, int mode) {
+  __shared__ double s0[256];
+  __shared__ double s1[256];
+  const int t = threadIdx.x;
+  unsigned long long nout = 1;
+  for (int d = 0; d < p.nout; ++d) nout *= (unsigned long long)p.oshape[d];
+  for (unsigned long long j = blockIdx.x; j < nout; j += gridDim.x) {
+    long long base = 0;
+    unsigned long long r = j;
+    for (int d = p.nout - 1; d >= 0; --d) { base += (long long)(r % (unsigned long long)p.oshape[d]) * p.ostride[d]; r /= (unsigned long long)p.oshape[d]; }
+    double a0 = 0.0, a1 = 0.0;
+    for (long long e = t; e < p.rcount; e += blockDim.x) {
+      long long off = base;
+      unsigned long long q = (unsigned long long)e;
+      for (int d = p.nred - 1; d >= 0; --d) { off += (long long)(q % (unsigned long long)p.rshape[d]) * p.rstride[d]; q /= (unsigned long long)p.rshape[d]; }
+      double v = (double)Ox<S>::ld(x[off]);
+      if (mode == 0) a0 += fabs(v);
+      else if (mode == 1) a0 += v * v;
+      else { double av = fabs(v); ox_nrm2_merge(a0, a1, av, av == 0.0 ? 0.0 : 1.0); }
+    }
+    s0[t] = a0; s1[t] = a1;
+    __syncthreads();
+    for (int h = blockDim.x / 2; h > 0; h >>= 1) {
+      if (t < h) {
+        if (mode == 2) { double u0 = s0[t], u1 = s1[t]; ox_nrm2_merge(u0, u1, s0[t + h], s1[t + h]); s0[t] = u0; s1[t] = u1; }
+        else s0[t] += s0[t + h];
+      }
+      __syncthreads();
+    }
+    if (t == 0) {
+      double v;
+      if (mode == 0) v = s0[0];
+      else if (mode == 1) v = sqrt(s0[0]);
+      else v = (s1[0] != s1[0]) ? s1[0] : (s0[0] == 0.0 ? 0.0 : s0[0] * sqrt(s1[0]));
+      acc[j] = v;
+    }
+    __syncthreads();
+  }
+}
+#define OX_NORM(TAG, S) extern "C" __global__ void misc_norm_##TAG(const S* x, double* acc, OxReduce p, int mode) { \
+  ox_norm<S>(x, acc, p, mode); }
+OX_NORM(f32, float) OX_NORM(f64, double) OX_NORM(f16, ox_f16) OX_NORM(u8, unsigned char) OX_NORM(i8, signed char)
+OX_NORM(i32, int) OX_NORM(i64, long long)
+
+/* A float64 result stored as U: floats rounded, integers through a saturating int64
+   then wrapped (the CPU's wrap_i64(v as i64)). */
+template <typename C> __device__ __forceinline__ C ox_from_double(double v) { return (C)v; }
+template <> __device__ __forceinline__ long long ox_from_double<long long>(double v) { return OxFrom<long long>::f(v); }
+template <typename U> __device__ __forceinline__ void ox_store_f64(const double* __restrict__ acc, U* __restrict__ y, unsigned long long n) {
+  OX_LOOP(i, n) { y[i] = Ox<U>::st(ox_from_double<typename Ox<U>::C>(acc[i])); }
+}
+#define OX_STORE_F64(TAG, U) extern "C" __global__ void misc_store_f64_##TAG(const double* acc, U* y, unsigned long long n) { \
+  ox_store_f64<U>(acc, y, n); }
+OX_STORE_F64(f32, float) OX_STORE_F64(f64, double) OX_STORE_F64(f16, ox_f16) OX_STORE_F64(u8, unsigned char)
+OX_STORE_F64(i8, signed char) OX_STORE_F64(i32, int) OX_STORE_F64(i64, long long)
+
+/* ---- all_finite, multi_sum_sq -------------------------------------------------------- */
+extern "C" __global__ void misc_set_f32(float* y, float v) { if (blockIdx.x == 0 && threadIdx.x == 0) y[0] = v; }
+template <typename S> __device__ __forceinline__ void ox_finite(const S* __restrict__ x, unsigned long long n, float* flag) {
+  OX_LOOP(i, n) {
+    double v = (double)Ox<S>::ld(x[i]);
+    if (v != v || isinf(v)) flag[0] = 0.0f;
+  }
+}
+/* acc[0] += sum of squares (double atomics; acc zeroed before). */
+template <typename S> __device__ __forceinline__ void ox_sum_sq(const S* __restrict__ x, unsigned long long n, double* acc) {
+  __shared__ double sh[256];
+  double a = 0.0;
+  OX_LOOP(i, n) { double v = (double)Ox<S>::ld(x[i]); a += v * v; }
+  sh[threadIdx.x] = a;
+  __syncthreads();
+  for (int h = blockDim.x / 2; h > 0; h >>= 1) {
+    if ((int)threadIdx.x < h) sh[threadIdx.x] += sh[threadIdx.x + h];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) atomicAdd(acc, sh[0]);
+}
+#define OX_FINITE(TAG, S) \
+  extern "C" __global__ void misc_finite_##TAG(const S* x, unsigned long long n, float* flag) { ox_finite<S>(x, n, flag); } \
+  extern "C" __global__ void misc_sum_sq_##TAG(const S* x, unsigned long long n, double* acc) { ox_sum_sq<S>(x, n, acc); }
+OX_FINITE(f32, float) OX_FINITE(f64, double) OX_FINITE(f16, ox_f16) OX_FINITE(u8, unsigned char) OX_FINITE(i8, signed char)
+OX_FINITE(i32, int) OX_FINITE(i64, long long) OX_FINITE(bool, ox_bool)
 "#;
 
 /// The source: the common prelude, then the kernels.
