@@ -352,7 +352,7 @@ fn split_v2_count(p: &Params) -> usize {
 }
 
 /// The `[begin, end)` of every part along the axis.
-fn split_v2_bounds(op: &str, p: &Params, s: &[usize]) -> Result<(usize, Vec<(usize, usize)>)> {
+pub(super) fn split_v2_bounds(op: &str, p: &Params, s: &[usize]) -> Result<(usize, Vec<(usize, usize)>)> {
     let ax = norm_axis(op, p.int("axis"), s.len(), s)?;
     let n = s[ax];
     let sections = p.int("sections");

@@ -31,7 +31,7 @@ const PAD_PARAMS: &[ParamSpec] = &[
     ParamSpec::new("constant_value", PType::Float, Some("0"), "The value used for padding when `mode` is \"constant\"."),
 ];
 
-fn pad_widths(op: &str, p: &Params, s: &[usize]) -> Result<Vec<(usize, usize)>> {
+pub(super) fn pad_widths(op: &str, p: &Params, s: &[usize]) -> Result<Vec<(usize, usize)>> {
     let w = p.tuple("pad_width");
     if w.len() != 2 * s.len() {
         return Err(Error::op(

@@ -542,7 +542,7 @@ const STACK_PARAMS: &[ParamSpec] = &[
     ParamSpec::new("num_args", PType::Int, None, "Number of inputs to be stacked."),
 ];
 
-fn stack_axis(axis: i64, ndim: usize) -> Option<usize> {
+pub(super) fn stack_axis(axis: i64, ndim: usize) -> Option<usize> {
     let n = ndim as i64 + 1;
     let v = if axis < 0 { axis + n } else { axis };
     (0..n).contains(&v).then_some(v as usize)
@@ -651,16 +651,16 @@ fn split_compute(c: &mut OpCall) -> Result<()> {
 // ---------------------------------------------------------------- slicing
 
 /// A resolved slice: per input dim, first index, step and output length.
-struct SliceSpec {
+pub(super) struct SliceSpec {
     begin: Vec<isize>,
     step: Vec<isize>,
-    out: Shape,
+    pub(super) out: Shape,
 }
 
 impl SliceSpec {
     /// Offset of the first element and element strides of the sliced view of an
     /// array of shape `shape`.
-    fn view(&self, shape: &[usize]) -> (isize, Vec<isize>) {
+    pub(super) fn view(&self, shape: &[usize]) -> (isize, Vec<isize>) {
         let st = strides_of(shape);
         let off = self.begin.iter().zip(&st).map(|(b, s)| b * s).sum();
         let ss = self.step.iter().zip(&st).map(|(k, s)| k * s).collect();
@@ -735,7 +735,7 @@ const SLICE_PARAMS: &[ParamSpec] = &[
 ];
 
 /// `InferArgs` is needed by `slice_spec` for its messages; computes rebuild one.
-fn spec_in_compute(c: &OpCall, shape: &[usize]) -> Result<SliceSpec> {
+pub(super) fn spec_in_compute(c: &OpCall, shape: &[usize]) -> Result<SliceSpec> {
     let shapes = [shape];
     let a = InferArgs { op: c.op, params: c.params, shapes: &shapes, dtypes: &[] };
     slice_spec(&a, shape)
@@ -761,7 +761,7 @@ const SLICE_AXIS_PARAMS: &[ParamSpec] = &[
 ];
 
 /// (axis, begin, end) of `slice_axis`, checked: `0 <= begin < end <= len`.
-fn slice_axis_range(a: &InferArgs, s: &[usize]) -> Result<(usize, usize, usize)> {
+pub(super) fn slice_axis_range(a: &InferArgs, s: &[usize]) -> Result<(usize, usize, usize)> {
     let ax = norm_axis(a, "axis", a.params.int("axis"), s.len(), s)?;
     let len = s[ax] as i64;
     let b0 = a.params.int("begin");
@@ -896,7 +896,7 @@ const TILE_PARAMS: &[ParamSpec] = &[ParamSpec::new(
 )];
 
 /// Input shape and reps, both padded with leading 1s to the output rank.
-fn tile_dims(a: &InferArgs, s: &[usize]) -> Result<(Vec<usize>, Vec<usize>)> {
+pub(super) fn tile_dims(a: &InferArgs, s: &[usize]) -> Result<(Vec<usize>, Vec<usize>)> {
     let reps = a.params.tuple("reps");
     if let Some(r) = reps.iter().find(|r| **r < 1) {
         return Err(a.err(format!("reps {} must hold positive integers, got {r}", fmt_spec(&reps))));
@@ -942,7 +942,7 @@ const REPEAT_PARAMS: &[ParamSpec] = &[
 ];
 
 /// The input viewed as (outer, len, inner) and the repeat count.
-fn repeat_dims(a: &InferArgs, s: &[usize]) -> Result<(usize, usize, usize, usize)> {
+pub(super) fn repeat_dims(a: &InferArgs, s: &[usize]) -> Result<(usize, usize, usize, usize)> {
     let r = a.params.int("repeats");
     if r < 0 {
         return Err(a.err(format!("repeats cannot be a negative number, got {r}")));
@@ -985,7 +985,7 @@ fn repeat_compute(c: &mut OpCall) -> Result<()> {
 const REVERSE_PARAMS: &[ParamSpec] = &[ParamSpec::new("axis", PType::Tuple, None, "The axis which to reverse elements.")];
 
 /// Which axes end up reversed (an axis listed twice is reversed twice).
-fn reverse_axes(a: &InferArgs, s: &[usize]) -> Result<Vec<bool>> {
+pub(super) fn reverse_axes(a: &InferArgs, s: &[usize]) -> Result<Vec<bool>> {
     let axes = a.params.tuple("axis");
     let mut flip = vec![false; s.len()];
     for &ax in &axes {
