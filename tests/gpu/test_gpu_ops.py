@@ -125,13 +125,38 @@ def test_creation_on_gpu(dtype):
         np.testing.assert_array_equal(a.asnumpy(), ref)
 
 
-def test_op_without_cuda_kernel_is_a_clear_error_and_inputs_stay():
-    x = mx.nd.ones((1, 1, 4, 4), ctx=GPU)
-    w = mx.nd.ones((1, 1, 3, 3), ctx=GPU)
+# Ops without a CUDA kernel (each checked to be one, below) and a call of each.
+HOST_CANDIDATES = [
+    ("smooth_l1", lambda x: mx.nd.smooth_l1(x, scalar=1.0)),
+    ("gammaln", lambda x: mx.nd.gammaln(mx.nd.abs(x) + 1)),
+    ("erf", lambda x: mx.nd.erf(x)),
+    ("hard_sigmoid", lambda x: mx.nd.hard_sigmoid(x)),
+]
+
+
+def _host_op():
+    missing = set(mx._core.ops_without_cuda()) if hasattr(mx, "_core") else set()
+    for name, fn in HOST_CANDIDATES:
+        if name in missing:
+            return name, fn
+    pytest.fail("every candidate op got a CUDA kernel: add another op from _core.ops_without_cuda() here")
+
+
+def test_op_without_cuda_kernel_runs_on_the_host_and_matches_the_cpu():
+    name, fn = _host_op()
+    x = rand((3, 17), "float32", seed=4)
+    g, c = both(fn, x)
+    same(g, c, "float32")
+
+
+def test_op_without_cuda_kernel_is_a_clear_error_when_the_host_path_is_off(monkeypatch):
+    name, fn = _host_op()
+    monkeypatch.setenv("OXNET_CUDA_HOST_FALLBACK", "0")
+    x = mx.nd.ones((2, 3), ctx=GPU)
     with pytest.raises(mx.base.MXNetError) as e:
-        mx.nd.Convolution(x, w, kernel=(3, 3), num_filter=1, no_bias=True).wait_to_read()
-    assert "Convolution" in str(e.value) and "gpu(0)" in str(e.value)
-    np.testing.assert_array_equal(x.asnumpy(), np.ones((1, 1, 4, 4)))
+        fn(x).wait_to_read()
+    assert name in str(e.value) and "gpu(0)" in str(e.value)
+    np.testing.assert_array_equal(x.asnumpy(), np.ones((2, 3)))
 
 
 def test_mixed_contexts_are_an_error():

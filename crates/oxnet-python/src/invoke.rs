@@ -78,6 +78,13 @@ fn list_ops() -> Vec<(&'static str, &'static str)> {
     op::all_names().into_iter().map(|n| (n, op::lookup(n).map(|d| d.name).unwrap_or(n))).collect()
 }
 
+/// Registry ops without a CUDA kernel (on a GPU they run on the host; see
+/// `op::cuda_host`).
+#[pyfunction]
+fn ops_without_cuda() -> Vec<&'static str> {
+    op::cuda_host::ops_without_cuda()
+}
+
 fn collect_inputs<'py>(def: &'static OpDef, obj: &Bound<'py, PyAny>, names: &[&str], idx: usize, out: &mut Vec<AnyArray>) -> PyResult<()> {
     if obj.is_none() {
         return Err(err(Error::op(def.name, format!("required input '{}' is missing", names.get(idx).unwrap_or(&"data")))));
@@ -256,6 +263,7 @@ pub(crate) fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_null, m)?)?;
     m.add_function(wrap_pyfunction!(get_op, m)?)?;
     m.add_function(wrap_pyfunction!(list_ops, m)?)?;
+    m.add_function(wrap_pyfunction!(ops_without_cuda, m)?)?;
     m.add_function(wrap_pyfunction!(invoke, m)?)?;
     Ok(())
 }

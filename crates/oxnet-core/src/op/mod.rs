@@ -25,6 +25,7 @@ mod correlation;
 mod ctc;
 mod cuda;
 mod cuda_blas;
+pub mod cuda_host;
 mod cuda_misc;
 mod cuda_nn;
 pub mod custom;
@@ -626,7 +627,12 @@ pub fn invoke(
         op.cpu
     } else {
         crate::storage::cuda::ensure_available(ctx).map_err(|e| Error::op(op.name, e))?;
-        op.cuda.ok_or_else(|| Error::op(op.name, format!("no CUDA implementation yet; cannot run on {ctx}")))?
+        cuda_host::select(op).ok_or_else(|| {
+            Error::op(
+                op.name,
+                format!("no CUDA implementation yet; cannot run on {ctx} (OXNET_CUDA_HOST_FALLBACK=0 turns off the host path)"),
+            )
+        })?
     };
 
     // Outputs: the caller's, checked, or fresh ones.
