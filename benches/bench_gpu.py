@@ -47,6 +47,9 @@ def main():
     ctx, dev = mx.gpu(0), torch.device("cuda:0")
     tsync = torch.cuda.synchronize
     results = []
+    if "--tiny" in sys.argv:
+        print("tiny op host time (us): %.3f" % (tiny_host(mx, ctx) * 1e6))
+        return
 
     # 1. c = a + b vs torch's copy bandwidth (bytes moved: 3 arrays vs 2).
     n = 10 ** 6 if quick else 250_000_000
@@ -75,14 +78,8 @@ def main():
         del x, y, tx, ty
 
     # 3. Host time of a tiny op (pushing only; no wait inside the loop).
-    s = mx.nd.ones((4,), ctx=ctx)
+    host = tiny_host(mx, ctx)
     reps = 20000
-    mx.nd.waitall()
-    t = time.perf_counter()
-    for _ in range(reps):
-        s = s + 1
-    host = (time.perf_counter() - t) / reps
-    mx.nd.waitall()
     ts = torch.ones(4, device=dev)
     t = time.perf_counter()
     for _ in range(reps):
@@ -150,6 +147,17 @@ def lenet_oxnet(mx, ctx, steps):
         step()
     mx.nd.waitall()
     return steps / (time.perf_counter() - t)
+
+
+def tiny_host(mx, ctx, reps=20000):
+    s = mx.nd.ones((4,), ctx=ctx)
+    mx.nd.waitall()
+    t = time.perf_counter()
+    for _ in range(reps):
+        s = s + 1
+    host = (time.perf_counter() - t) / reps
+    mx.nd.waitall()
+    return host
 
 
 def resnet_oxnet(mx, ctx, steps, batch=128):

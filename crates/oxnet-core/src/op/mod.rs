@@ -566,6 +566,13 @@ pub fn all_names() -> Vec<&'static str> {
     v
 }
 
+/// Whether small ready GPU ops are launched on the calling thread (default) rather
+/// than by an engine worker (`OXNET_CUDA_INLINE=0`).
+fn cuda_inline() -> bool {
+    static V: OnceLock<bool> = OnceLock::new();
+    *V.get_or_init(|| !std::env::var("OXNET_CUDA_INLINE").is_ok_and(|v| v.trim() == "0"))
+}
+
 /// Calls above this many elements (inputs plus outputs, weighted by cost) go to the
 /// worker pool even when ready; smaller ones run on the caller's thread.
 const INLINE_LIMIT: usize = 1 << 15;
@@ -690,7 +697,7 @@ pub fn invoke(
 
     let work: usize =
         (inputs.iter().map(|a| a.size()).sum::<usize>() + outputs.iter().map(|a| a.size()).sum::<usize>()).saturating_mul(op.cost as usize);
-    let inline_ok = work <= INLINE_LIMIT;
+    let inline_ok = work <= INLINE_LIMIT && (ctx.is_host() || op.host.is_some() || cuda_inline());
 
     let reads: SmallVec<[Arc<engine::Var>; 4]> = inputs.iter().map(|a| a.var().clone()).collect();
     let mut writes: SmallVec<[Arc<engine::Var>; 4]> = outputs.iter().map(|a| a.var().clone()).collect();
