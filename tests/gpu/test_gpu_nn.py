@@ -311,3 +311,10 @@ def test_softmax_cross_entropy(dtype):
     x = rand((7, 5), dtype, seed=29)
     lab = np.array([0, 4, 2, 2, 1, 3, 0], "float32")
     check(lambda a, l: mx.nd.softmax_cross_entropy(a, l), [x, lab], dtype, grad_idx=[0])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape,groups", [((2, 6, 5), 3), ((3, 4, 3, 3), 2), ((2, 4, 7), 1)])
+def test_groupnorm(shape, groups, dtype):
+    ins = [rand(shape, dtype, seed=30), rand((groups,), dtype, 0.5, 1.5, seed=31), rand((groups,), dtype, seed=32)]
+    check(lambda x, g, b: mx.nd.GroupNorm(x, g, b, num_groups=groups, eps=1e-4, output_mean_var=True), ins, dtype)
