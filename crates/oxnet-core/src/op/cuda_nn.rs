@@ -1,6 +1,6 @@
 //! CUDA launchers of the neural-network ops (kernels in `kernels::cuda::nn`):
 //! `Pooling`, `Activation`, `LeakyReLU`, `BatchNorm`, `Dropout`, `LayerNorm`,
-//! `InstanceNorm`, `SoftmaxOutput`, `SoftmaxActivation`, `Embedding`,
+//! `InstanceNorm`, `GroupNorm`, `SoftmaxOutput`, `SoftmaxActivation`, `Embedding`,
 //! `L2Normalization`, `LRN`, `UpSampling` (nearest), `softmax_cross_entropy` and their
 //! backward ops. Each mirrors its CPU compute (`op::nn`, `op::nn_conv`): the same
 //! inputs, outputs (hidden ones included), parameters and training behaviour.
@@ -33,6 +33,8 @@ pub(super) fn lookup(name: &str) -> Option<ComputeFn> {
         "_backward_LayerNorm" => ln_bwd,
         "InstanceNorm" => inorm,
         "_backward_InstanceNorm" => inorm_bwd,
+        "GroupNorm" => gnorm,
+        "_backward_GroupNorm" => gnorm_bwd,
         "SoftmaxOutput" | "Softmax" => smo,
         "_backward_SoftmaxOutput" => smo_bwd,
         "SoftmaxActivation" => sma,
@@ -590,6 +592,55 @@ fn inorm_bwd(c: &mut OpCall) -> Result<()> {
     launch_src!(c, NAME, &kn("in_bwd_dgb", t), per_block(ch as usize), [&pp, &dgp, &dbp, &rows, &ch])
 }
 
+// ---- GroupNorm -------------------------------------------------------------------------
+
+/// `(rows = batch * groups, groups, elements per row)` (the CPU's `geometry`).
+fn gn_layout(c: &OpCall, s: &[usize]) -> Result<(i64, i64, i64)> {
+    let g = c.params.int("num_groups");
+    if s.len() < 2 || g <= 0 || !s[1].is_multiple_of(g as usize) {
+        return Err(Error::op(c.op.name, format!("data must be (N, C, ...) with C a multiple of num_groups={g}")));
+    }
+    let m = s[1..].iter().product::<usize>() / g as usize;
+    Ok((s[0] as i64 * g, g, m as i64))
+}
+
+fn gnorm(c: &mut OpCall) -> Result<()> {
+    need(c, 3, 3)?;
+    let x = &c.inputs[0];
+    all_same(c, &[&c.inputs[1], &c.inputs[2], &c.outputs[0], &c.outputs[1], &c.outputs[2]], x.dtype)?;
+    let t = tag(c, x.dtype)?;
+    let (rows, g, m) = gn_layout(c, &x.shape)?;
+    if rows == 0 || m == 0 {
+        return Ok(());
+    }
+    let eps = c.params.float("eps");
+    let (xp, gp, bp) = (ptr(x), ptr(&c.inputs[1]), ptr(&c.inputs[2]));
+    let (yp, mp, sp) = (ptr(&c.outputs[0]), ptr(&c.outputs[1]), ptr(&c.outputs[2]));
+    launch_src!(c, NAME, &kn("gn_fwd", t), per_warp(rows as usize), [&xp, &gp, &bp, &yp, &mp, &sp, &rows, &g, &m, &eps])
+}
+
+fn gnorm_bwd(c: &mut OpCall) -> Result<()> {
+    need(c, 3, 3)?;
+    let (og, x) = (&c.inputs[0], &c.inputs[1]);
+    all_same(c, &[x, &c.inputs[2], &c.outputs[0], &c.outputs[1], &c.outputs[2]], og.dtype)?;
+    let t = tag(c, og.dtype)?;
+    let (rows, g, m) = gn_layout(c, &x.shape)?;
+    let (ogp, xp, gp) = (ptr(og), ptr(x), ptr(&c.inputs[2]));
+    let (dxp, dgp, dbp) = (ptr(&c.outputs[0]), ptr(&c.outputs[1]), ptr(&c.outputs[2]));
+    if rows == 0 || m == 0 {
+        // No element: zero gradients of gamma and beta, as the CPU's sums.
+        let ng = g as u64;
+        launch_src!(c, NAME, &kn("zero", t), elems(g as usize), [&dgp, &ng])?;
+        return launch_src!(c, NAME, &kn("zero", t), elems(g as usize), [&dbp, &ng]);
+    }
+    let eps = c.params.float("eps");
+    let d = crate::storage::cuda::device(c.ctx).map_err(|e| Error::op(c.op.name, e))?;
+    let part = d.scratch(rows as usize * 2 * 8).map_err(|e| Error::op(c.op.name, e))?;
+    let pp = part.ptr;
+    launch_src!(c, NAME, &kn("gn_bwd_dx", t), per_warp(rows as usize), [&ogp, &xp, &gp, &dxp, &pp, &rows, &g, &m, &eps])?;
+    launch_src!(c, NAME, &kn("in_bwd_dgb", t), per_block(g as usize), [&pp, &dgp, &dbp, &rows, &g])
+}
+
 // ---- SoftmaxOutput / SoftmaxActivation -------------------------------------------------
 
 /// SoftmaxOutput's `(outer, classes, inner)` (the CPU's `smo_layout`).
@@ -850,7 +901,7 @@ fn lrn_bwd(c: &mut OpCall) -> Result<()> {
 // ---- UpSampling (nearest) --------------------------------------------------------------
 
 fn up_check(c: &OpCall, s: &[usize], oh: usize) -> Result<()> {
-    if s.len() != 4 || s[2] == 0 || oh % s[2] != 0 {
+    if s.len() != 4 || s[2] == 0 || !oh.is_multiple_of(s[2]) {
         return Err(Error::op(c.op.name, "every input must be 4-D (N, C, H, W) with a whole scale"));
     }
     Ok(())
@@ -975,6 +1026,8 @@ mod tests {
         "_backward_LayerNorm",
         "InstanceNorm",
         "_backward_InstanceNorm",
+        "GroupNorm",
+        "_backward_GroupNorm",
         "SoftmaxOutput",
         "Softmax",
         "_backward_SoftmaxOutput",
@@ -1037,6 +1090,8 @@ mod tests {
             "up_bwd",
             "sce_rows",
             "sum_part",
+            "gn_fwd",
+            "gn_bwd_dx",
         ] {
             for t in ["f32", "f64", "f16"] {
                 assert!(src.contains(&format!("nn_{k}_##T(")), "{}", kn(k, t));

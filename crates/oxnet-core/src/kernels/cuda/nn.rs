@@ -872,6 +872,64 @@ extern "C" __global__ void nn_sum_part_##T(const double* part, S* out, long long
 OX_NN_INST2(f32, float)
 OX_NN_INST2(f64, double)
 OX_NN_INST2(f16, ox_f16)
+
+/* ---- GroupNorm: one warp per (sample, group) row of m contiguous elements; gamma and
+   beta per group (row % g); everything in double as the CPU ---------------------------- */
+template <typename S> __device__ __forceinline__ void ox_row_stats(const S* x, long long base, long long m, int lane, double eps, double& mu, double& sd) {
+  double s = 0.0;
+  for (long long k = lane; k < m; k += 32) s += (double)Ox<S>::ld(x[base + k]);
+  mu = ox_warp_sum(s) / (double)m;
+  double q = 0.0;
+  for (long long k = lane; k < m; k += 32) { const double d = (double)Ox<S>::ld(x[base + k]) - mu; q += d * d; }
+  sd = sqrt(ox_warp_sum(q) / (double)m + eps);
+}
+template <typename S> __device__ void gn_fwd(const S* x, const S* gamma, const S* beta, S* y, S* mean_o, S* std_o, long long rows, long long g, long long m, double eps) {
+  typedef typename Ox<S>::C C;
+  OX_WARP_GROUPS(r, rows) {
+    const long long base = r * m;
+    double mu, sd;
+    ox_row_stats<S>(x, base, m, lane, eps, mu, sd);
+    const double gm = (double)Ox<S>::ld(gamma[r % g]), bt = (double)Ox<S>::ld(beta[r % g]);
+    for (long long k = lane; k < m; k += 32) y[base + k] = Ox<S>::st((C)(((double)Ox<S>::ld(x[base + k]) - mu) / sd * gm + bt));
+    if (lane == 0) { mean_o[r] = Ox<S>::st((C)mu); std_o[r] = Ox<S>::st((C)sd); }
+  }
+}
+/* dx per row; the row's (sum xhat * g, sum g) into part[2 * r]. */
+template <typename S> __device__ void gn_bwd_dx(const S* og, const S* x, const S* gamma, S* dx, double* part, long long rows, long long g, long long m, double eps) {
+  typedef typename Ox<S>::C C;
+  OX_WARP_GROUPS(r, rows) {
+    const long long base = r * m;
+    double mu, sd;
+    ox_row_stats<S>(x, base, m, lane, eps, mu, sd);
+    const double gm = (double)Ox<S>::ld(gamma[r % g]);
+    double dg = 0.0, db = 0.0, s1 = 0.0, s2 = 0.0;
+    for (long long k = lane; k < m; k += 32) {
+      const double xh = ((double)Ox<S>::ld(x[base + k]) - mu) / sd, o = (double)Ox<S>::ld(og[base + k]);
+      const double t = o * gm / sd;
+      dg += xh * o;
+      db += o;
+      s1 += t;
+      s2 += t * xh;
+    }
+    dg = ox_warp_sum(dg);
+    db = ox_warp_sum(db);
+    s1 = ox_warp_sum(s1) / (double)m;
+    s2 = ox_warp_sum(s2) / (double)m;
+    for (long long k = lane; k < m; k += 32) {
+      const double xh = ((double)Ox<S>::ld(x[base + k]) - mu) / sd, o = (double)Ox<S>::ld(og[base + k]);
+      dx[base + k] = Ox<S>::st((C)(o * gm / sd - s1 - xh * s2));
+    }
+    if (lane == 0) { part[2 * r] = dg; part[2 * r + 1] = db; }
+  }
+}
+#define OX_NN_INST3(T, S) \
+extern "C" __global__ void nn_gn_fwd_##T(const S* x, const S* gm, const S* bt, S* y, S* mo, S* so, long long rows, long long g, long long m, double eps) { \
+  gn_fwd<S>(x, gm, bt, y, mo, so, rows, g, m, eps); } \
+extern "C" __global__ void nn_gn_bwd_dx_##T(const S* og, const S* x, const S* gm, S* dx, double* part, long long rows, long long g, long long m, double eps) { \
+  gn_bwd_dx<S>(og, x, gm, dx, part, rows, g, m, eps); }
+OX_NN_INST3(f32, float)
+OX_NN_INST3(f64, double)
+OX_NN_INST3(f16, ox_f16)
 "#;
 
 /// The source: the common prelude, then the kernels.
