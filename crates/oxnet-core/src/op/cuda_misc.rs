@@ -709,6 +709,107 @@ fn reset_arrays(c: &mut OpCall) -> Result<()> {
     Ok(())
 }
 
+// ---------------------------------------------------------------- _arange, _eye, _linspace
+
+fn arange(c: &mut OpCall) -> Result<()> {
+    let o = &c.outputs[0];
+    let n = o.size();
+    if n == 0 {
+        return Ok(());
+    }
+    let p = c.params;
+    let (start, step) = match p.opt_float("stop") {
+        Some(_) => (p.float("start"), p.float("step")),
+        None => (0.0, p.float("step")),
+    };
+    let repeat = p.int("repeat").max(1);
+    let is_int = (!o.dtype.is_float()) as i32;
+    let (yp, nn, si, sti) = (ptr(o), n as u64, start.trunc() as i64, step.trunc() as i64);
+    launch_src!(c, SRC, &format!("misc_arange_{}", ctype(o.dtype).tag), elems(n), [&yp, &nn, &repeat, &start, &step, &si, &sti, &is_int])
+}
+
+fn eye(c: &mut OpCall) -> Result<()> {
+    let o = &c.outputs[0];
+    let n = o.size();
+    if n == 0 {
+        return Ok(());
+    }
+    let (yp, rows, cols, k) = (ptr(o), o.shape[0] as i64, o.shape[1] as i64, c.params.int("k"));
+    launch_src!(c, SRC, &format!("misc_eye_{}", ctype(o.dtype).tag), elems(n), [&yp, &rows, &cols, &k])
+}
+
+fn linspace(c: &mut OpCall) -> Result<()> {
+    let o = &c.outputs[0];
+    let (start, stop, n) = (c.params.float("start"), c.params.float("stop"), c.params.int("num").max(0) as usize);
+    let endpoint = c.params.bool("endpoint");
+    let div = if endpoint { n.saturating_sub(1) } else { n };
+    let step = if div > 0 { (stop - start) / div as f64 } else { 0.0 };
+    let count = o.size().min(n);
+    if count == 0 {
+        return Ok(());
+    }
+    let last = (endpoint && n > 1 && count == n) as i32;
+    let (yp, nn) = (ptr(o), count as u64);
+    launch_src!(c, SRC, &format!("misc_linspace_{}", ctype(o.dtype).tag), elems(count), [&yp, &nn, &start, &step, &stop, &last])
+}
+
+// ---------------------------------------------------------------- Sequence*
+
+/// The lengths of the items (device int64, clamped to [0, t]) when the op uses its
+/// `sequence_length` input `which`; None: every item has length t.
+fn seq_lengths(c: &OpCall, which: usize, t: usize, b: usize) -> Result<Option<crate::storage::cuda::Scratch>> {
+    if !c.params.bool("use_sequence_length") || c.inputs.len() <= which || b == 0 {
+        return Ok(None);
+    }
+    let l = &c.inputs[which];
+    let d = crate::storage::cuda::device(c.ctx).map_err(|e| op_err(c, e))?;
+    let s = d.scratch(b * 8).map_err(|e| op_err(c, e))?;
+    let (lp, sp, bb, tt) = (ptr(l), s.ptr, b as u64, t as i64);
+    launch_src!(c, SRC, &format!("misc_seq_len_{}", ctype(l.dtype).tag), elems(b), [&lp, &sp, &bb, &tt])?;
+    Ok(Some(s))
+}
+
+/// (t, b, r) of sequence data with the sequence on axis 0 (else 1).
+fn seq_dims(x: &[usize], axis0: bool) -> (usize, usize, usize) {
+    let (t, b) = if axis0 { (x[0], x[1]) } else { (x[1], x[0]) };
+    (t, b, x[2..].iter().product())
+}
+
+fn sequence(c: &mut OpCall) -> Result<()> {
+    let o = &c.outputs[0];
+    let axis0 = c.params.int("axis") == 0;
+    let data = if c.op.name == "_backward_SequenceLast" { &c.inputs[1] } else { &c.inputs[0] };
+    if data.shape.len() < 2 {
+        return Err(op_err(c, "data must have at least 2 dimensions"));
+    }
+    let (t, b, r) = seq_dims(&data.shape, axis0);
+    let n = o.size();
+    if n == 0 {
+        return Ok(());
+    }
+    let which = if c.op.name == "_backward_SequenceLast" { 2 } else { 1 };
+    let lens = seq_lengths(c, which, t, b)?;
+    let lp = lens.as_ref().map_or(0, |s| s.ptr);
+    let tag = ctype(o.dtype).tag;
+    let (x, yp, nn, tt, bb, rr, ax) = (ptr(&c.inputs[0]), ptr(o), n as u64, t as i64, b as i64, r as i64, axis0 as i32);
+    match c.op.name {
+        "SequenceMask" => {
+            let v = c.params.float("value");
+            launch_src!(c, SRC, &format!("misc_seq_mask_{tag}"), elems(n), [&x, &yp, &lp, &nn, &tt, &bb, &rr, &ax, &v])
+        }
+        "SequenceLast" => {
+            if t == 0 {
+                return Err(op_err(c, "the sequence axis is empty"));
+            }
+            launch_src!(c, SRC, &format!("misc_seq_last_{tag}"), elems(n), [&x, &yp, &lp, &tt, &bb, &rr, &ax])
+        }
+        "_backward_SequenceLast" => {
+            launch_src!(c, SRC, &format!("misc_seq_last_bwd_{tag}"), elems(n), [&x, &yp, &lp, &nn, &tt, &bb, &rr, &ax])
+        }
+        _ => launch_src!(c, SRC, &format!("misc_seq_reverse_{tag}"), elems(n), [&x, &yp, &lp, &nn, &tt, &bb, &rr]),
+    }
+}
+
 // ---------------------------------------------------------------- optimizer updates
 
 /// The optimizer updates: one elementwise kernel each, writing the states in place
@@ -820,6 +921,10 @@ pub(super) fn lookup(name: &str) -> Option<ComputeFn> {
         "broadcast_to" | "broadcast_axis" | "broadcast_like" => broadcast,
         "argmax" | "argmin" | "argmax_channel" => arg,
         "pick" => pick,
+        "_arange" => arange,
+        "_eye" => eye,
+        "_linspace" => linspace,
+        "SequenceMask" | "SequenceLast" | "SequenceReverse" | "_backward_SequenceLast" => sequence,
         "norm" => norm,
         "all_finite" | "multi_all_finite" => all_finite,
         "multi_sum_sq" => multi_sum_sq,
@@ -870,6 +975,13 @@ mod tests {
         "argmin",
         "argmax_channel",
         "pick",
+        "_arange",
+        "_eye",
+        "_linspace",
+        "SequenceMask",
+        "SequenceLast",
+        "SequenceReverse",
+        "_backward_SequenceLast",
         "norm",
         "all_finite",
         "multi_all_finite",
