@@ -490,6 +490,24 @@ def test_reset_arrays():
     assert a.asnumpy().sum() == 0 and b.asnumpy().sum() == 0
 
 
+@pytest.mark.parametrize("dtype", FLOATS + ["int32"])
+@pytest.mark.parametrize("axes,keepdims", [((0, 1, 2), False), ((1,), False), ((0, 2), True), ((2,), True)])
+def test_moments(axes, keepdims, dtype):
+    x = rand((4, 6, 5), dtype)
+    for k in range(2):
+        g, c = both(lambda a: mx.nd.moments(a, axes=axes, keepdims=keepdims)[k], x)
+        same(g, c, dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("scalar", [1.0, 0.5, 3.0])
+def test_smooth_l1(scalar, dtype):
+    x = rand((200,), dtype, -3, 3)
+    g, c = both(lambda a: mx.nd.smooth_l1(a, scalar=scalar), x)
+    same(g, c, dtype)
+    grads_both(lambda a: mx.nd.smooth_l1(a, scalar=scalar), x)
+
+
 # ---------------------------------------------------------------- _arange, _eye, _linspace, Sequence*
 
 @pytest.mark.parametrize("dtype", FLOATS + INTS)

@@ -607,18 +607,12 @@ fn topk(c: &mut OpCall) -> Result<()> {
 
 // ---------------------------------------------------------------- norm, all_finite, multi_sum_sq
 
-/// `norm` (ord 1 or 2 over `axis`): per output, in float64 as the CPU (float64 data
-/// with the overflow-safe scaled sum of squares), then stored in the output dtype.
-fn norm(c: &mut OpCall) -> Result<()> {
-    let (x, y) = (&c.inputs[0], &c.outputs[0]);
-    if x.dtype == DType::Bool || y.dtype == DType::Bool || y.dtype == DType::U8 {
-        return Err(op_err(c, format!("dtype {} -> {} is not supported on {}", x.dtype.name(), y.dtype.name(), c.ctx)));
-    }
-    let mask = super::reduce::reduce_mask(c.op.name, &x.shape, c.params.opt_tuple("axis").as_deref(), false)?;
-    let st = crate::shape::strides(&x.shape);
-    let (kept, red): (Vec<usize>, Vec<usize>) = (0..x.shape.len()).partition(|&i| !mask[i]);
+/// The kept and reduced axes of a reduction of `shape` over `mask` (OxReduce).
+fn red_params(c: &OpCall, shape: &[usize], mask: &[bool]) -> Result<RedP> {
+    let st = crate::shape::strides(shape);
+    let (kept, red): (Vec<usize>, Vec<usize>) = (0..shape.len()).partition(|&i| !mask[i]);
     if kept.len() > MAX_DIMS || red.len() > MAX_DIMS {
-        return Err(too_many_dims(c, x.shape.len()));
+        return Err(too_many_dims(c, shape.len()));
     }
     let mut p = RedP {
         nout: kept.len() as i32,
@@ -627,16 +621,66 @@ fn norm(c: &mut OpCall) -> Result<()> {
         nred: red.len() as i32,
         rshape: [1; MAX_DIMS],
         rstride: [0; MAX_DIMS],
-        rcount: red.iter().map(|&i| x.shape[i] as i64).product(),
+        rcount: red.iter().map(|&i| shape[i] as i64).product(),
     };
     for (j, &i) in kept.iter().enumerate() {
-        p.oshape[j] = x.shape[i] as i64;
+        p.oshape[j] = shape[i] as i64;
         p.ostride[j] = st[i] as i64;
     }
     for (j, &i) in red.iter().enumerate() {
-        p.rshape[j] = x.shape[i] as i64;
+        p.rshape[j] = shape[i] as i64;
         p.rstride[j] = st[i] as i64;
     }
+    Ok(p)
+}
+
+/// `moments`: per output, the mean then the centred variance, in float64.
+fn moments(c: &mut OpCall) -> Result<()> {
+    let x = &c.inputs[0];
+    if x.dtype == DType::Bool {
+        return Err(op_err(c, format!("dtype bool is not supported on {}", c.ctx)));
+    }
+    let mask = super::reduce::reduce_mask(c.op.name, &x.shape, c.params.opt_tuple("axes").as_deref(), false)?;
+    let p = red_params(c, &x.shape, &mask)?;
+    let out_n = c.outputs[0].size();
+    if out_n == 0 {
+        return Ok(());
+    }
+    let count = (x.size() / out_n.max(1)).max(1) as f64;
+    let (xp, mp, vp) = (ptr(x), ptr(&c.outputs[0]), ptr(&c.outputs[1]));
+    launch_src!(c, SRC, &format!("misc_moments_{}", ctype(x.dtype).tag), cfg(out_n), [&xp, &mp, &vp, &p, &count])
+}
+
+/// `smooth_l1` and `_backward_smooth_l1` (elementwise, in float64 as the CPU).
+fn smooth_l1(c: &mut OpCall) -> Result<()> {
+    let o = &c.outputs[0];
+    let n = o.size();
+    if n == 0 {
+        return Ok(());
+    }
+    if o.dtype == DType::Bool {
+        return Err(op_err(c, format!("dtype bool is not supported on {}", c.ctx)));
+    }
+    let s2 = c.params.float("scalar").powi(2);
+    let (yp, nn, tag) = (ptr(o), n as u64, ctype(o.dtype).tag);
+    if c.op.name == "smooth_l1" {
+        let xp = ptr(&c.inputs[0]);
+        launch_src!(c, SRC, &format!("misc_smooth_l1_{tag}"), elems(n), [&xp, &yp, &nn, &s2])
+    } else {
+        let (gp, xp) = (ptr(&c.inputs[0]), ptr(&c.inputs[1]));
+        launch_src!(c, SRC, &format!("misc_smooth_l1_bwd_{tag}"), elems(n), [&gp, &xp, &yp, &nn, &s2])
+    }
+}
+
+/// `norm` (ord 1 or 2 over `axis`): per output, in float64 as the CPU (float64 data
+/// with the overflow-safe scaled sum of squares), then stored in the output dtype.
+fn norm(c: &mut OpCall) -> Result<()> {
+    let (x, y) = (&c.inputs[0], &c.outputs[0]);
+    if x.dtype == DType::Bool || y.dtype == DType::Bool || y.dtype == DType::U8 {
+        return Err(op_err(c, format!("dtype {} -> {} is not supported on {}", x.dtype.name(), y.dtype.name(), c.ctx)));
+    }
+    let mask = super::reduce::reduce_mask(c.op.name, &x.shape, c.params.opt_tuple("axis").as_deref(), false)?;
+    let p = red_params(c, &x.shape, &mask)?;
     let nout = y.size();
     if nout == 0 {
         return Ok(());
@@ -926,6 +970,8 @@ pub(super) fn lookup(name: &str) -> Option<ComputeFn> {
         "_linspace" => linspace,
         "SequenceMask" | "SequenceLast" | "SequenceReverse" | "_backward_SequenceLast" => sequence,
         "norm" => norm,
+        "moments" => moments,
+        "smooth_l1" | "_backward_smooth_l1" => smooth_l1,
         "all_finite" | "multi_all_finite" => all_finite,
         "multi_sum_sq" => multi_sum_sq,
         "reset_arrays" => reset_arrays,
@@ -975,6 +1021,9 @@ mod tests {
         "argmin",
         "argmax_channel",
         "pick",
+        "moments",
+        "smooth_l1",
+        "_backward_smooth_l1",
         "_arange",
         "_eye",
         "_linspace",

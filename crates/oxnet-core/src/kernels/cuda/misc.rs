@@ -795,6 +795,63 @@ template <typename S> __device__ __forceinline__ void ox_seq_reverse(const S* __
       long long b, long long r) { ox_seq_reverse<S>(x, y, lens, n, t, b, r); }
 OX_SEQ(f32, float) OX_SEQ(f64, double) OX_SEQ(f16, ox_f16) OX_SEQ(u8, unsigned char) OX_SEQ(i8, signed char)
 OX_SEQ(i32, int) OX_SEQ(i64, long long) OX_SEQ(bool, ox_bool)
+
+/* ---- smooth_l1 (in float64, as the CPU) ---------------------------------------------------- */
+template <typename S> __device__ __forceinline__ void ox_smooth_l1(const S* x, S* y, unsigned long long n, double s2) {
+  OX_LOOP(i, n) {
+    double v = (double)Ox<S>::ld(x[i]);
+    y[i] = OxFrom<S>::f(fabs(v) < 1.0 / s2 ? 0.5 * v * v * s2 : fabs(v) - 0.5 / s2);
+  }
+}
+template <typename S> __device__ __forceinline__ void ox_smooth_l1_bwd(const S* g, const S* x, S* y, unsigned long long n, double s2) {
+  OX_LOOP(i, n) {
+    double v = (double)Ox<S>::ld(x[i]);
+    double d = fabs(v) < 1.0 / s2 ? s2 * v : (v != v ? v : copysign(1.0, v));
+    y[i] = OxFrom<S>::f((double)Ox<S>::ld(g[i]) * d);
+  }
+}
+/* ---- moments: per output (block), the mean then the centred variance, in float64 ------------ */
+template <typename S> __device__ __forceinline__ void ox_moments(const S* __restrict__ x, S* __restrict__ mean,
+    S* __restrict__ var, const OxReduce& p, double count) {
+  __shared__ double sh[256];
+  const int t = threadIdx.x;
+  unsigned long long nout = 1;
+  for (int d = 0; d < p.nout; ++d) nout *= (unsigned long long)p.oshape[d];
+  for (unsigned long long j = blockIdx.x; j < nout; j += gridDim.x) {
+    long long base = 0;
+    unsigned long long r = j;
+    for (int d = p.nout - 1; d >= 0; --d) { base += (long long)(r % (unsigned long long)p.oshape[d]) * p.ostride[d]; r /= (unsigned long long)p.oshape[d]; }
+    double m = 0.0;
+    for (int pass = 0; pass < 2; ++pass) {
+      double a = 0.0;
+      for (long long e = t; e < p.rcount; e += blockDim.x) {
+        long long off = base;
+        unsigned long long q = (unsigned long long)e;
+        for (int d = p.nred - 1; d >= 0; --d) { off += (long long)(q % (unsigned long long)p.rshape[d]) * p.rstride[d]; q /= (unsigned long long)p.rshape[d]; }
+        double v = (double)Ox<S>::ld(x[off]);
+        if (pass == 0) a += v; else a += (v - m) * (v - m);
+      }
+      sh[t] = a;
+      __syncthreads();
+      for (int h = blockDim.x / 2; h > 0; h >>= 1) {
+        if (t < h) sh[t] += sh[t + h];
+        __syncthreads();
+      }
+      double tot = sh[0];
+      __syncthreads();
+      if (pass == 0) { m = tot / count; if (t == 0) mean[j] = OxFrom<S>::f(m); }
+      else if (t == 0) var[j] = OxFrom<S>::f(tot / count);
+    }
+  }
+}
+#define OX_MOM(TAG, S) \
+  extern "C" __global__ void misc_smooth_l1_##TAG(const S* x, S* y, unsigned long long n, double s2) { ox_smooth_l1<S>(x, y, n, s2); } \
+  extern "C" __global__ void misc_smooth_l1_bwd_##TAG(const S* g, const S* x, S* y, unsigned long long n, double s2) { \
+    ox_smooth_l1_bwd<S>(g, x, y, n, s2); } \
+  extern "C" __global__ void misc_moments_##TAG(const S* x, S* mean, S* var, OxReduce p, double count) { \
+    ox_moments<S>(x, mean, var, p, count); }
+OX_MOM(f32, float) OX_MOM(f64, double) OX_MOM(f16, ox_f16) OX_MOM(u8, unsigned char) OX_MOM(i8, signed char)
+OX_MOM(i32, int) OX_MOM(i64, long long)
 "#;
 
 /// The source: the common prelude, then the kernels.
