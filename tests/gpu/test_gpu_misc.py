@@ -490,6 +490,82 @@ def test_reset_arrays():
     assert a.asnumpy().sum() == 0 and b.asnumpy().sum() == 0
 
 
+@pytest.mark.parametrize("dtype", FLOATS + ["int32"])
+@pytest.mark.parametrize("axes,keepdims", [((0, 1, 2), False), ((1,), False), ((0, 2), True), ((2,), True)])
+def test_moments(axes, keepdims, dtype):
+    x = rand((4, 6, 5), dtype)
+    for k in range(2):
+        g, c = both(lambda a: mx.nd.moments(a, axes=axes, keepdims=keepdims)[k], x)
+        same(g, c, dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("scalar", [1.0, 0.5, 3.0])
+def test_smooth_l1(scalar, dtype):
+    x = rand((200,), dtype, -3, 3)
+    g, c = both(lambda a: mx.nd.smooth_l1(a, scalar=scalar), x)
+    same(g, c, dtype)
+    grads_both(lambda a: mx.nd.smooth_l1(a, scalar=scalar), x)
+
+
+# ---------------------------------------------------------------- _arange, _eye, _linspace, Sequence*
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS)
+@pytest.mark.parametrize("kw", [dict(start=0, stop=10), dict(start=2.5, stop=-3, step=-0.7), dict(start=5),
+                                dict(start=1, stop=40, step=3, repeat=3), dict(start=-100, stop=300, step=7)])
+def test_arange(kw, dtype):
+    g = mx.nd.arange(ctx=GPU, dtype=dtype, **kw)
+    c = mx.nd.arange(ctx=mx.cpu(), dtype=dtype, **kw)
+    assert g.context == GPU
+    same(g, c, dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS + ["int32", "uint8"])
+@pytest.mark.parametrize("N,M,k", [(4, 0, 0), (3, 5, 1), (5, 3, -2), (2, 2, 5)])
+def test_eye(N, M, k, dtype):
+    same(mx.nd.eye(N, M, k, ctx=GPU, dtype=dtype), mx.nd.eye(N, M, k, ctx=mx.cpu(), dtype=dtype), dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS + ["int32"])
+@pytest.mark.parametrize("kw", [dict(start=0, stop=1, num=11), dict(start=3, stop=-2, num=7, endpoint=False),
+                                dict(start=1, stop=2, num=1)])
+def test_linspace(kw, dtype):
+    same(mx.nd.linspace(ctx=GPU, dtype=dtype, **kw), mx.nd.linspace(ctx=mx.cpu(), dtype=dtype, **kw), dtype)
+
+
+SEQ_LENS = np.array([3, 0, 5, 1.7], dtype="float32")
+
+
+@pytest.mark.parametrize("dtype", FLOATS + ["int32"])
+@pytest.mark.parametrize("len_dtype", ["float32", "int32", "int64"])
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("use_len", [False, True])
+def test_sequence_ops(use_len, axis, len_dtype, dtype):
+    shape = (5, 4, 3) if axis == 0 else (4, 5, 3)
+    x, lens = rand(shape, dtype), SEQ_LENS.astype(len_dtype)
+    kw = dict(use_sequence_length=use_len, axis=axis)
+    ops = [("SequenceMask", dict(kw, value=-1.5)), ("SequenceLast", kw)] + ([("SequenceReverse", kw)] if axis == 0 else [])
+    for name, k in ops:
+        if use_len:
+            g, c = both(lambda a, l: getattr(mx.nd, name)(a, l, **k), x, lens)
+        else:
+            g, c = both(lambda a: getattr(mx.nd, name)(a, **k), x)
+        same(g, c, dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("axis", [0, 1])
+def test_sequence_grads(axis, dtype):
+    shape = (5, 4, 3) if axis == 0 else (4, 5, 3)
+    x, lens = rand(shape, dtype), SEQ_LENS.astype(dtype)
+    kw = dict(use_sequence_length=True, axis=axis)
+    grads_both(lambda a, l: mx.nd.SequenceMask(a, l, **kw), x, lens, diff=[0])
+    grads_both(lambda a, l: mx.nd.SequenceLast(a, l, **kw), x, lens, diff=[0])
+    grads_both(lambda a: mx.nd.SequenceLast(a, axis=axis), x)
+    if axis == 0:
+        grads_both(lambda a, l: mx.nd.SequenceReverse(a, l, **kw), x, lens, diff=[0])
+
+
 # ---------------------------------------------------------------- optimizer updates
 
 def _common(clip=-1.0, wd=0.01, rescale=0.5):

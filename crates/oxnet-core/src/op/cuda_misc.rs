@@ -607,18 +607,12 @@ fn topk(c: &mut OpCall) -> Result<()> {
 
 // ---------------------------------------------------------------- norm, all_finite, multi_sum_sq
 
-/// `norm` (ord 1 or 2 over `axis`): per output, in float64 as the CPU (float64 data
-/// with the overflow-safe scaled sum of squares), then stored in the output dtype.
-fn norm(c: &mut OpCall) -> Result<()> {
-    let (x, y) = (&c.inputs[0], &c.outputs[0]);
-    if x.dtype == DType::Bool || y.dtype == DType::Bool || y.dtype == DType::U8 {
-        return Err(op_err(c, format!("dtype {} -> {} is not supported on {}", x.dtype.name(), y.dtype.name(), c.ctx)));
-    }
-    let mask = super::reduce::reduce_mask(c.op.name, &x.shape, c.params.opt_tuple("axis").as_deref(), false)?;
-    let st = crate::shape::strides(&x.shape);
-    let (kept, red): (Vec<usize>, Vec<usize>) = (0..x.shape.len()).partition(|&i| !mask[i]);
+/// The kept and reduced axes of a reduction of `shape` over `mask` (OxReduce).
+fn red_params(c: &OpCall, shape: &[usize], mask: &[bool]) -> Result<RedP> {
+    let st = crate::shape::strides(shape);
+    let (kept, red): (Vec<usize>, Vec<usize>) = (0..shape.len()).partition(|&i| !mask[i]);
     if kept.len() > MAX_DIMS || red.len() > MAX_DIMS {
-        return Err(too_many_dims(c, x.shape.len()));
+        return Err(too_many_dims(c, shape.len()));
     }
     let mut p = RedP {
         nout: kept.len() as i32,
@@ -627,16 +621,66 @@ fn norm(c: &mut OpCall) -> Result<()> {
         nred: red.len() as i32,
         rshape: [1; MAX_DIMS],
         rstride: [0; MAX_DIMS],
-        rcount: red.iter().map(|&i| x.shape[i] as i64).product(),
+        rcount: red.iter().map(|&i| shape[i] as i64).product(),
     };
     for (j, &i) in kept.iter().enumerate() {
-        p.oshape[j] = x.shape[i] as i64;
+        p.oshape[j] = shape[i] as i64;
         p.ostride[j] = st[i] as i64;
     }
     for (j, &i) in red.iter().enumerate() {
-        p.rshape[j] = x.shape[i] as i64;
+        p.rshape[j] = shape[i] as i64;
         p.rstride[j] = st[i] as i64;
     }
+    Ok(p)
+}
+
+/// `moments`: per output, the mean then the centred variance, in float64.
+fn moments(c: &mut OpCall) -> Result<()> {
+    let x = &c.inputs[0];
+    if x.dtype == DType::Bool {
+        return Err(op_err(c, format!("dtype bool is not supported on {}", c.ctx)));
+    }
+    let mask = super::reduce::reduce_mask(c.op.name, &x.shape, c.params.opt_tuple("axes").as_deref(), false)?;
+    let p = red_params(c, &x.shape, &mask)?;
+    let out_n = c.outputs[0].size();
+    if out_n == 0 {
+        return Ok(());
+    }
+    let count = (x.size() / out_n.max(1)).max(1) as f64;
+    let (xp, mp, vp) = (ptr(x), ptr(&c.outputs[0]), ptr(&c.outputs[1]));
+    launch_src!(c, SRC, &format!("misc_moments_{}", ctype(x.dtype).tag), cfg(out_n), [&xp, &mp, &vp, &p, &count])
+}
+
+/// `smooth_l1` and `_backward_smooth_l1` (elementwise, in float64 as the CPU).
+fn smooth_l1(c: &mut OpCall) -> Result<()> {
+    let o = &c.outputs[0];
+    let n = o.size();
+    if n == 0 {
+        return Ok(());
+    }
+    if o.dtype == DType::Bool {
+        return Err(op_err(c, format!("dtype bool is not supported on {}", c.ctx)));
+    }
+    let s2 = c.params.float("scalar").powi(2);
+    let (yp, nn, tag) = (ptr(o), n as u64, ctype(o.dtype).tag);
+    if c.op.name == "smooth_l1" {
+        let xp = ptr(&c.inputs[0]);
+        launch_src!(c, SRC, &format!("misc_smooth_l1_{tag}"), elems(n), [&xp, &yp, &nn, &s2])
+    } else {
+        let (gp, xp) = (ptr(&c.inputs[0]), ptr(&c.inputs[1]));
+        launch_src!(c, SRC, &format!("misc_smooth_l1_bwd_{tag}"), elems(n), [&gp, &xp, &yp, &nn, &s2])
+    }
+}
+
+/// `norm` (ord 1 or 2 over `axis`): per output, in float64 as the CPU (float64 data
+/// with the overflow-safe scaled sum of squares), then stored in the output dtype.
+fn norm(c: &mut OpCall) -> Result<()> {
+    let (x, y) = (&c.inputs[0], &c.outputs[0]);
+    if x.dtype == DType::Bool || y.dtype == DType::Bool || y.dtype == DType::U8 {
+        return Err(op_err(c, format!("dtype {} -> {} is not supported on {}", x.dtype.name(), y.dtype.name(), c.ctx)));
+    }
+    let mask = super::reduce::reduce_mask(c.op.name, &x.shape, c.params.opt_tuple("axis").as_deref(), false)?;
+    let p = red_params(c, &x.shape, &mask)?;
     let nout = y.size();
     if nout == 0 {
         return Ok(());
@@ -707,6 +751,107 @@ fn reset_arrays(c: &mut OpCall) -> Result<()> {
         fill(c, b, 0.0)?;
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------- _arange, _eye, _linspace
+
+fn arange(c: &mut OpCall) -> Result<()> {
+    let o = &c.outputs[0];
+    let n = o.size();
+    if n == 0 {
+        return Ok(());
+    }
+    let p = c.params;
+    let (start, step) = match p.opt_float("stop") {
+        Some(_) => (p.float("start"), p.float("step")),
+        None => (0.0, p.float("step")),
+    };
+    let repeat = p.int("repeat").max(1);
+    let is_int = (!o.dtype.is_float()) as i32;
+    let (yp, nn, si, sti) = (ptr(o), n as u64, start.trunc() as i64, step.trunc() as i64);
+    launch_src!(c, SRC, &format!("misc_arange_{}", ctype(o.dtype).tag), elems(n), [&yp, &nn, &repeat, &start, &step, &si, &sti, &is_int])
+}
+
+fn eye(c: &mut OpCall) -> Result<()> {
+    let o = &c.outputs[0];
+    let n = o.size();
+    if n == 0 {
+        return Ok(());
+    }
+    let (yp, rows, cols, k) = (ptr(o), o.shape[0] as i64, o.shape[1] as i64, c.params.int("k"));
+    launch_src!(c, SRC, &format!("misc_eye_{}", ctype(o.dtype).tag), elems(n), [&yp, &rows, &cols, &k])
+}
+
+fn linspace(c: &mut OpCall) -> Result<()> {
+    let o = &c.outputs[0];
+    let (start, stop, n) = (c.params.float("start"), c.params.float("stop"), c.params.int("num").max(0) as usize);
+    let endpoint = c.params.bool("endpoint");
+    let div = if endpoint { n.saturating_sub(1) } else { n };
+    let step = if div > 0 { (stop - start) / div as f64 } else { 0.0 };
+    let count = o.size().min(n);
+    if count == 0 {
+        return Ok(());
+    }
+    let last = (endpoint && n > 1 && count == n) as i32;
+    let (yp, nn) = (ptr(o), count as u64);
+    launch_src!(c, SRC, &format!("misc_linspace_{}", ctype(o.dtype).tag), elems(count), [&yp, &nn, &start, &step, &stop, &last])
+}
+
+// ---------------------------------------------------------------- Sequence*
+
+/// The lengths of the items (device int64, clamped to [0, t]) when the op uses its
+/// `sequence_length` input `which`; None: every item has length t.
+fn seq_lengths(c: &OpCall, which: usize, t: usize, b: usize) -> Result<Option<crate::storage::cuda::Scratch>> {
+    if !c.params.bool("use_sequence_length") || c.inputs.len() <= which || b == 0 {
+        return Ok(None);
+    }
+    let l = &c.inputs[which];
+    let d = crate::storage::cuda::device(c.ctx).map_err(|e| op_err(c, e))?;
+    let s = d.scratch(b * 8).map_err(|e| op_err(c, e))?;
+    let (lp, sp, bb, tt) = (ptr(l), s.ptr, b as u64, t as i64);
+    launch_src!(c, SRC, &format!("misc_seq_len_{}", ctype(l.dtype).tag), elems(b), [&lp, &sp, &bb, &tt])?;
+    Ok(Some(s))
+}
+
+/// (t, b, r) of sequence data with the sequence on axis 0 (else 1).
+fn seq_dims(x: &[usize], axis0: bool) -> (usize, usize, usize) {
+    let (t, b) = if axis0 { (x[0], x[1]) } else { (x[1], x[0]) };
+    (t, b, x[2..].iter().product())
+}
+
+fn sequence(c: &mut OpCall) -> Result<()> {
+    let o = &c.outputs[0];
+    let axis0 = c.params.int("axis") == 0;
+    let data = if c.op.name == "_backward_SequenceLast" { &c.inputs[1] } else { &c.inputs[0] };
+    if data.shape.len() < 2 {
+        return Err(op_err(c, "data must have at least 2 dimensions"));
+    }
+    let (t, b, r) = seq_dims(&data.shape, axis0);
+    let n = o.size();
+    if n == 0 {
+        return Ok(());
+    }
+    let which = if c.op.name == "_backward_SequenceLast" { 2 } else { 1 };
+    let lens = seq_lengths(c, which, t, b)?;
+    let lp = lens.as_ref().map_or(0, |s| s.ptr);
+    let tag = ctype(o.dtype).tag;
+    let (x, yp, nn, tt, bb, rr, ax) = (ptr(&c.inputs[0]), ptr(o), n as u64, t as i64, b as i64, r as i64, axis0 as i32);
+    match c.op.name {
+        "SequenceMask" => {
+            let v = c.params.float("value");
+            launch_src!(c, SRC, &format!("misc_seq_mask_{tag}"), elems(n), [&x, &yp, &lp, &nn, &tt, &bb, &rr, &ax, &v])
+        }
+        "SequenceLast" => {
+            if t == 0 {
+                return Err(op_err(c, "the sequence axis is empty"));
+            }
+            launch_src!(c, SRC, &format!("misc_seq_last_{tag}"), elems(n), [&x, &yp, &lp, &tt, &bb, &rr, &ax])
+        }
+        "_backward_SequenceLast" => {
+            launch_src!(c, SRC, &format!("misc_seq_last_bwd_{tag}"), elems(n), [&x, &yp, &lp, &nn, &tt, &bb, &rr, &ax])
+        }
+        _ => launch_src!(c, SRC, &format!("misc_seq_reverse_{tag}"), elems(n), [&x, &yp, &lp, &nn, &tt, &bb, &rr]),
+    }
 }
 
 // ---------------------------------------------------------------- optimizer updates
@@ -820,7 +965,13 @@ pub(super) fn lookup(name: &str) -> Option<ComputeFn> {
         "broadcast_to" | "broadcast_axis" | "broadcast_like" => broadcast,
         "argmax" | "argmin" | "argmax_channel" => arg,
         "pick" => pick,
+        "_arange" => arange,
+        "_eye" => eye,
+        "_linspace" => linspace,
+        "SequenceMask" | "SequenceLast" | "SequenceReverse" | "_backward_SequenceLast" => sequence,
         "norm" => norm,
+        "moments" => moments,
+        "smooth_l1" | "_backward_smooth_l1" => smooth_l1,
         "all_finite" | "multi_all_finite" => all_finite,
         "multi_sum_sq" => multi_sum_sq,
         "reset_arrays" => reset_arrays,
@@ -870,6 +1021,16 @@ mod tests {
         "argmin",
         "argmax_channel",
         "pick",
+        "moments",
+        "smooth_l1",
+        "_backward_smooth_l1",
+        "_arange",
+        "_eye",
+        "_linspace",
+        "SequenceMask",
+        "SequenceLast",
+        "SequenceReverse",
+        "_backward_SequenceLast",
         "norm",
         "all_finite",
         "multi_all_finite",

@@ -686,6 +686,172 @@ template <typename S> __device__ __forceinline__ void ox_sum_sq(const S* __restr
   extern "C" __global__ void misc_sum_sq_##TAG(const S* x, unsigned long long n, double* acc) { ox_sum_sq<S>(x, n, acc); }
 OX_FINITE(f32, float) OX_FINITE(f64, double) OX_FINITE(f16, ox_f16) OX_FINITE(u8, unsigned char) OX_FINITE(i8, signed char)
 OX_FINITE(i32, int) OX_FINITE(i64, long long) OX_FINITE(bool, ox_bool)
+
+/* ---- _arange, _eye, _linspace ------------------------------------------------------------
+   arange: floats start_T + k * step_T (start and step first rounded to the type, as the
+   CPU), integers start_i + k * step_i wrapping; element i holds k = i / repeat. */
+template <typename S> __device__ __forceinline__ void ox_arange(S* __restrict__ y, unsigned long long n, long long repeat,
+    double start, double step, long long start_i, long long step_i, int is_int) {
+  const double st = (double)Ox<S>::ld(OxFrom<S>::f(start));
+  const double sp = (double)Ox<S>::ld(OxFrom<S>::f(step));
+  OX_LOOP(i, n) {
+    long long k = (long long)(i / (unsigned long long)repeat);
+    if (is_int) {
+      long long v = (long long)((unsigned long long)start_i + (unsigned long long)k * (unsigned long long)step_i);
+      y[i] = Ox<S>::st((typename Ox<S>::C)v);
+    } else {
+      y[i] = OxFrom<S>::f(st + (double)k * sp);
+    }
+  }
+}
+template <typename S> __device__ __forceinline__ void ox_eye(S* __restrict__ y, long long rows, long long cols, long long k) {
+  OX_LOOP(i, (unsigned long long)(rows * cols)) {
+    long long r = (long long)i / cols, c = (long long)i % cols;
+    y[i] = OxFrom<S>::f(c - r == k ? 1.0 : 0.0);
+  }
+}
+template <typename S> __device__ __forceinline__ void ox_linspace(S* __restrict__ y, unsigned long long n, double start, double step,
+    double stop, int last_is_stop) {
+  OX_LOOP(i, n) {
+    double v = (last_is_stop && i == n - 1) ? stop : start + (double)i * step;
+    y[i] = OxFrom<S>::f(v);
+  }
+}
+#define OX_RANGE(TAG, S) \
+  extern "C" __global__ void misc_arange_##TAG(S* y, unsigned long long n, long long repeat, double start, double step, \
+      long long start_i, long long step_i, int is_int) { ox_arange<S>(y, n, repeat, start, step, start_i, step_i, is_int); } \
+  extern "C" __global__ void misc_eye_##TAG(S* y, long long rows, long long cols, long long k) { ox_eye<S>(y, rows, cols, k); } \
+  extern "C" __global__ void misc_linspace_##TAG(S* y, unsigned long long n, double start, double step, double stop, \
+      int last_is_stop) { ox_linspace<S>(y, n, start, step, stop, last_is_stop); }
+OX_RANGE(f32, float) OX_RANGE(f64, double) OX_RANGE(f16, ox_f16) OX_RANGE(u8, unsigned char) OX_RANGE(i8, signed char)
+OX_RANGE(i32, int) OX_RANGE(i64, long long) OX_RANGE(bool, ox_bool)
+
+/* ---- SequenceMask, SequenceLast, SequenceReverse ------------------------------------------
+   Data (t, b, r) with axis0, else (b, t, r); lens[item] already clamped to [0, t] (the
+   CPU's to_f64().clamp(0, t) as usize; NaN -> 0), or null for t everywhere. */
+template <typename L> __device__ __forceinline__ void ox_seq_len(const L* __restrict__ l, long long* __restrict__ out,
+    unsigned long long b, long long t) {
+  OX_LOOP(i, b) {
+    double v = (double)Ox<L>::ld(l[i]);
+    out[i] = v != v ? 0 : (v <= 0.0 ? 0 : (v >= (double)t ? t : (long long)v));
+  }
+}
+__device__ __forceinline__ void ox_seq_pos(unsigned long long i, long long t, long long b, long long r, int axis0,
+    long long& step, long long& item, long long& q) {
+  long long ii = (long long)i;
+  q = ii % r;
+  if (axis0) { step = ii / (b * r); item = (ii / r) % b; }
+  else { item = ii / (t * r); step = (ii / r) % t; }
+}
+template <typename S> __device__ __forceinline__ void ox_seq_mask(const S* x, S* y, const long long* __restrict__ lens,
+    unsigned long long n, long long t, long long b, long long r, int axis0, double value) {
+  const S v = OxFrom<S>::f(value);
+  OX_LOOP(i, n) {
+    long long step, item, q;
+    ox_seq_pos(i, t, b, r, axis0, step, item, q);
+    long long len = lens ? lens[item] : t;
+    y[i] = step < len ? x[i] : v;
+  }
+}
+template <typename S> __device__ __forceinline__ void ox_seq_last(const S* __restrict__ x, S* __restrict__ y,
+    const long long* __restrict__ lens, long long t, long long b, long long r, int axis0) {
+  OX_LOOP(j, (unsigned long long)(b * r)) {
+    long long item = (long long)j / r, q = (long long)j % r;
+    long long len = lens ? lens[item] : t;
+    long long step = (len > 1 ? len : 1) - 1;
+    long long p = axis0 ? (step * b + item) * r : (item * t + step) * r;
+    y[j] = x[p + q];
+  }
+}
+template <typename S> __device__ __forceinline__ void ox_seq_last_bwd(const S* __restrict__ g, S* __restrict__ y,
+    const long long* __restrict__ lens, unsigned long long n, long long t, long long b, long long r, int axis0) {
+  OX_LOOP(i, n) {
+    long long step, item, q;
+    ox_seq_pos(i, t, b, r, axis0, step, item, q);
+    long long len = lens ? lens[item] : t;
+    y[i] = step == (len > 1 ? len : 1) - 1 ? g[item * r + q] : Ox<S>::st((typename Ox<S>::C)0);
+  }
+}
+template <typename S> __device__ __forceinline__ void ox_seq_reverse(const S* __restrict__ x, S* __restrict__ y,
+    const long long* __restrict__ lens, unsigned long long n, long long t, long long b, long long r) {
+  OX_LOOP(i, n) {
+    long long step, item, q;
+    ox_seq_pos(i, t, b, r, 1, step, item, q);
+    long long len = lens ? lens[item] : t;
+    long long src = step < len ? len - 1 - step : step;
+    y[i] = x[(src * b + item) * r + q];
+  }
+}
+#define OX_SEQ(TAG, S) \
+  extern "C" __global__ void misc_seq_len_##TAG(const S* l, long long* out, unsigned long long b, long long t) { \
+    ox_seq_len<S>(l, out, b, t); } \
+  extern "C" __global__ void misc_seq_mask_##TAG(const S* x, S* y, const long long* lens, unsigned long long n, long long t, \
+      long long b, long long r, int axis0, double value) { ox_seq_mask<S>(x, y, lens, n, t, b, r, axis0, value); } \
+  extern "C" __global__ void misc_seq_last_##TAG(const S* x, S* y, const long long* lens, long long t, long long b, long long r, \
+      int axis0) { ox_seq_last<S>(x, y, lens, t, b, r, axis0); } \
+  extern "C" __global__ void misc_seq_last_bwd_##TAG(const S* g, S* y, const long long* lens, unsigned long long n, long long t, \
+      long long b, long long r, int axis0) { ox_seq_last_bwd<S>(g, y, lens, n, t, b, r, axis0); } \
+  extern "C" __global__ void misc_seq_reverse_##TAG(const S* x, S* y, const long long* lens, unsigned long long n, long long t, \
+      long long b, long long r) { ox_seq_reverse<S>(x, y, lens, n, t, b, r); }
+OX_SEQ(f32, float) OX_SEQ(f64, double) OX_SEQ(f16, ox_f16) OX_SEQ(u8, unsigned char) OX_SEQ(i8, signed char)
+OX_SEQ(i32, int) OX_SEQ(i64, long long) OX_SEQ(bool, ox_bool)
+
+/* ---- smooth_l1 (in float64, as the CPU) ---------------------------------------------------- */
+template <typename S> __device__ __forceinline__ void ox_smooth_l1(const S* x, S* y, unsigned long long n, double s2) {
+  OX_LOOP(i, n) {
+    double v = (double)Ox<S>::ld(x[i]);
+    y[i] = OxFrom<S>::f(fabs(v) < 1.0 / s2 ? 0.5 * v * v * s2 : fabs(v) - 0.5 / s2);
+  }
+}
+template <typename S> __device__ __forceinline__ void ox_smooth_l1_bwd(const S* g, const S* x, S* y, unsigned long long n, double s2) {
+  OX_LOOP(i, n) {
+    double v = (double)Ox<S>::ld(x[i]);
+    double d = fabs(v) < 1.0 / s2 ? s2 * v : (v != v ? v : copysign(1.0, v));
+    y[i] = OxFrom<S>::f((double)Ox<S>::ld(g[i]) * d);
+  }
+}
+/* ---- moments: per output (block), the mean then the centred variance, in float64 ------------ */
+template <typename S> __device__ __forceinline__ void ox_moments(const S* __restrict__ x, S* __restrict__ mean,
+    S* __restrict__ var, const OxReduce& p, double count) {
+  __shared__ double sh[256];
+  const int t = threadIdx.x;
+  unsigned long long nout = 1;
+  for (int d = 0; d < p.nout; ++d) nout *= (unsigned long long)p.oshape[d];
+  for (unsigned long long j = blockIdx.x; j < nout; j += gridDim.x) {
+    long long base = 0;
+    unsigned long long r = j;
+    for (int d = p.nout - 1; d >= 0; --d) { base += (long long)(r % (unsigned long long)p.oshape[d]) * p.ostride[d]; r /= (unsigned long long)p.oshape[d]; }
+    double m = 0.0;
+    for (int pass = 0; pass < 2; ++pass) {
+      double a = 0.0;
+      for (long long e = t; e < p.rcount; e += blockDim.x) {
+        long long off = base;
+        unsigned long long q = (unsigned long long)e;
+        for (int d = p.nred - 1; d >= 0; --d) { off += (long long)(q % (unsigned long long)p.rshape[d]) * p.rstride[d]; q /= (unsigned long long)p.rshape[d]; }
+        double v = (double)Ox<S>::ld(x[off]);
+        if (pass == 0) a += v; else a += (v - m) * (v - m);
+      }
+      sh[t] = a;
+      __syncthreads();
+      for (int h = blockDim.x / 2; h > 0; h >>= 1) {
+        if (t < h) sh[t] += sh[t + h];
+        __syncthreads();
+      }
+      double tot = sh[0];
+      __syncthreads();
+      if (pass == 0) { m = tot / count; if (t == 0) mean[j] = OxFrom<S>::f(m); }
+      else if (t == 0) var[j] = OxFrom<S>::f(tot / count);
+    }
+  }
+}
+#define OX_MOM(TAG, S) \
+  extern "C" __global__ void misc_smooth_l1_##TAG(const S* x, S* y, unsigned long long n, double s2) { ox_smooth_l1<S>(x, y, n, s2); } \
+  extern "C" __global__ void misc_smooth_l1_bwd_##TAG(const S* g, const S* x, S* y, unsigned long long n, double s2) { \
+    ox_smooth_l1_bwd<S>(g, x, y, n, s2); } \
+  extern "C" __global__ void misc_moments_##TAG(const S* x, S* mean, S* var, OxReduce p, double count) { \
+    ox_moments<S>(x, mean, var, p, count); }
+OX_MOM(f32, float) OX_MOM(f64, double) OX_MOM(f16, ox_f16) OX_MOM(u8, unsigned char) OX_MOM(i8, signed char)
+OX_MOM(i32, int) OX_MOM(i64, long long)
 "#;
 
 /// The source: the common prelude, then the kernels.
