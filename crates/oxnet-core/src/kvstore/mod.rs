@@ -22,7 +22,7 @@ use crate::context::Context;
 use crate::engine;
 use crate::error::{Error, Result};
 use crate::ndarray::{Chunk, NDArray};
-use crate::op::{self, Blob, OpDef, Params};
+use crate::op::{self, Blob, OpDef, Params, Value};
 use crate::shape::{fmt_shape, Shape};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
@@ -441,13 +441,13 @@ fn check_update(key: &Key, stored: &NDArray, u: &Update) -> Result<()> {
 /// (see [`kernels::fused_update`]). `out` is `weight` or a buffer of its shape.
 fn push_fused(op: &'static OpDef, params: Params, weight: &NDArray, out: &NDArray, srcs: &[NDArray], states: &[NDArray]) -> Result<()> {
     let host = |a: &NDArray| a.ctx().is_host();
-    if !host(weight) || !srcs.iter().all(host) || !states.iter().all(host) {
-        return Err(Error::op(op.name, "kvstore: arrays on a GPU are not supported in this build (host arrays only)"));
-    }
     for s in srcs {
         if s.overlaps(weight) || s.overlaps(out) || states.iter().any(|st| st.overlaps(s)) {
             return Err(Error::op(op.name, "kvstore: a pushed array is the store's own buffer or an optimizer state"));
         }
+    }
+    if !host(weight) || !srcs.iter().all(host) || !states.iter().all(host) {
+        return device_update(op, params, weight, out, srcs, states);
     }
     let same = Arc::ptr_eq(weight.var(), out.var());
     let mut reads: SmallVec<[Arc<engine::Var>; 6]> = srcs.iter().map(|a| a.var().clone()).collect();
@@ -479,15 +479,61 @@ fn push_fused(op: &'static OpDef, params: Params, weight: &NDArray, out: &NDArra
     )
 }
 
+/// `a` on `ctx`: itself, or a copy made there.
+fn on_ctx(a: &NDArray, ctx: Context) -> Result<NDArray> {
+    if a.ctx() == ctx {
+        return Ok(a.clone());
+    }
+    let t = NDArray::empty(a.shape(), ctx, a.dtype())?;
+    op::invoke(op::lookup("_copyto")?, std::slice::from_ref(a), Params::default(), Some(std::slice::from_ref(&t)), None)?;
+    Ok(t)
+}
+
+/// `dst = sum(srcs)` where some array lives on a GPU: the sources are copied to
+/// `dst`'s device and summed there by registry ops (`add_n`), so the sum runs on
+/// the device holding the store's buffer.
+fn device_sum(dst: &NDArray, srcs: &[NDArray]) -> Result<()> {
+    let local: Vec<NDArray> = srcs.iter().map(|s| on_ctx(s, dst.ctx())).collect::<Result<_>>()?;
+    if local.len() == 1 {
+        return op::invoke(op::lookup("_copyto")?, &local, Params::default(), Some(std::slice::from_ref(dst)), None).map(|_| ());
+    }
+    let add = op::lookup("add_n")?;
+    let params = add.parse(vec![("num_args".into(), Value::Int(local.len() as i64))])?;
+    op::invoke(add, &local, params, Some(std::slice::from_ref(dst)), None).map(|_| ())
+}
+
+/// `out = op(weight, sum(srcs), states...)` where some array lives on a GPU: the sum
+/// on the weight's device, then the update op there (its CUDA kernel).
+fn device_update(op: &'static OpDef, params: Params, weight: &NDArray, out: &NDArray, srcs: &[NDArray], states: &[NDArray]) -> Result<()> {
+    let grad = NDArray::empty(weight.shape(), weight.ctx(), weight.dtype())?;
+    device_sum(&grad, srcs)?;
+    let local: Vec<NDArray> = states.iter().map(|s| on_ctx(s, weight.ctx())).collect::<Result<_>>()?;
+    let mut inputs = vec![weight.clone(), grad];
+    inputs.extend(local.iter().cloned());
+    op::invoke(op, &inputs, params, Some(std::slice::from_ref(out)), None)?;
+    // States kept on another device than the weight get their updated values back.
+    let copy = op::lookup("_copyto")?;
+    for (orig, l) in states.iter().zip(&local) {
+        if orig.ctx() != l.ctx() {
+            op::invoke(copy, std::slice::from_ref(l), Params::default(), Some(std::slice::from_ref(orig)), None)?;
+        }
+    }
+    Ok(())
+}
+
 /// Pushes `dst = sum(srcs)` (through 2-bit compression when given).
 fn push_sum(dst: &NDArray, srcs: &[NDArray], comp: Option<(f32, &[NDArray])>) -> Result<()> {
     for s in srcs {
         if s.overlaps(dst) {
             return Err(Error::new("kvstore: a pushed array is the store's own buffer"));
         }
-        if !s.ctx().is_host() {
-            return Err(Error::new(format!("kvstore: arrays on {} are not supported in this build (host arrays only)", s.ctx())));
+    }
+    if !dst.ctx().is_host() || srcs.iter().any(|s| !s.ctx().is_host()) {
+        if comp.is_some() {
+            let c = if dst.ctx().is_host() { srcs.iter().map(|s| s.ctx()).find(|c| !c.is_host()).unwrap_or(dst.ctx()) } else { dst.ctx() };
+            return Err(Error::new(format!("kvstore: 2-bit gradient compression of arrays on {c} is not supported")));
         }
+        return device_sum(dst, srcs);
     }
     let reads: SmallVec<[Arc<engine::Var>; 4]> = srcs.iter().map(|a| a.var().clone()).collect();
     let mut writes: SmallVec<[Arc<engine::Var>; 4]> = SmallVec::new();
@@ -528,6 +574,13 @@ fn push_sum(dst: &NDArray, srcs: &[NDArray], comp: Option<(f32, &[NDArray])>) ->
 }
 
 fn push_fill_zero(a: &NDArray) -> Result<()> {
+    if !a.ctx().is_host() {
+        let op = op::lookup("_zeros")?;
+        let shape = Value::Tuple(a.shape().iter().map(|&d| d as i64).collect());
+        let params = op.parse(vec![("shape".into(), shape), ("dtype".into(), Value::Str(a.dtype().name().into()))])?;
+        op::invoke(op, &[], params, Some(std::slice::from_ref(a)), Some(a.ctx()))?;
+        return Ok(());
+    }
     let b = blob(a);
     let keep = a.chunk().clone();
     let n = a.nbytes();
@@ -546,10 +599,12 @@ fn push_fill_zero(a: &NDArray) -> Result<()> {
 
 /// Pushes the copy of `src` into every array of `dsts`.
 fn push_broadcast(src: &NDArray, dsts: &[NDArray]) -> Result<()> {
-    for d in dsts {
-        if !d.ctx().is_host() {
-            return Err(Error::new(format!("kvstore: arrays on {} are not supported in this build (host arrays only)", d.ctx())));
+    if !src.ctx().is_host() || dsts.iter().any(|d| !d.ctx().is_host()) {
+        let copy = op::lookup("_copyto")?;
+        for d in dsts {
+            op::invoke(copy, std::slice::from_ref(src), Params::default(), Some(std::slice::from_ref(d)), None)?;
         }
+        return Ok(());
     }
     let mut writes: SmallVec<[Arc<engine::Var>; 4]> = SmallVec::new();
     let mut keep: SmallVec<[Arc<Chunk>; 6]> = SmallVec::new();

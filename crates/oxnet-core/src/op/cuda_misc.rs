@@ -34,7 +34,7 @@ struct P32 {
 }
 
 /// Largest number of (merged) axes of a strided copy.
-const VIEW_DIMS: usize = 16;
+const VIEW_DIMS: usize = 32;
 
 #[repr(C)]
 #[derive(Clone, Copy)]

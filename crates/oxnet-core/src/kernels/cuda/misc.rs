@@ -9,7 +9,7 @@ pub const NAME: &str = "misc";
 const BODY: &str = r#"/* ---- common ------------------------------------------------------------------ */
 struct OxP8 { unsigned long long p[8]; };
 struct OxH16 { double v[16]; };
-#define OX_VIEW_DIMS 16
+#define OX_VIEW_DIMS 32
 struct OxView { int ndim; long long shape[OX_VIEW_DIMS]; long long ss[OX_VIEW_DIMS]; long long ds[OX_VIEW_DIMS]; };
 __device__ __forceinline__ float ox_sqrt(float x) { return sqrtf(x); }
 __device__ __forceinline__ double ox_sqrt(double x) { return sqrt(x); }
