@@ -26,8 +26,7 @@ def test_type_rank_workers_and_reserved_names():
     kv.barrier()
     kv._barrier()
     # (the dist_* stores are MPI jobs: tests/test_dist_kvstore.py)
-    with pytest.raises(mx.MXNetError, match="'nccl' is not built yet"):
-        mx.kv.create("nccl")
+    assert mx.kv.create("nccl").type == "nccl"
     with pytest.raises(mx.MXNetError, match="unknown kvstore type 'bogus'"):
         mx.kv.create("bogus")
 
@@ -314,3 +313,14 @@ def test_same_output_as_mxnet(tmp_path):
     theirs = subprocess.run([ORACLE, str(script), "mxnet"], capture_output=True, text=True, timeout=300)
     assert theirs.returncode == 0, theirs.stderr[-2000:]
     assert mine.stdout == theirs.stdout
+
+
+def test_nccl_store_with_host_arrays_sums_like_device():
+    """Arrays on the host go the 'device' way in an 'nccl' store (NCCL is for GPUs)."""
+    kv = mx.kv.create("nccl")
+    kv.init(7, mx.nd.zeros((3, 2)))
+    kv.push(7, [mx.nd.ones((3, 2)) * (i + 1) for i in range(3)])
+    out = [mx.nd.zeros((3, 2)), mx.nd.zeros((3, 2))]
+    kv.pull(7, out=out)
+    for o in out:
+        np.testing.assert_array_equal(o.asnumpy(), np.full((3, 2), 6.0))

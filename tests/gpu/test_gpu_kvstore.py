@@ -1,4 +1,4 @@
-"""KVStore 'local' and 'device' with arrays on gpu(0): sums, pulls, the optimizer run
+"""KVStore 'local', 'device' and 'nccl' with arrays on gpu(0): sums, pulls, the optimizer run
 in the store, and a Gluon Trainer through the store, against the same on the CPU."""
 
 import numpy as np
@@ -11,7 +11,7 @@ from .common import GPU, rand, requires_gpu
 pytestmark = requires_gpu
 
 
-@pytest.mark.parametrize("kind", ["local", "device"])
+@pytest.mark.parametrize("kind", ["local", "device", "nccl"])
 def test_push_sums_gpu_arrays_and_pull_fills_gpu_outputs(kind):
     kv = mx.kv.create(kind)
     shape = (4, 5)
@@ -26,7 +26,7 @@ def test_push_sums_gpu_arrays_and_pull_fills_gpu_outputs(kind):
         np.testing.assert_allclose(o.asnumpy(), want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("kind", ["local", "device"])
+@pytest.mark.parametrize("kind", ["local", "device", "nccl"])
 def test_store_runs_the_optimizer_like_the_cpu(kind):
     results = {}
     for ctx in (mx.cpu(), GPU):
@@ -41,7 +41,7 @@ def test_store_runs_the_optimizer_like_the_cpu(kind):
     np.testing.assert_allclose(results["gpu"], results["cpu"], rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("kvstore", ["device", "local", None])
+@pytest.mark.parametrize("kvstore", ["device", "local", "nccl", None])
 def test_trainer_through_the_store_matches_the_cpu(kvstore):
     x = rand((8, 5), "float32", seed=3)
     y = rand((8, 2), "float32", seed=4)
@@ -58,3 +58,13 @@ def test_trainer_through_the_store_matches_the_cpu(kvstore):
             trainer.step(8)
         results[ctx.device_type] = net.weight.data().asnumpy()
     np.testing.assert_allclose(results["gpu"], results["cpu"], rtol=1e-5, atol=1e-6)
+
+
+def test_nccl_store_mixes_host_and_gpu_outputs():
+    kv = mx.kv.create("nccl")
+    kv.init("k", mx.nd.array(rand((5,), "float32", seed=1), ctx=GPU))
+    kv.push("k", [mx.nd.ones((5,), ctx=GPU), mx.nd.ones((5,), ctx=GPU) * 2])
+    outs = [mx.nd.zeros((5,), ctx=GPU), mx.nd.zeros((5,)), mx.nd.zeros((5,), ctx=GPU)]
+    kv.pull("k", out=outs)
+    for o in outs:
+        np.testing.assert_allclose(o.asnumpy(), np.full(5, 3.0))

@@ -137,13 +137,12 @@ def _native_kind(name):
                              % (name, ", ".join(repr(t) for t in _DIST_TYPES[:-1])))
         return "dist"
     if name == "nccl":
-        raise MXNetError("kvstore type 'nccl' is not built yet (no NCCL; issue 22); use "
-                         "'device'")
+        return "nccl"
     if "device" in name:
         return "device"
     if name.startswith("local"):
         return "local"
-    raise MXNetError("unknown kvstore type %r; oxnet provides 'local', 'device' (and MXNet's "
+    raise MXNetError("unknown kvstore type %r; oxnet provides 'local', 'device', 'nccl' (and MXNet's "
                      "'local_update_cpu', 'local_allreduce_cpu', 'local_allreduce_device'), "
                      "the distributed 'dist_sync', 'dist_async', 'dist_device_sync', "
                      "'dist_async_device', and the registered types %s"
@@ -154,7 +153,8 @@ def create(name="local"):
     """Creates a key-value store: a registered type (e.g. ``'teststore'``) by name, or a
     native one: ``'local'`` (and ``'local_update_cpu'``, ``'local_allreduce_cpu'``,
     which sum on the CPU) or ``'device'`` (``'local_allreduce_device'``: sums on the
-    arrays' devices), or a distributed one on MPI: ``'dist_sync'``, ``'dist_async'``,
+    arrays' devices) or ``'nccl'`` (``'device'`` with the sums and broadcasts between
+    GPUs done by NCCL; arrays on the host go the ``'device'`` way), or a distributed one on MPI: ``'dist_sync'``, ``'dist_async'``,
     ``'dist_device_sync'`` (``'dist_sync_device'``), ``'dist_async_device'`` (see
     ``kvstore.dist``). Names are case-insensitive."""
     if not isinstance(name, str):

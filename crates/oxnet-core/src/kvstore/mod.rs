@@ -60,6 +60,8 @@ impl Key {
 pub enum Kind {
     Local,
     Device,
+    /// `device` with the sums and broadcasts between GPUs done by NCCL.
+    Nccl,
 }
 
 /// One key's state.
@@ -87,7 +89,7 @@ pub struct Update {
 
 /// MXNet's kvstore names that belong to other parts of oxnet.
 const NOT_BUILT: &[&str] =
-    &["nccl", "dist_sync", "dist_async", "dist_device_sync", "dist_sync_device", "dist_async_device", "dist", "horovod", "byteps"];
+    &["dist_sync", "dist_async", "dist_device_sync", "dist_sync_device", "dist_async_device", "dist", "horovod", "byteps"];
 
 pub struct KVStore {
     kind: Kind,
@@ -113,6 +115,7 @@ impl KVStore {
         let kind = match name {
             "local" | "local_update_cpu" | "local_allreduce_cpu" => Kind::Local,
             "device" | "local_allreduce_device" => Kind::Device,
+            "nccl" => Kind::Nccl,
             n if NOT_BUILT.contains(&n) || n.starts_with("dist") => {
                 return Err(Error::new(format!(
                     "kvstore type '{n}' is not built yet in oxnet (it comes with its own issue); use 'local' or 'device'"
@@ -132,6 +135,7 @@ impl KVStore {
         match self.kind {
             Kind::Local => "local",
             Kind::Device => "device",
+            Kind::Nccl => "nccl",
         }
     }
 
@@ -276,7 +280,11 @@ impl KVStore {
             match updates.as_mut().and_then(|u| u.next()) {
                 None => {
                     let res = self.residuals(e, vals.len())?;
-                    push_sum(&e.stored, vals, self.compression().map(|t| (t, &res[..])))?;
+                    if self.nccl_ok(&e.stored, vals) {
+                        nccl_sum(&e.stored, vals)?;
+                    } else {
+                        push_sum(&e.stored, vals, self.compression().map(|t| (t, &res[..])))?;
+                    }
                 }
                 Some(u) => self.push_update(e, vals, u)?,
             }
@@ -294,7 +302,10 @@ impl KVStore {
             None => stored.clone(),
             Some(_) => scratch(e)?,
         };
-        if fused {
+        if fused && self.nccl_ok(stored, vals) {
+            let grad = self.merged(e, vals)?;
+            push_fused(u.op, u.params, stored, &out, std::slice::from_ref(&grad), &u.states)?;
+        } else if fused {
             push_fused(u.op, u.params, stored, &out, vals, &u.states)?;
         } else {
             let grad = self.merged(e, vals)?;
@@ -350,9 +361,19 @@ impl KVStore {
                 e.merge.get_or_init(|| m).clone()
             }
         };
+        if self.nccl_ok(&m, values) {
+            nccl_sum(&m, values)?;
+            return Ok(m);
+        }
         let res = self.residuals(e, values.len())?;
         push_sum(&m, values, comp.map(|t| (t, &res[..])))?;
         Ok(m)
+    }
+
+    /// Whether a sum into (or a copy from) `target` goes through NCCL: an `nccl`
+    /// store, no compression, every array on a GPU.
+    fn nccl_ok(&self, target: &NDArray, arrays: &[NDArray]) -> bool {
+        self.kind == Kind::Nccl && self.compression().is_none() && !target.ctx().is_host() && arrays.iter().all(|a| !a.ctx().is_host())
     }
 
     /// Copies the stored value of each key into every array given for it.
@@ -369,7 +390,11 @@ impl KVStore {
             entries.push(e);
         }
         for ((_, outs), e) in items.iter().zip(&entries) {
-            push_broadcast(&e.stored, outs)?;
+            if self.nccl_ok(&e.stored, outs) {
+                nccl_broadcast(&e.stored, outs)?;
+            } else {
+                push_broadcast(&e.stored, outs)?;
+            }
         }
         Ok(())
     }
@@ -517,6 +542,91 @@ fn device_update(op: &'static OpDef, params: Params, weight: &NDArray, out: &NDA
         if orig.ctx() != l.ctx() {
             op::invoke(copy, std::slice::from_ref(l), Params::default(), Some(std::slice::from_ref(orig)), None)?;
         }
+    }
+    Ok(())
+}
+
+/// One buffer per GPU of this process for an NCCL collective: for each device, the
+/// sum of `arrays` there (the array itself when there is one), or `fill` made there.
+fn per_device(arrays: &[NDArray], like: &NDArray, zeros: bool) -> Result<Vec<NDArray>> {
+    let n = crate::storage::cuda::num_gpus();
+    let mut parts = Vec::with_capacity(n.max(0) as usize);
+    for dev in 0..n {
+        let ctx = Context::gpu(dev);
+        let mine: Vec<NDArray> = arrays.iter().filter(|a| a.ctx() == ctx).cloned().collect();
+        let p = match mine.len() {
+            1 => mine[0].clone(),
+            _ => {
+                let t = NDArray::empty(like.shape(), ctx, like.dtype())?;
+                if mine.is_empty() {
+                    if zeros {
+                        push_fill_zero(&t)?;
+                    }
+                } else {
+                    device_sum(&t, &mine)?;
+                }
+                t
+            }
+        };
+        parts.push(p);
+    }
+    Ok(parts)
+}
+
+/// `dst = sum(srcs)`, every array on a GPU: each device's sources summed there,
+/// then one NCCL reduce onto `dst`'s device (every GPU takes part; those without
+/// a source give zeros).
+fn nccl_sum(dst: &NDArray, srcs: &[NDArray]) -> Result<()> {
+    let parts = per_device(srcs, dst, true)?;
+    let reads: SmallVec<[Arc<engine::Var>; 4]> =
+        parts.iter().filter(|p| !Arc::ptr_eq(p.var(), dst.var())).map(|a| a.var().clone()).collect();
+    let mut keep: Vec<Arc<Chunk>> = parts.iter().map(|a| a.chunk().clone()).collect();
+    keep.push(dst.chunk().clone());
+    let ps: Vec<crate::storage::cuda::nccl::Part> = parts.iter().map(|a| (a.ctx().dev_id, a.data_ptr() as u64)).collect();
+    let (root, d, n, dt) = (dst.ctx().dev_id, dst.data_ptr() as u64, dst.size(), dst.dtype());
+    engine::push(
+        move || {
+            let _keep = keep;
+            crate::storage::cuda::nccl::reduce_sum(root, d, &ps, n, dt)
+        },
+        &reads,
+        std::slice::from_ref(dst.var()),
+        false,
+    )
+}
+
+/// Copies `src` (on a GPU) into every array of `dsts` (on GPUs) by one NCCL
+/// broadcast per round (each GPU receives into at most one array per round).
+fn nccl_broadcast(src: &NDArray, dsts: &[NDArray]) -> Result<()> {
+    let mut rest: Vec<NDArray> = dsts.to_vec();
+    while !rest.is_empty() {
+        // This round: the first remaining output of each device; scratch elsewhere.
+        let mut round: Vec<NDArray> = Vec::new();
+        let mut later: Vec<NDArray> = Vec::new();
+        for d in rest {
+            if round.iter().any(|r| r.ctx() == d.ctx()) {
+                later.push(d);
+            } else {
+                round.push(d);
+            }
+        }
+        let parts = per_device(&round, src, false)?;
+        let mut writes: SmallVec<[Arc<engine::Var>; 4]> = parts.iter().map(|a| a.var().clone()).collect();
+        writes.retain(|w| !Arc::ptr_eq(w, src.var()));
+        let mut keep: Vec<Arc<Chunk>> = parts.iter().map(|a| a.chunk().clone()).collect();
+        keep.push(src.chunk().clone());
+        let ps: Vec<crate::storage::cuda::nccl::Part> = parts.iter().map(|a| (a.ctx().dev_id, a.data_ptr() as u64)).collect();
+        let (root, sp, n, dt) = (src.ctx().dev_id, src.data_ptr() as u64, src.size(), src.dtype());
+        engine::push(
+            move || {
+                let _keep = keep;
+                crate::storage::cuda::nccl::broadcast(root, sp, &ps, n, dt)
+            },
+            std::slice::from_ref(src.var()),
+            &writes,
+            false,
+        )?;
+        rest = later;
     }
     Ok(())
 }

@@ -15,6 +15,7 @@
 pub mod alloc;
 pub mod blas;
 pub mod libs;
+pub mod nccl;
 
 pub use alloc::{AllocStats, CachingAllocator, DeviceMemory};
 
