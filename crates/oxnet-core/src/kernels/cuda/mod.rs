@@ -10,8 +10,11 @@ pub mod misc;
 pub mod nn;
 pub mod nvrtc;
 
-/// The hand-written sources: (name, source builder).
-const HANDWRITTEN: [(&str, fn() -> String); 3] = [(nn::NAME, nn::source), (conv::NAME, conv::source), (misc::NAME, misc::source)];
+/// A hand-written source: its name and the function building its text.
+type Handwritten = (&'static str, fn() -> String);
+
+/// The hand-written sources.
+const HANDWRITTEN: [Handwritten; 3] = [(nn::NAME, nn::source), (conv::NAME, conv::source), (misc::NAME, misc::source)];
 
 /// A hand-written source's text: the common prelude, then `body`.
 pub fn with_prelude(name: &str, body: &str) -> String {
