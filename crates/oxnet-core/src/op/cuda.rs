@@ -18,12 +18,13 @@ pub(super) const BLOCK: u32 = 256;
 /// Enough blocks to fill an H100 many times over; the kernels loop over the rest.
 pub(super) const MAX_GRID: usize = 1 << 16;
 
+/// A strided view (the prelude's OxStrided), shared by the launcher families.
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct Strided {
-    ndim: i32,
-    shape: [i64; MAX_DIMS],
-    stride: [i64; MAX_DIMS],
+pub(super) struct Strided {
+    pub(super) ndim: i32,
+    pub(super) shape: [i64; MAX_DIMS],
+    pub(super) stride: [i64; MAX_DIMS],
 }
 
 #[repr(C)]
@@ -35,9 +36,10 @@ struct Bcast {
     sb: [i64; MAX_DIMS],
 }
 
+/// A reduction's kept and reduced axes (the prelude's OxReduce).
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct Reduce {
+pub(super) struct Reduce {
     nout: i32,
     oshape: [i64; MAX_DIMS],
     ostride: [i64; MAX_DIMS],
@@ -175,13 +177,12 @@ pub(super) fn bcast_strides(s: &[usize], out: &[usize]) -> Vec<i64> {
     (0..out.len()).map(|i| if i < pad || s[i - pad] == 1 { 0 } else { st[i - pad] as i64 }).collect()
 }
 
-fn reduce(c: &mut OpCall) -> Result<()> {
-    let (x, y) = (&c.inputs[0], &c.outputs[0]);
-    let mask = super::reduce::reduce_mask(c.op.name, &x.shape, c.params.opt_tuple("axis").as_deref(), c.params.bool("exclude"))?;
-    let st = shape::strides(&x.shape);
-    let (kept, red): (Vec<usize>, Vec<usize>) = (0..x.shape.len()).partition(|&i| !mask[i]);
+/// The kept and reduced axes of a reduction of `shape` over `mask`.
+pub(super) fn reduce_params(c: &OpCall, shape: &[usize], mask: &[bool]) -> Result<Reduce> {
+    let st = shape::strides(shape);
+    let (kept, red): (Vec<usize>, Vec<usize>) = (0..shape.len()).partition(|&i| !mask[i]);
     if kept.len() > MAX_DIMS || red.len() > MAX_DIMS {
-        return Err(too_many_dims(c, x.shape.len()));
+        return Err(too_many_dims(c, shape.len()));
     }
     let mut p = Reduce {
         nout: kept.len() as i32,
@@ -190,16 +191,23 @@ fn reduce(c: &mut OpCall) -> Result<()> {
         nred: red.len() as i32,
         rshape: [1; MAX_DIMS],
         rstride: [0; MAX_DIMS],
-        rcount: red.iter().map(|&i| x.shape[i] as i64).product(),
+        rcount: red.iter().map(|&i| shape[i] as i64).product(),
     };
     for (j, &i) in kept.iter().enumerate() {
-        p.oshape[j] = x.shape[i] as i64;
+        p.oshape[j] = shape[i] as i64;
         p.ostride[j] = st[i] as i64;
     }
     for (j, &i) in red.iter().enumerate() {
-        p.rshape[j] = x.shape[i] as i64;
+        p.rshape[j] = shape[i] as i64;
         p.rstride[j] = st[i] as i64;
     }
+    Ok(p)
+}
+
+fn reduce(c: &mut OpCall) -> Result<()> {
+    let (x, y) = (&c.inputs[0], &c.outputs[0]);
+    let mask = super::reduce::reduce_mask(c.op.name, &x.shape, c.params.opt_tuple("axis").as_deref(), c.params.bool("exclude"))?;
+    let p = reduce_params(c, &x.shape, &mask)?;
     let nout = y.size() as u64;
     let (xp, yp) = (ptr(x), ptr(y));
     launch!(c, Family::Reduce, c.op.name, ctype(x.dtype).tag, cfg(y.size()), [&xp, &yp, &nout, &p])

@@ -3,7 +3,7 @@
 //! kernel per CPU `copy_view`), argmax/argmin/pick and the optimizer updates
 //! (kernels in `kernels::cuda::misc`). Each mirrors its CPU compute function.
 
-use super::cuda::{cfg, elems, launch_src, ptr, too_many_dims};
+use super::cuda::{cfg, elems, launch_src, ptr, reduce_params, too_many_dims};
 use super::{Blob, ComputeFn, OpCall};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -56,27 +56,13 @@ struct PadP {
     before: [i64; MAX_DIMS],
 }
 
-/// A reduction's kept and reduced axes (the prelude's OxReduce).
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct RedP {
-    nout: i32,
-    oshape: [i64; MAX_DIMS],
-    ostride: [i64; MAX_DIMS],
-    nred: i32,
-    rshape: [i64; MAX_DIMS],
-    rstride: [i64; MAX_DIMS],
-    rcount: i64,
-}
-
 // SAFETY: plain #[repr(C)] data laid out as the kernels' OxP8, OxH16, OxView, OxPad,
-// OxP32 and OxReduce.
+// and OxP32.
 unsafe impl DeviceRepr for P8 {}
 unsafe impl DeviceRepr for H16 {}
 unsafe impl DeviceRepr for View {}
 unsafe impl DeviceRepr for PadP {}
 unsafe impl DeviceRepr for P32 {}
-unsafe impl DeviceRepr for RedP {}
 
 fn op_err(c: &OpCall, msg: impl std::fmt::Display) -> Error {
     Error::op(c.op.name, msg)
@@ -203,18 +189,9 @@ fn swap(c: &mut OpCall) -> Result<()> {
 }
 
 fn concat(c: &mut OpCall) -> Result<()> {
-    let o = &c.outputs[0];
-    let nd = o.shape.len() as i64;
-    let dim = c.params.int("dim");
-    let axis = (if dim < 0 { dim + nd } else { dim }) as usize;
-    let outer: usize = o.shape[..axis].iter().product();
-    let inner: usize = o.shape[axis + 1..].iter().product();
-    let total = o.shape[axis] * inner;
-    let mut off = 0usize;
-    for x in c.inputs {
-        let row = x.shape[axis] * inner;
-        view_copy(c, &[outer, row], x, 0, &[row as isize, 1], o, off as isize, &[total as isize, 1])?;
-        off += row;
+    let (outer, total, parts) = super::shape::concat_layout(c);
+    for (x, (row, off)) in c.inputs.iter().zip(parts) {
+        view_copy(c, &[outer, row], x, 0, &[row as isize, 1], &c.outputs[0], off as isize, &[total as isize, 1])?;
     }
     Ok(())
 }
@@ -607,33 +584,6 @@ fn topk(c: &mut OpCall) -> Result<()> {
 
 // ---------------------------------------------------------------- norm, all_finite, multi_sum_sq
 
-/// The kept and reduced axes of a reduction of `shape` over `mask` (OxReduce).
-fn red_params(c: &OpCall, shape: &[usize], mask: &[bool]) -> Result<RedP> {
-    let st = crate::shape::strides(shape);
-    let (kept, red): (Vec<usize>, Vec<usize>) = (0..shape.len()).partition(|&i| !mask[i]);
-    if kept.len() > MAX_DIMS || red.len() > MAX_DIMS {
-        return Err(too_many_dims(c, shape.len()));
-    }
-    let mut p = RedP {
-        nout: kept.len() as i32,
-        oshape: [1; MAX_DIMS],
-        ostride: [0; MAX_DIMS],
-        nred: red.len() as i32,
-        rshape: [1; MAX_DIMS],
-        rstride: [0; MAX_DIMS],
-        rcount: red.iter().map(|&i| shape[i] as i64).product(),
-    };
-    for (j, &i) in kept.iter().enumerate() {
-        p.oshape[j] = shape[i] as i64;
-        p.ostride[j] = st[i] as i64;
-    }
-    for (j, &i) in red.iter().enumerate() {
-        p.rshape[j] = shape[i] as i64;
-        p.rstride[j] = st[i] as i64;
-    }
-    Ok(p)
-}
-
 /// `moments`: per output, the mean then the centred variance, in float64.
 fn moments(c: &mut OpCall) -> Result<()> {
     let x = &c.inputs[0];
@@ -641,7 +591,7 @@ fn moments(c: &mut OpCall) -> Result<()> {
         return Err(op_err(c, format!("dtype bool is not supported on {}", c.ctx)));
     }
     let mask = super::reduce::reduce_mask(c.op.name, &x.shape, c.params.opt_tuple("axes").as_deref(), false)?;
-    let p = red_params(c, &x.shape, &mask)?;
+    let p = reduce_params(c, &x.shape, &mask)?;
     let out_n = c.outputs[0].size();
     if out_n == 0 {
         return Ok(());
@@ -680,7 +630,7 @@ fn norm(c: &mut OpCall) -> Result<()> {
         return Err(op_err(c, format!("dtype {} -> {} is not supported on {}", x.dtype.name(), y.dtype.name(), c.ctx)));
     }
     let mask = super::reduce::reduce_mask(c.op.name, &x.shape, c.params.opt_tuple("axis").as_deref(), false)?;
-    let p = red_params(c, &x.shape, &mask)?;
+    let p = reduce_params(c, &x.shape, &mask)?;
     let nout = y.size();
     if nout == 0 {
         return Ok(());
@@ -1067,7 +1017,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<P8>(), 64);
         assert_eq!(std::mem::size_of::<H16>(), 128);
         assert_eq!(std::mem::size_of::<P32>(), 256);
-        assert_eq!(std::mem::size_of::<RedP>(), 8 + 2 * 8 * MAX_DIMS + 8 + 2 * 8 * MAX_DIMS + 8);
+        assert_eq!(std::mem::size_of::<super::super::cuda::Reduce>(), 8 + 2 * 8 * MAX_DIMS + 8 + 2 * 8 * MAX_DIMS + 8);
         // int + padding, then three int64 arrays: as OxView.
         assert_eq!(std::mem::size_of::<View>(), 8 + 3 * 8 * VIEW_DIMS);
         // two ints, then three int64 arrays: as OxPad.

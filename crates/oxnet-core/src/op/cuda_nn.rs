@@ -6,7 +6,7 @@
 //! inputs, outputs (hidden ones included), parameters and training behaviour.
 //! Float types only (float32, float64, float16); statistics accumulate in double.
 
-use super::cuda::{cfg, elems, launch_src, ptr, too_many_dims};
+use super::cuda::{cfg, elems, launch_src, ptr, too_many_dims, Strided};
 use super::{Blob, ComputeFn, OpCall};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -123,14 +123,6 @@ fn need(c: &OpCall, n_in: usize, n_out: usize) -> Result<()> {
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct Strided {
-    ndim: i32,
-    shape: [i64; MAX_DIMS],
-    stride: [i64; MAX_DIMS],
-}
-
-#[repr(C)]
-#[derive(Clone, Copy)]
 struct Pool {
     x: [i64; 3],
     y: [i64; 3],
@@ -148,7 +140,6 @@ struct Pool {
 }
 
 // SAFETY: plain #[repr(C)] data laid out as the kernels' OxStrided and OxPool.
-unsafe impl DeviceRepr for Strided {}
 unsafe impl DeviceRepr for Pool {}
 
 // ---- Activation / LeakyReLU ------------------------------------------------------------

@@ -520,19 +520,33 @@ fn concat_infer(a: &InferArgs) -> Out {
     Ok(vec![(out, d)])
 }
 
-fn concat_compute(c: &mut OpCall) -> Result<()> {
+/// How `Concat` lays its inputs into the output: each input `i` is an
+/// `outer x row_i` matrix copied into the output's `outer x total` one at column
+/// `off_i`. Returns (outer, total, [(row_i, off_i)]); the CPU and CUDA computes share it.
+pub(super) fn concat_layout(c: &OpCall) -> (usize, usize, Vec<(usize, usize)>) {
     let o = &c.outputs[0];
     let nd = o.shape.len() as i64;
     let dim = c.params.int("dim");
     let axis = (if dim < 0 { dim + nd } else { dim }) as usize;
     let outer: usize = o.shape[..axis].iter().product();
     let inner: usize = o.shape[axis + 1..].iter().product();
-    let total = o.shape[axis] * inner;
     let mut off = 0usize;
-    for x in c.inputs {
-        let row = x.shape[axis] * inner;
-        copy_view(&[outer, row], x, 0, &[row as isize, 1], o, off as isize, &[total as isize, 1]);
-        off += row;
+    let parts = c
+        .inputs
+        .iter()
+        .map(|x| {
+            let row = x.shape[axis] * inner;
+            off += row;
+            (row, off - row)
+        })
+        .collect();
+    (outer, o.shape[axis] * inner, parts)
+}
+
+fn concat_compute(c: &mut OpCall) -> Result<()> {
+    let (outer, total, parts) = concat_layout(c);
+    for (x, (row, off)) in c.inputs.iter().zip(parts) {
+        copy_view(&[outer, row], x, 0, &[row as isize, 1], &c.outputs[0], off as isize, &[total as isize, 1]);
     }
     Ok(())
 }
