@@ -8,7 +8,6 @@ use super::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
-use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::OnceLock;
 
@@ -103,7 +102,9 @@ struct H(Handle);
 // overlap; every use holds the device's handle lock.
 unsafe impl Send for H {}
 
-static HANDLES: OnceLock<Mutex<HashMap<i32, &'static Mutex<H>>>> = OnceLock::new();
+/// Each device's handle, read without a lock per GEMM (made once, under `MAKING`).
+static HANDLES: [OnceLock<&'static Mutex<H>>; super::MAX_DEVICES] = [const { OnceLock::new() }; super::MAX_DEVICES];
+static MAKING: Mutex<()> = Mutex::new(());
 
 const CUBLAS_DEFAULT_MATH: i32 = 0;
 const CUBLAS_TF32_TENSOR_OP_MATH: i32 = 3;
@@ -121,9 +122,13 @@ fn allow_tf32() -> bool {
 }
 
 fn handle(d: &Device) -> Result<&'static Mutex<H>> {
-    let map = HANDLES.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut m = map.lock();
-    if let Some(h) = m.get(&d.ctx.dev_id) {
+    // The device exists, so its id is a valid slot.
+    let slot = &HANDLES[d.ctx.dev_id as usize];
+    if let Some(h) = slot.get() {
+        return Ok(h);
+    }
+    let _making = MAKING.lock();
+    if let Some(h) = slot.get() {
         return Ok(h);
     }
     let a = api().map_err(|e| Error::new(format!("{}: {e}", d.ctx)))?;
@@ -137,7 +142,7 @@ fn handle(d: &Device) -> Result<&'static Mutex<H>> {
     // SAFETY: h is a live handle.
     check(d, "cublasSetMathMode", unsafe { (a.set_math_mode)(h, mode) })?;
     let h: &'static Mutex<H> = Box::leak(Box::new(Mutex::new(H(h))));
-    m.insert(d.ctx.dev_id, h);
+    let _ = slot.set(h);
     Ok(h)
 }
 

@@ -115,7 +115,7 @@ pub struct Device {
 
 /// Devices made so far, by id: read without a lock on every launch (a slot is set
 /// once, under `MAKING`, and never changes).
-const MAX_DEVICES: usize = 64;
+pub(crate) const MAX_DEVICES: usize = 64;
 static DEVICES: [OnceLock<&'static Device>; MAX_DEVICES] = [const { OnceLock::new() }; MAX_DEVICES];
 static MAKING: Mutex<()> = Mutex::new(());
 
