@@ -284,6 +284,11 @@ impl CachedOpHandle {
             .py_err()?;
         Ok(outs.into_iter().map(PyND::new).collect())
     }
+    /// The ops an inference call on `inputs` runs, after fusion (for tests).
+    fn fused_ops(&self, inputs: Vec<PyRef<'_, PyND>>) -> PyResult<Vec<String>> {
+        let ins: Vec<oxnet_core::NDArray> = inputs.iter().map(|a| a.arr()).collect();
+        Ok(self.inner.fused_ops(&ins).py_err()?.into_iter().map(String::from).collect())
+    }
 }
 
 pub(crate) fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -8,6 +8,11 @@
 //! one node on the autograd tape, whose backward runs the graph's registry
 //! gradients in reverse: one call per forward and one per backward.
 //!
+//! An inference call (not recording, not training) runs the symbol with its
+//! convolution chains fused ([`super::fuse`]: Convolution + BatchNorm + residual
+//! add + ReLU as one op), compiled and cached apart from the training graph; the
+//! environment variable `OXNET_INFERENCE_FUSION=0` turns that off.
+//!
 //! A symbol holding an op whose output shape depends on input values
 //! (`boolean_mask`, see `OpDef::dynamic`) cannot be planned ahead: like MXNet's
 //! dynamic-shape CachedOp, each call then runs the nodes one by one through
@@ -33,6 +38,14 @@ pub struct CachedOp {
     /// Some node has a data-dependent output shape: run node by node.
     dynamic: bool,
     graphs: Mutex<HashMap<Signature, Arc<Graph>>>,
+    /// The symbol with its inference fusions, when it has any.
+    fused: Option<Symbol>,
+    fused_graphs: Mutex<HashMap<Signature, Arc<Graph>>>,
+}
+
+fn fusion_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("OXNET_INFERENCE_FUSION").map(|v| v.trim() != "0").unwrap_or(true))
 }
 
 /// The saved state of one recorded call: what its backward needs.
@@ -53,7 +66,15 @@ impl CachedOp {
         let (a, x) = sym.var_nodes();
         let names = a.iter().chain(&x).map(|n| n.name.clone()).collect();
         let dynamic = sym.topo().iter().any(|n| n.op.map(|o| o.dynamic.is_some()).unwrap_or(false));
-        Ok(CachedOp { sym: sym.clone(), names, dynamic, graphs: Mutex::new(HashMap::new()) })
+        let fused = if dynamic || !fusion_enabled() { None } else { super::fuse::fuse_inference(sym) };
+        Ok(CachedOp {
+            sym: sym.clone(),
+            names,
+            dynamic,
+            graphs: Mutex::new(HashMap::new()),
+            fused,
+            fused_graphs: Mutex::new(HashMap::new()),
+        })
     }
 
     /// Names of the inputs a call takes, in order: arguments, then auxiliary states.
@@ -65,12 +86,21 @@ impl CachedOp {
         &self.sym
     }
 
-    /// Number of compiled shape signatures (for tests).
+    /// Number of compiled graphs (one per shape signature, and per form: training
+    /// or fused inference), for tests.
     pub fn num_compiled(&self) -> usize {
-        self.graphs.lock().len()
+        self.graphs.lock().len() + self.fused_graphs.lock().len()
     }
 
-    fn graph(&self, inputs: &[NDArray]) -> Result<Arc<Graph>> {
+    /// The ops of the fused inference graph compiled for these inputs (for tests).
+    pub fn fused_ops(&self, inputs: &[NDArray]) -> Result<Vec<&'static str>> {
+        match &self.fused {
+            Some(f) => Ok(self.graph(inputs, f, &self.fused_graphs)?.op_names()),
+            None => Ok(self.graph(inputs, &self.sym, &self.graphs)?.op_names()),
+        }
+    }
+
+    fn graph(&self, inputs: &[NDArray], sym: &Symbol, cache: &Mutex<HashMap<Signature, Arc<Graph>>>) -> Result<Arc<Graph>> {
         if inputs.len() != self.names.len() {
             return Err(Error::new(format!(
                 "CachedOp: {} inputs given, the graph takes {} ({})",
@@ -90,13 +120,13 @@ impl CachedOp {
             }
         }
         let sig: Signature = (ctx, inputs.iter().map(|a| (Shape::from_slice(a.shape()), a.dtype())).collect());
-        if let Some(g) = self.graphs.lock().get(&sig) {
+        if let Some(g) = cache.lock().get(&sig) {
             return Ok(g.clone());
         }
         let shapes: HashMap<String, Shape> = self.names.iter().cloned().zip(sig.1.iter().map(|(s, _)| s.clone())).collect();
         let dtypes: HashMap<String, DType> = self.names.iter().cloned().zip(sig.1.iter().map(|(_, d)| *d)).collect();
-        let g = Arc::new(Graph::compile(&self.sym, &shapes, &dtypes, ctx, &HashMap::new(), &HashMap::new())?);
-        self.graphs.lock().insert(sig, g.clone());
+        let g = Arc::new(Graph::compile(sym, &shapes, &dtypes, ctx, &HashMap::new(), &HashMap::new())?);
+        cache.lock().insert(sig, g.clone());
         Ok(g)
     }
 
@@ -106,10 +136,15 @@ impl CachedOp {
         if self.dynamic {
             return self.forward_nodes(inputs);
         }
-        let graph = self.graph(inputs)?;
         let wants: Vec<bool> =
             if autograd::is_recording() { inputs.iter().map(autograd::is_in_graph).collect() } else { vec![false; inputs.len()] };
         let record = wants.iter().any(|&w| w);
+        if !record && !autograd::is_training() {
+            if let Some(fused) = &self.fused {
+                return self.forward_fused(fused, inputs);
+            }
+        }
+        let graph = self.graph(inputs, &self.sym, &self.graphs)?;
         let (bufs, _, _) = graph.allocate(record)?;
         let mut vars = vec![None; graph.num_nodes()];
         let input_nodes: Vec<usize> = graph.arg_nodes.iter().chain(&graph.aux_nodes).copied().collect();
@@ -139,6 +174,26 @@ impl CachedOp {
 }
 
 impl CachedOp {
+    /// An inference call of the fused symbol; its variables are bound by name (the
+    /// fusion may list them in another order).
+    fn forward_fused(&self, fused: &Symbol, inputs: &[NDArray]) -> Result<Vec<NDArray>> {
+        let graph = self.graph(inputs, fused, &self.fused_graphs)?;
+        let (bufs, _, _) = graph.allocate(false)?;
+        let mut vars = vec![None; graph.num_nodes()];
+        for (name, a) in self.names.iter().zip(inputs) {
+            // (A variable the fusion left unused has no node: nothing reads it.)
+            if let Some(ni) = graph.var_node(name) {
+                vars[ni] = Some(a.detach());
+            }
+        }
+        let outputs = graph.head_arrays(&vars, &bufs)?;
+        let prev = autograd::set_recording(false);
+        let r = graph.forward(&vars, &bufs, &outputs, None);
+        autograd::set_recording(prev);
+        r?;
+        Ok(outputs)
+    }
+
     /// Runs the symbol node by node (see the module docs); each op call is
     /// recorded by autograd as an imperative call would be.
     fn forward_nodes(&self, inputs: &[NDArray]) -> Result<Vec<NDArray>> {

@@ -297,6 +297,16 @@ impl Graph {
         self.topo.len()
     }
 
+    /// The node index of the variable named `name`.
+    pub fn var_node(&self, name: &str) -> Option<usize> {
+        self.topo.iter().position(|n| n.is_var() && n.name == name)
+    }
+
+    /// Names of the op nodes' ops, in order (for tests of graph rewrites).
+    pub fn op_names(&self) -> Vec<&'static str> {
+        self.topo.iter().filter_map(|n| n.op.map(|o| o.name)).collect()
+    }
+
     /// Plans the intermediate buffers (`keep_all`: every output keeps its own, for a
     /// backward pass) and allocates them on the nodes' contexts: the buffers, the
     /// planned bytes and the bytes without reuse.

@@ -11,6 +11,7 @@
 
 pub mod cached;
 pub mod exec;
+pub mod fuse;
 pub mod infer;
 pub mod json;
 pub mod partial;

@@ -46,6 +46,7 @@ mod math_special;
 mod nn;
 mod nn_conv;
 mod nn_extra;
+pub mod nn_fused;
 mod optimizer;
 mod pad;
 mod quantize;
@@ -494,6 +495,7 @@ impl Registry {
         optimizer::register(&mut r);
         nn::register(&mut r);
         nn_conv::register(&mut r);
+        nn_fused::register(&mut r);
         image::register(&mut r);
         math_special::register(&mut r);
         sequence::register(&mut r);

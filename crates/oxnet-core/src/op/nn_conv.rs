@@ -258,7 +258,7 @@ fn fc_grad_recorded(inputs: &[NDArray], og: &[NDArray]) -> Result<Vec<Option<NDA
 
 // ---- Convolution / Deconvolution -----------------------------------------------------
 
-const CONV_PARAMS: &[ParamSpec] = &[
+pub(super) const CONV_PARAMS: &[ParamSpec] = &[
     ParamSpec::new("kernel", PType::Tuple, None, "Convolution kernel size: (w,), (h, w) or (d, h, w)"),
     ParamSpec::new("stride", PType::Tuple, Some("[]"), "Convolution stride: (w,), (h, w) or (d, h, w). Defaults to 1 for each dimension."),
     ParamSpec::new("dilate", PType::Tuple, Some("[]"), "Convolution dilate: (w,), (h, w) or (d, h, w). Defaults to 1 for each dimension."),

@@ -18,6 +18,7 @@
 
 use super::conv_direct;
 use super::gemm::{gemm, gemm_threads, GemmElem};
+use super::winograd;
 use super::SendPtr;
 use crate::context::Context;
 use crate::error::Result;
@@ -80,13 +81,13 @@ impl ConvGeom {
 }
 
 /// Scratch memory from the host pool, viewed as `len` elements of `T`.
-struct Scratch<T> {
+pub(super) struct Scratch<T> {
     _store: Option<Storage>,
-    ptr: *mut T,
+    pub(super) ptr: *mut T,
 }
 
 impl<T> Scratch<T> {
-    fn new(len: usize) -> Result<Scratch<T>> {
+    pub(super) fn new(len: usize) -> Result<Scratch<T>> {
         if len == 0 {
             return Ok(Scratch { _store: None, ptr: std::ptr::NonNull::dangling().as_ptr() });
         }
@@ -98,7 +99,7 @@ impl<T> Scratch<T> {
 
 /// Splits `0..n` into at most `tasks` contiguous ranges run on the pool; returns
 /// the first error.
-fn par_ranges(n: usize, tasks: usize, f: &(dyn Fn(usize, usize, usize) -> Result<()> + Sync)) -> Result<()> {
+pub(super) fn par_ranges(n: usize, tasks: usize, f: &(dyn Fn(usize, usize, usize) -> Result<()> + Sync)) -> Result<()> {
     let (tasks, size) = split(n, tasks);
     if tasks == 1 {
         return f(0, 0, n);
@@ -489,20 +490,127 @@ unsafe fn unfold<T: ConvElem>(g: &ConvGeom, x: *const T, n0: usize, nb: usize, g
     (col, ld)
 }
 
+/// What the forward pass does to each output after the sum:
+/// `y = clamp(y · scale[f] + bias[f] + residual, lo, hi)`, each part optional.
+/// `residual` has the output's layout. Fused inference graphs use the scale and
+/// bias for a following BatchNorm, the residual for a residual add, the clamp for
+/// ReLU (`(0, ∞)`) or ReLU6.
+#[derive(Clone, Copy)]
+pub struct Epilogue<T> {
+    pub scale: Option<*const T>,
+    pub bias: Option<*const T>,
+    pub residual: Option<*const T>,
+    pub clamp: Option<(T, T)>,
+}
+
+// SAFETY: the pointers are only read, by the kernels the caller hands them to,
+// under that call's safety contract.
+unsafe impl<T> Send for Epilogue<T> {}
+unsafe impl<T> Sync for Epilogue<T> {}
+
+impl<T> Epilogue<T> {
+    pub fn bias(bias: Option<*const T>) -> Epilogue<T> {
+        Epilogue { scale: None, bias, residual: None, clamp: None }
+    }
+}
+
+/// `y[i] = clamp(y[i] · s + b + r[i])` over one row (`s`, `r` optional).
+#[inline(always)]
+unsafe fn finish_row<T: ConvElem>(y: *mut T, s: Option<T>, b: T, r: Option<*const T>, clamp: Option<(T, T)>, len: usize) {
+    let row = std::slice::from_raw_parts_mut(y, len);
+    if let Some(s) = s {
+        for v in row.iter_mut() {
+            *v = *v * s;
+        }
+    }
+    match r {
+        Some(r) => {
+            let r = std::slice::from_raw_parts(r, len);
+            for (v, a) in row.iter_mut().zip(r) {
+                *v = *v + b + *a;
+            }
+        }
+        None => {
+            for v in row.iter_mut() {
+                *v = *v + b;
+            }
+        }
+    }
+    if let Some((lo, hi)) = clamp {
+        for v in row.iter_mut() {
+            // (NaN stays NaN, as MXNet's relu keeps it.)
+            if *v < lo {
+                *v = lo;
+            } else if *v > hi {
+                *v = hi;
+            }
+        }
+    }
+}
+
+/// Applies `ep` to a raw output `y` of `g` (for kernels without an epilogue).
+unsafe fn finish_output<T: ConvElem>(g: &ConvGeom, ep: &Epilogue<T>, y: *mut T) {
+    if ep.scale.is_none() && ep.bias.is_none() && ep.residual.is_none() && ep.clamp.is_none() {
+        return;
+    }
+    let (ylen, ch) = (g.y_len(), g.f);
+    let (py, pr, clamp) = (SendPtr(y), ep.residual.map(|r| SendPtr(r as *mut T)), ep.clamp);
+    let (ps, pb) = (ep.scale.map(|v| SendPtr(v as *mut T)), ep.bias.map(|v| SendPtr(v as *mut T)));
+    super::par_for(g.batch * ch, (1 << 14) / ylen.max(1) + 1, move |s, e| {
+        for row in s..e {
+            // SAFETY: rows are disjoint; extents as the caller promised.
+            unsafe {
+                let f = row % ch;
+                let sv = ps.map(|v| *v.get().add(f));
+                let bv = pb.map_or(T::zero(), |v| *v.get().add(f));
+                finish_row(py.get().add(row * ylen), sv, bv, pr.map(|r| r.get().add(row * ylen) as *const T), clamp, ylen);
+            }
+        }
+    });
+}
+
 /// Forward convolution: `y = w ⋆ x (+ bias)`; `y` is overwritten.
 ///
 /// # Safety
 /// The pointers must be valid for the extents `g` gives; `y` must not overlap the
 /// inputs and nothing else may access it meanwhile.
 pub unsafe fn conv_forward<T: ConvElem>(g: &ConvGeom, x: *const T, w: *const T, bias: Option<*const T>, y: *mut T) -> Result<()> {
-    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && conv_direct::applies(g) {
+    conv_forward_fused(g, x, w, &Epilogue::bias(bias), y)
+}
+
+/// Forward convolution with an epilogue: `y = ep(w ⋆ x)`; `y` is overwritten.
+///
+/// # Safety
+/// As for [`conv_forward`]; `ep`'s bias holds `f` elements and its residual the
+/// output's extent (it may not overlap `y`).
+pub unsafe fn conv_forward_fused<T: ConvElem>(g: &ConvGeom, x: *const T, w: *const T, ep: &Epilogue<T>, y: *mut T) -> Result<()> {
+    if is_f32::<T>() && conv_direct::applies(g) {
         // T is f32: the casts change nothing.
-        return conv_direct::forward(g, x as *const f32, w as *const f32, bias.map(|b| b as *const f32), y as *mut f32);
+        conv_direct::forward(g, x as *const f32, w as *const f32, None, y as *mut f32)?;
+        finish_output(g, ep, y);
+        return Ok(());
     }
+    if is_f32::<T>() && winograd::applies(g) {
+        // T is f32: the transmute changes nothing.
+        let ep32: &Epilogue<f32> = &*(ep as *const Epilogue<T> as *const Epilogue<f32>);
+        return winograd::forward(g, x as *const f32, w as *const f32, ep32, y as *mut f32);
+    }
+    conv_forward_general(g, x, w, ep, y)
+}
+
+/// [`conv_forward_fused`] by im2col + GEMM, whatever the shape.
+///
+/// # Safety
+/// As for [`conv_forward_fused`].
+pub unsafe fn conv_forward_general<T: ConvElem>(g: &ConvGeom, x: *const T, w: *const T, ep: &Epilogue<T>, y: *mut T) -> Result<()> {
     let (fg, kk, ylen) = (g.fg(), g.col_rows(), g.y_len());
     let p = conv_plan(g);
     let (px, pw, py) = (SendPtr(x as *mut T), SendPtr(w as *mut T), SendPtr(y));
-    let pbias = bias.map(|b| SendPtr(b as *mut T));
+    let pbias = ep.bias.map(|b| SendPtr(b as *mut T));
+    let pscale = ep.scale.map(|b| SendPtr(b as *mut T));
+    let pres = ep.residual.map(|r| SendPtr(r as *mut T));
+    let clamp = ep.clamp;
+    let plain = pscale.is_none() && pbias.is_none() && pres.is_none() && clamp.is_none();
     for_chunks::<T>(g, &p, &|_, n0, nb, _, col, tmp| {
         for gi in 0..g.groups {
             // SAFETY: offsets stay within the chunk's samples of group gi and the
@@ -510,29 +618,28 @@ pub unsafe fn conv_forward<T: ConvElem>(g: &ConvGeom, x: *const T, w: *const T, 
             unsafe {
                 let (src, ld) = unfold(g, px.get(), n0, nb, gi, col);
                 let wg = pw.get().add(gi * fg * kk);
-                let yg = |n: usize| py.get().add((n * g.f + gi * fg) * ylen);
-                let bg = pbias.map(|b| b.get().add(gi * fg) as *const T);
+                let off = |n: usize| (n * g.f + gi * fg) * ylen;
+                let bv = |f: usize| pbias.map_or(T::zero(), |b| *b.get().add(gi * fg + f));
+                let sv = |f: usize| pscale.map(|v| *v.get().add(gi * fg + f));
+                let res = |n: usize, f: usize| pres.map(|r| r.get().add(off(n) + f * ylen) as *const T);
                 if nb == 1 {
-                    gemm_threads(fg, ylen, kk, T::from_f64(1.0), wg, kk, false, src, ld, false, T::zero(), yg(n0), ylen, p.gemm_th);
-                    if let Some(b) = bg {
-                        add_bias_rows(yg(n0), b, fg, ylen);
+                    let yn = py.get().add(off(n0));
+                    gemm_threads(fg, ylen, kk, T::from_f64(1.0), wg, kk, false, src, ld, false, T::zero(), yn, ylen, p.gemm_th);
+                    if !plain {
+                        for f in 0..fg {
+                            finish_row(yn.add(f * ylen), sv(f), bv(f), res(n0, f), clamp, ylen);
+                        }
                     }
                     continue;
                 }
-                // (f/g) × (nb·L_out) into tmp, then each sample's rows to y, biased.
+                // (f/g) × (nb·L_out) into tmp, then each sample's rows to y, finished.
                 gemm_threads(fg, ld, kk, T::from_f64(1.0), wg, kk, false, src, ld, false, T::zero(), tmp, ld, p.gemm_th);
                 for j in 0..nb {
                     for f in 0..fg {
-                        let s = std::slice::from_raw_parts(tmp.add(f * ld + j * ylen), ylen);
-                        let d = std::slice::from_raw_parts_mut(yg(n0 + j).add(f * ylen), ylen);
-                        match bg {
-                            Some(b) => {
-                                let bv = *b.add(f);
-                                for (o, v) in d.iter_mut().zip(s) {
-                                    *o = *v + bv;
-                                }
-                            }
-                            None => d.copy_from_slice(s),
+                        let d = py.get().add(off(n0 + j) + f * ylen);
+                        std::ptr::copy_nonoverlapping(tmp.add(f * ld + j * ylen), d, ylen);
+                        if !plain {
+                            finish_row(d, sv(f), bv(f), res(n0 + j, f), clamp, ylen);
                         }
                     }
                 }
@@ -542,13 +649,8 @@ pub unsafe fn conv_forward<T: ConvElem>(g: &ConvGeom, x: *const T, w: *const T, 
     })
 }
 
-unsafe fn add_bias_rows<T: ConvElem>(y: *mut T, bias: *const T, ch: usize, len: usize) {
-    for f in 0..ch {
-        let b = *bias.add(f);
-        for v in std::slice::from_raw_parts_mut(y.add(f * len), len) {
-            *v = *v + b;
-        }
-    }
+fn is_f32<T: 'static>() -> bool {
+    std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
 }
 
 /// Gradients of a convolution, any of: the data gradient `dx = col2im(wᵀ · dy)`, the
@@ -570,6 +672,13 @@ pub unsafe fn conv_backward<T: ConvElem>(
     dw: Option<*mut T>,
     db: Option<*mut T>,
 ) -> Result<()> {
+    if let Some(dxp) = dx {
+        if is_f32::<T>() && winograd::backward_data_applies(g) {
+            // T is f32: the casts change nothing.
+            winograd::backward_data(g, w as *const f32, dy as *const f32, dxp as *mut f32)?;
+            return conv_backward(g, x, w, dy, None, dw, db);
+        }
+    }
     let (fg, kk, ylen, xlen, cg) = (g.fg(), g.col_rows(), g.y_len(), g.x_len(), g.cg());
     let w_len = g.f * kk;
     let p = conv_plan(g);

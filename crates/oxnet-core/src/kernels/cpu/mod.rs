@@ -14,6 +14,7 @@ pub mod nn;
 pub mod reduce;
 pub mod softmax;
 pub mod sort;
+pub mod winograd;
 
 /// A pointer that may cross to rayon workers: the engine guarantees exclusive access.
 #[derive(Clone, Copy)]
