@@ -16,7 +16,7 @@
 //! size 1. This module owns no shapes beyond what [`ConvGeom`] and [`PoolGeom`]
 //! describe; parameter checking is the op layer's business (`op::nn_conv`).
 
-use super::conv_direct;
+use super::{conv_depthwise, conv_direct};
 use super::gemm::{gemm, gemm_threads, GemmElem};
 use super::SendPtr;
 use crate::context::Context;
@@ -80,13 +80,13 @@ impl ConvGeom {
 }
 
 /// Scratch memory from the host pool, viewed as `len` elements of `T`.
-struct Scratch<T> {
+pub(super) struct Scratch<T> {
     _store: Option<Storage>,
-    ptr: *mut T,
+    pub(super) ptr: *mut T,
 }
 
 impl<T> Scratch<T> {
-    fn new(len: usize) -> Result<Scratch<T>> {
+    pub(super) fn new(len: usize) -> Result<Scratch<T>> {
         if len == 0 {
             return Ok(Scratch { _store: None, ptr: std::ptr::NonNull::dangling().as_ptr() });
         }
@@ -98,7 +98,7 @@ impl<T> Scratch<T> {
 
 /// Splits `0..n` into at most `tasks` contiguous ranges run on the pool; returns
 /// the first error.
-fn par_ranges(n: usize, tasks: usize, f: &(dyn Fn(usize, usize, usize) -> Result<()> + Sync)) -> Result<()> {
+pub(super) fn par_ranges(n: usize, tasks: usize, f: &(dyn Fn(usize, usize, usize) -> Result<()> + Sync)) -> Result<()> {
     let (tasks, size) = split(n, tasks);
     if tasks == 1 {
         return f(0, 0, n);
@@ -147,7 +147,7 @@ fn plan(batch: usize, macs: usize) -> (usize, usize) {
 
 /// The `ow` range `[lo, hi)` of `0..ylen` for which `ow * s + off` lies in `0..xlen`.
 #[inline]
-fn valid_range(off: isize, s: usize, xlen: usize, ylen: usize) -> (usize, usize) {
+pub(super) fn valid_range(off: isize, s: usize, xlen: usize, ylen: usize) -> (usize, usize) {
     let s = s as isize;
     let lo = if off >= 0 { 0 } else { (-off + s - 1) / s };
     let room = xlen as isize - off;
@@ -499,6 +499,17 @@ pub unsafe fn conv_forward<T: ConvElem>(g: &ConvGeom, x: *const T, w: *const T, 
         // T is f32: the casts change nothing.
         return conv_direct::forward(g, x as *const f32, w as *const f32, bias.map(|b| b as *const f32), y as *mut f32);
     }
+    if conv_depthwise::applies::<T>(g) {
+        return conv_depthwise::forward(g, x, w, bias, y);
+    }
+    conv_forward_general(g, x, w, bias, y)
+}
+
+/// [`conv_forward`] by im2col + GEMM, whatever the geometry.
+///
+/// # Safety
+/// As for [`conv_forward`].
+pub unsafe fn conv_forward_general<T: ConvElem>(g: &ConvGeom, x: *const T, w: *const T, bias: Option<*const T>, y: *mut T) -> Result<()> {
     let (fg, kk, ylen) = (g.fg(), g.col_rows(), g.y_len());
     let p = conv_plan(g);
     let (px, pw, py) = (SendPtr(x as *mut T), SendPtr(w as *mut T), SendPtr(y));
@@ -557,11 +568,34 @@ unsafe fn add_bias_rows<T: ConvElem>(y: *mut T, bias: *const T, ch: usize, len: 
 /// them all: a chunk's `dy` is gathered once, its input unfolded once, and `dw`
 /// accumulates across the chunks of a task inside the GEMM (one partial sum per
 /// task beyond the first, added at the end). `x` is read only for `dw`, `w` only
-/// for `dx`.
+/// for `dx`. Depthwise convolutions go to [`conv_depthwise`].
 ///
 /// # Safety
 /// As for [`conv_forward`], with `dx`, `dw` and `db` the outputs.
 pub unsafe fn conv_backward<T: ConvElem>(
+    g: &ConvGeom,
+    x: *const T,
+    w: *const T,
+    dy: *const T,
+    dx: Option<*mut T>,
+    dw: Option<*mut T>,
+    db: Option<*mut T>,
+) -> Result<()> {
+    if conv_depthwise::applies::<T>(g) {
+        conv_depthwise::backward(g, x, w, dy, dx, dw)?;
+        if let Some(db) = db {
+            channel_sum(dy, db, g.batch, g.f, g.y_len());
+        }
+        return Ok(());
+    }
+    conv_backward_general(g, x, w, dy, dx, dw, db)
+}
+
+/// [`conv_backward`] by im2col + GEMM, whatever the geometry.
+///
+/// # Safety
+/// As for [`conv_backward`].
+pub unsafe fn conv_backward_general<T: ConvElem>(
     g: &ConvGeom,
     x: *const T,
     w: *const T,
@@ -1095,10 +1129,12 @@ pub unsafe fn column_sum<T: ConvElem>(y: *const T, out: *mut T, rows: usize, col
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn naive_conv(g: &ConvGeom, x: &[f64], w: &[f64]) -> Vec<f64> {
+    /// Convolution by its definition, in float64 (also the reference of
+    /// `conv_depthwise`'s tests).
+    pub(in crate::kernels::cpu) fn naive_conv(g: &ConvGeom, x: &[f64], w: &[f64]) -> Vec<f64> {
         let mut y = vec![0.0; g.batch * g.f * g.y_len()];
         let (cg, fg) = (g.cg(), g.fg());
         for n in 0..g.batch {
@@ -1138,7 +1174,7 @@ mod tests {
         y
     }
 
-    fn geom(
+    pub(in crate::kernels::cpu) fn geom(
         batch: usize,
         c: usize,
         f: usize,
@@ -1156,7 +1192,7 @@ mod tests {
         ConvGeom { batch, c, f, groups, x, y, k, s, d, p }
     }
 
-    fn data(n: usize, seed: u64) -> Vec<f64> {
+    pub(in crate::kernels::cpu) fn data(n: usize, seed: u64) -> Vec<f64> {
         let mut s = seed;
         (0..n)
             .map(|_| {
@@ -1302,7 +1338,7 @@ mod tests {
     }
 
     /// Median milliseconds of `f` over `reps` runs (after one warm-up run).
-    fn time_ms(reps: usize, mut f: impl FnMut()) -> f64 {
+    pub(in crate::kernels::cpu) fn time_ms(reps: usize, mut f: impl FnMut()) -> f64 {
         f();
         let mut t: Vec<f64> = (0..reps)
             .map(|_| {
