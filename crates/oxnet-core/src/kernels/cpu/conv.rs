@@ -16,10 +16,10 @@
 //! size 1. This module owns no shapes beyond what [`ConvGeom`] and [`PoolGeom`]
 //! describe; parameter checking is the op layer's business (`op::nn_conv`).
 
-use super::conv_direct;
 use super::gemm::{gemm, gemm_threads, GemmElem};
 use super::winograd;
 use super::SendPtr;
+use super::{conv_depthwise, conv_direct};
 use crate::context::Context;
 use crate::error::Result;
 use crate::storage::Storage;
@@ -148,7 +148,7 @@ fn plan(batch: usize, macs: usize) -> (usize, usize) {
 
 /// The `ow` range `[lo, hi)` of `0..ylen` for which `ow * s + off` lies in `0..xlen`.
 #[inline]
-fn valid_range(off: isize, s: usize, xlen: usize, ylen: usize) -> (usize, usize) {
+pub(super) fn valid_range(off: isize, s: usize, xlen: usize, ylen: usize) -> (usize, usize) {
     let s = s as isize;
     let lo = if off >= 0 { 0 } else { (-off + s - 1) / s };
     let room = xlen as isize - off;
@@ -590,6 +590,11 @@ pub unsafe fn conv_forward_fused<T: ConvElem>(g: &ConvGeom, x: *const T, w: *con
         finish_output(g, ep, y);
         return Ok(());
     }
+    if conv_depthwise::applies::<T>(g) {
+        conv_depthwise::forward(g, x, w, None, y)?;
+        finish_output(g, ep, y);
+        return Ok(());
+    }
     if is_f32::<T>() && winograd::applies(g) {
         // T is f32: the transmute changes nothing.
         let ep32: &Epilogue<f32> = &*(ep as *const Epilogue<T> as *const Epilogue<f32>);
@@ -659,7 +664,7 @@ fn is_f32<T: 'static>() -> bool {
 /// them all: a chunk's `dy` is gathered once, its input unfolded once, and `dw`
 /// accumulates across the chunks of a task inside the GEMM (one partial sum per
 /// task beyond the first, added at the end). `x` is read only for `dw`, `w` only
-/// for `dx`.
+/// for `dx`. Depthwise convolutions go to [`conv_depthwise`].
 ///
 /// # Safety
 /// As for [`conv_forward`], with `dx`, `dw` and `db` the outputs.
@@ -672,13 +677,36 @@ pub unsafe fn conv_backward<T: ConvElem>(
     dw: Option<*mut T>,
     db: Option<*mut T>,
 ) -> Result<()> {
+    if conv_depthwise::applies::<T>(g) {
+        conv_depthwise::backward(g, x, w, dy, dx, dw)?;
+        if let Some(db) = db {
+            channel_sum(dy, db, g.batch, g.f, g.y_len());
+        }
+        return Ok(());
+    }
     if let Some(dxp) = dx {
         if is_f32::<T>() && winograd::backward_data_applies(g) {
             // T is f32: the casts change nothing.
             winograd::backward_data(g, w as *const f32, dy as *const f32, dxp as *mut f32)?;
-            return conv_backward(g, x, w, dy, None, dw, db);
+            return conv_backward_general(g, x, w, dy, None, dw, db);
         }
     }
+    conv_backward_general(g, x, w, dy, dx, dw, db)
+}
+
+/// [`conv_backward`] by im2col + GEMM, whatever the geometry.
+///
+/// # Safety
+/// As for [`conv_backward`].
+pub unsafe fn conv_backward_general<T: ConvElem>(
+    g: &ConvGeom,
+    x: *const T,
+    w: *const T,
+    dy: *const T,
+    dx: Option<*mut T>,
+    dw: Option<*mut T>,
+    db: Option<*mut T>,
+) -> Result<()> {
     let (fg, kk, ylen, xlen, cg) = (g.fg(), g.col_rows(), g.y_len(), g.x_len(), g.cg());
     let w_len = g.f * kk;
     let p = conv_plan(g);
@@ -1204,10 +1232,12 @@ pub unsafe fn column_sum<T: ConvElem>(y: *const T, out: *mut T, rows: usize, col
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn naive_conv(g: &ConvGeom, x: &[f64], w: &[f64]) -> Vec<f64> {
+    /// Convolution by its definition, in float64 (also the reference of
+    /// `conv_depthwise`'s tests).
+    pub(in crate::kernels::cpu) fn naive_conv(g: &ConvGeom, x: &[f64], w: &[f64]) -> Vec<f64> {
         let mut y = vec![0.0; g.batch * g.f * g.y_len()];
         let (cg, fg) = (g.cg(), g.fg());
         for n in 0..g.batch {
@@ -1247,7 +1277,7 @@ mod tests {
         y
     }
 
-    fn geom(
+    pub(in crate::kernels::cpu) fn geom(
         batch: usize,
         c: usize,
         f: usize,
@@ -1265,7 +1295,7 @@ mod tests {
         ConvGeom { batch, c, f, groups, x, y, k, s, d, p }
     }
 
-    fn data(n: usize, seed: u64) -> Vec<f64> {
+    pub(in crate::kernels::cpu) fn data(n: usize, seed: u64) -> Vec<f64> {
         let mut s = seed;
         (0..n)
             .map(|_| {
@@ -1411,7 +1441,7 @@ mod tests {
     }
 
     /// Median milliseconds of `f` over `reps` runs (after one warm-up run).
-    fn time_ms(reps: usize, mut f: impl FnMut()) -> f64 {
+    pub(in crate::kernels::cpu) fn time_ms(reps: usize, mut f: impl FnMut()) -> f64 {
         f();
         let mut t: Vec<f64> = (0..reps)
             .map(|_| {
