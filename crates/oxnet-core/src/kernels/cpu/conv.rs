@@ -678,11 +678,7 @@ pub unsafe fn conv_backward<T: ConvElem>(
     db: Option<*mut T>,
 ) -> Result<()> {
     if conv_depthwise::applies::<T>(g) {
-        conv_depthwise::backward(g, x, w, dy, dx, dw)?;
-        if let Some(db) = db {
-            channel_sum(dy, db, g.batch, g.f, g.y_len());
-        }
-        return Ok(());
+        return conv_depthwise::backward(g, x, w, dy, dx, dw, db);
     }
     if let Some(dxp) = dx {
         if is_f32::<T>() && winograd::backward_data_applies(g) {

@@ -33,14 +33,15 @@ type Lanes = [f32; L];
 
 /// Transformed input elements per block and channel budget: a block holds about
 /// this many floats of `V` (36 · c · tiles).
-const BLOCK_FLOATS: usize = 1 << 19;
+const BLOCK_FLOATS: usize = 1 << 21;
 
 /// True when the Winograd kernel runs this (float32) convolution: 2-D, 3×3, stride
 /// 1, no dilation, one group, enough channels and filters for the GEMMs to be
 /// efficient, and enough tiles that the transformed weights (4× the weights) are
 /// reused.
 pub fn applies(g: &ConvGeom) -> bool {
-    g.x[0] == 1
+    enabled()
+        && g.x[0] == 1
         && g.k == [1, 3, 3]
         && g.s == [1, 1, 1]
         && g.d == [1, 1, 1]
@@ -50,6 +51,13 @@ pub fn applies(g: &ConvGeom) -> bool {
         && g.f >= 16
         && g.y_len() > 0
         && g.batch * tiles(g).0 >= 32
+}
+
+/// False when the environment sets `OXNET_CONV_WINOGRAD=0` (im2col + GEMM then
+/// runs every convolution: for comparisons, or bit-for-bit agreement with it).
+fn enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("OXNET_CONV_WINOGRAD").map(|v| v.trim() != "0").unwrap_or(true))
 }
 
 /// (tiles per image, tiles per row).
