@@ -35,13 +35,17 @@ type Lanes = [f32; L];
 /// this many floats of `V` (36 · c · tiles).
 const BLOCK_FLOATS: usize = 1 << 21;
 
-/// True when the Winograd kernel runs this (float32) convolution: 2-D, 3×3, stride
-/// 1, no dilation, one group, enough channels and filters for the GEMMs to be
-/// efficient, and enough tiles that the transformed weights (4× the weights) are
-/// reused.
+/// True when the Winograd kernel runs this (float32) convolution: when it is
+/// [`enabled`] and [`suitable`].
 pub fn applies(g: &ConvGeom) -> bool {
-    enabled()
-        && g.x[0] == 1
+    enabled() && suitable(g)
+}
+
+/// A convolution Winograd can take and should pay on: 2-D, 3×3, stride 1, no
+/// dilation, one group, enough channels and filters for the GEMMs to be efficient,
+/// and enough tiles that the transformed weights (4× the weights) are reused.
+pub fn suitable(g: &ConvGeom) -> bool {
+    g.x[0] == 1
         && g.k == [1, 3, 3]
         && g.s == [1, 1, 1]
         && g.d == [1, 1, 1]
@@ -53,11 +57,15 @@ pub fn applies(g: &ConvGeom) -> bool {
         && g.batch * tiles(g).0 >= 32
 }
 
-/// False when the environment sets `OXNET_CONV_WINOGRAD=0` (im2col + GEMM then
-/// runs every convolution: for comparisons, or bit-for-bit agreement with it).
-fn enabled() -> bool {
+/// Whether convolutions may take Winograd: only when the environment sets
+/// `OXNET_CONV_WINOGRAD=1`. Measured on the 2-core AVX-512 machine
+/// (benches/RESULTS.md, 2026-11-27) it was not yet faster than im2col + GEMM on
+/// most ResNet shapes: the patch gathers and tile scatters of the transforms are
+/// scalar and the 36 GEMMs per block are narrow. Until they are vectorised it is
+/// opt-in; its numerics are tested either way.
+pub fn enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("OXNET_CONV_WINOGRAD").map(|v| v.trim() != "0").unwrap_or(true))
+    *ON.get_or_init(|| std::env::var("OXNET_CONV_WINOGRAD").map(|v| v.trim() == "1").unwrap_or(false))
 }
 
 /// (tiles per image, tiles per row).
@@ -390,9 +398,14 @@ pub unsafe fn backward_data(g: &ConvGeom, w: *const f32, dy: *const f32, dx: *mu
     run(&t, dy, u.ptr, &Epilogue::bias(None), dx)
 }
 
-/// The convolution whose forward pass is `g`'s data gradient, when Winograd runs it.
+/// True when Winograd runs `g`'s data gradient (the forward convolution of `dy`
+/// with the flipped weights, padding `2 - p`).
 pub fn backward_data_applies(g: &ConvGeom) -> bool {
-    g.p[1] <= 2 && g.p[2] <= 2 && applies(&transposed(g))
+    enabled() && backward_data_suitable(g)
+}
+
+fn backward_data_suitable(g: &ConvGeom) -> bool {
+    g.p[1] <= 2 && g.p[2] <= 2 && suitable(&transposed(g))
 }
 
 fn transposed(g: &ConvGeom) -> ConvGeom {
@@ -542,11 +555,12 @@ mod tests {
     }
 
     #[test]
-    fn conv_forward_takes_winograd_where_it_applies() {
+    fn suitability_and_the_dispatch_agree() {
         let g = geom(2, 16, 16, 16, 16, 1);
-        assert!(applies(&g));
-        assert!(!applies(&ConvGeom { groups: 2, ..g.clone() }));
-        assert!(!applies(&ConvGeom { s: [1, 2, 2], ..g.clone() }));
+        assert!(suitable(&g));
+        assert!(!suitable(&ConvGeom { groups: 2, ..g.clone() }));
+        assert!(!suitable(&ConvGeom { s: [1, 2, 2], ..g.clone() }));
+        assert_eq!(applies(&g), enabled());
         let x = data(g.batch * g.c * g.x_len(), 4);
         let w = data(g.f * g.c * 9, 5);
         let mut y = vec![0f32; g.batch * g.f * g.y_len()];
@@ -596,12 +610,12 @@ mod tests {
     fn data_gradient_matches_general_path() {
         for p in 0..=2 {
             let g = geom(2, 16, 24, 13, 15, p);
-            assert!(backward_data_applies(&g), "{g:?}");
+            assert!(backward_data_suitable(&g), "{g:?}");
             let w = data(g.f * g.c * 9, 6);
             let dy = data(g.batch * g.f * g.y_len(), 7);
             let mut dx = vec![f32::NAN; g.batch * g.c * g.x_len()];
-            // Through conv_backward_data's dispatch (float32: Winograd) ...
-            unsafe { conv_backward_data(&g, w.as_ptr(), dy.as_ptr(), dx.as_mut_ptr()).unwrap() };
+            // By Winograd ...
+            unsafe { backward_data(&g, w.as_ptr(), dy.as_ptr(), dx.as_mut_ptr()).unwrap() };
             // ... against the general path in float64.
             let w64: Vec<f64> = w.iter().map(|&v| v as f64).collect();
             let dy64: Vec<f64> = dy.iter().map(|&v| v as f64).collect();
@@ -614,7 +628,7 @@ mod tests {
             unsafe { conv_backward_data(&g, wa.as_ptr(), da.as_ptr(), mag.as_mut_ptr()).unwrap() };
             check("backward_data", &g, (g.x[1], g.x[2]), &dx, &want, &mag);
         }
-        assert!(!backward_data_applies(&geom(2, 16, 24, 13, 15, 3)));
+        assert!(!backward_data_suitable(&geom(2, 16, 24, 13, 15, 3)));
     }
 
     /// Release-mode timing against im2col + GEMM on ResNet shapes:
