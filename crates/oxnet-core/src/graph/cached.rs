@@ -8,7 +8,7 @@
 //! one node on the autograd tape, whose backward runs the graph's registry
 //! gradients in reverse: one call per forward and one per backward.
 //!
-//! An inference call (not recording, not training) runs the symbol with its
+//! An inference call (not recording, not training) on host arrays runs the symbol with its
 //! convolution chains fused ([`super::fuse`]: Convolution + BatchNorm + residual
 //! add + ReLU as one op), compiled and cached apart from the training graph; the
 //! environment variable `OXNET_INFERENCE_FUSION=0` turns that off.
@@ -139,7 +139,8 @@ impl CachedOp {
         let wants: Vec<bool> =
             if autograd::is_recording() { inputs.iter().map(autograd::is_in_graph).collect() } else { vec![false; inputs.len()] };
         let record = wants.iter().any(|&w| w);
-        if !record && !autograd::is_training() {
+        // (The fused op has host kernels only: device graphs run unfused.)
+        if !record && !autograd::is_training() && inputs.iter().all(|a| a.ctx().is_host()) {
             if let Some(fused) = &self.fused {
                 return self.forward_fused(fused, inputs);
             }
