@@ -130,7 +130,7 @@ pub fn applies<T: 'static>(g: &ConvGeom) -> bool {
         && g.c > 0
         && g.groups == g.c
         && g.f >= g.c
-        && g.f % g.c == 0
+        && g.f.is_multiple_of(g.c)
         && g.x[0] == 1
         && g.k[0] == 1
         && g.p[0] == 0
@@ -378,6 +378,9 @@ macro_rules! blocks {
     ([$($size:literal),+], $lo:expr, $hi:expr, |$i:ident, $R:ident| $body:block) => {{
         let (mut $i, hi) = ($lo, $hi);
         $(
+            // (With a block size of 1 this reads `i + 1 <= hi`: the same form for
+            // every size.)
+            #[allow(clippy::int_plus_one)]
             while $i + $size <= hi {
                 const $R: usize = $size;
                 $body
@@ -702,6 +705,7 @@ pub unsafe fn backward<T: ConvElem>(
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 unsafe fn backward_with<T: DwElem>(
     isa: Isa,
     g: &ConvGeom,
