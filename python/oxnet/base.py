@@ -38,6 +38,45 @@ _Null = _NullType()
 _core._set_null(_Null)
 
 mx_real_t = np.float32
+
+# bfloat16 as MXNet shows it to NumPy (which has no such type): a structured dtype of
+# one uint16 field named 'bfloat16' holding the bits. ``asnumpy()`` of a bfloat16
+# array has this dtype; ``astype('float32')`` gives the values.
+bfloat16 = np.dtype([("bfloat16", np.uint16)])
+
+
+def _is_bfloat16(dtype):
+    if isinstance(dtype, str):
+        return dtype in ("bfloat16", "bf16")
+    try:
+        d = np.dtype(dtype)
+    except TypeError:
+        return False
+    return d.names == ("bfloat16",) and d.itemsize == 2 or d.name == "bfloat16"
+
+
+def as_bfloat16_array(value):
+    """``value`` (array-like) as a NumPy array of MXNet's bfloat16 dtype: an array of
+    that dtype as it is; anything else through float32, rounded to nearest even."""
+    a = np.asarray(value)
+    if a.dtype == bfloat16:
+        return a
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    rounded = ((bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16))
+    # NaN stays NaN (quiet), whatever its payload.
+    nan = (bits & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    rounded = np.where(nan, (bits >> np.uint32(16)) | np.uint32(0x40), rounded)
+    return rounded.astype(np.uint16).view(bfloat16)
+
+
+def np_dtype(dtype):
+    """``numpy.dtype(dtype)``, also for 'bfloat16' (MXNet's structured stand-in)."""
+    return bfloat16 if _is_bfloat16(dtype) else np.dtype(dtype)
+
+
+def dtype_name(dtype):
+    """The registry's name of a dtype: 'float32', ..., 'bfloat16'."""
+    return "bfloat16" if _is_bfloat16(dtype) else np.dtype(dtype).name
 string_types = (str,)
 numeric_types = (float, int, np.generic)
 integer_types = (int, np.integer)

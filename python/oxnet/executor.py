@@ -11,6 +11,7 @@ import numpy as np
 
 from . import _core
 from .base import MXNetError, MXNetValueError
+from .base import dtype_name
 from .context import Context
 from .ndarray import NDArray
 from . import ndarray as nd
@@ -90,7 +91,7 @@ def _with_dtypes(symbol, type_dict, inputs):
     internals = out.get_internals()
     for k, v in named.items():
         try:
-            code = _DTYPE_CODES[np.dtype(v).name]
+            code = _DTYPE_CODES[dtype_name(v)]
         except (TypeError, KeyError):
             raise MXNetError("simple_bind: unsupported dtype %r for '%s' in type_dict" % (v, k))
         internals[k]._set_attr(__dtype__=str(code))
@@ -248,7 +249,7 @@ class Executor:
                 if tuple(a.shape) != tuple(s) or np.dtype(a.dtype) != np.dtype(t):
                     raise MXNetError("simple_bind: shared argument '%s' has shape %s %s in shared_exec but "
                                      "this graph needs %s %s" % (n, tuple(a.shape), np.dtype(a.dtype).name,
-                                                                 tuple(s), np.dtype(t).name))
+                                                                 tuple(s), dtype_name(t)))
                 g = shared_exec.grad_dict.get(n) if r != "null" else None
                 if r != "null" and g is None:
                     g = nd.zeros(s, ctx=c, dtype=t)

@@ -34,6 +34,7 @@ import numpy as np
 
 from . import _core
 from .base import MXNetError
+from .base import dtype_name
 from .context import current_context
 from .ndarray.ndarray import (NDArray, _DTYPE_MX_TO_NP, _DTYPE_NP_TO_MX,
                               _STORAGE_TYPE_DEFAULT, _STORAGE_TYPE_ID_TO_STR,
@@ -615,7 +616,7 @@ def _operator_for(spec, key, ctx, shapes, dtypes):
     """One CustomOp per op_type, arguments and input shapes/dtypes (MXNet makes one
     per bound node): forward and backward of a node use the same instance."""
     k = (key, ctx.device_type, ctx.device_id, tuple(map(tuple, shapes)),
-         tuple(np.dtype(t).name for t in dtypes))
+         tuple(dtype_name(t) for t in dtypes))
     op = _OPERATORS.get(k)
     if op is None:
         op = _OPERATORS[k] = spec.create_operator(ctx, shapes, dtypes)
@@ -632,7 +633,7 @@ def _sym_host(method, op_type, kwargs, payload):
     if method == 'infer_shape':
         return tuple([list(s) for s in part] for part in spec.infer_shape(payload))
     if method == 'infer_type':
-        return tuple([np.dtype(t).name for t in part] for part in spec.infer_type(payload))
+        return tuple([dtype_name(t) for t in part] for part in spec.infer_type(payload))
     n_arg = len(spec.arguments)
     key = (op_type, tuple(kwargs))
     if method == 'forward':

@@ -2,7 +2,7 @@
 //! symbol JSON) and NumPy names.
 
 use crate::error::{Error, Result};
-use half::f16;
+use half::{bf16, f16};
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum DType {
@@ -14,9 +14,12 @@ pub enum DType {
     I8 = 5,
     I64 = 6,
     Bool = 7,
+    /// bfloat16 (MXNet's type flag 12): float32's exponent with 8 bits of mantissa.
+    BF16 = 12,
 }
 
-pub const ALL_DTYPES: [DType; 8] = [DType::F32, DType::F64, DType::F16, DType::U8, DType::I32, DType::I8, DType::I64, DType::Bool];
+pub const ALL_DTYPES: [DType; 9] =
+    [DType::F32, DType::F64, DType::F16, DType::U8, DType::I32, DType::I8, DType::I64, DType::Bool, DType::BF16];
 
 impl DType {
     pub fn flag(self) -> i32 {
@@ -29,7 +32,7 @@ impl DType {
         match self {
             DType::F32 | DType::I32 => 4,
             DType::F64 | DType::I64 => 8,
-            DType::F16 => 2,
+            DType::F16 | DType::BF16 => 2,
             DType::U8 | DType::I8 | DType::Bool => 1,
         }
     }
@@ -44,6 +47,7 @@ impl DType {
             DType::I8 => "int8",
             DType::I64 => "int64",
             DType::Bool => "bool",
+            DType::BF16 => "bfloat16",
         }
     }
     pub fn from_name(name: &str) -> Result<Self> {
@@ -56,11 +60,12 @@ impl DType {
             "int8" | "i1" | "|i1" => DType::I8,
             "int64" | "i8" | "<i8" => DType::I64,
             "bool" | "bool_" | "|b1" => DType::Bool,
+            "bfloat16" | "bf16" => DType::BF16,
             _ => return Err(Error::new(format!("unknown dtype '{name}'"))),
         })
     }
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F64 | DType::F16)
+        matches!(self, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
     }
 }
 
@@ -106,6 +111,18 @@ impl Element for f16 {
     }
 }
 
+impl Element for bf16 {
+    const DTYPE: DType = DType::BF16;
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self.to_f64()
+    }
+    #[inline(always)]
+    fn from_f64(v: f64) -> Self {
+        bf16::from_f64(v)
+    }
+}
+
 /// Runs `$body` with `$T` bound to the Rust type of `$dtype` (bool as `u8`).
 #[macro_export]
 macro_rules! with_dtype {
@@ -121,6 +138,10 @@ macro_rules! with_dtype {
             }
             $crate::dtype::DType::F16 => {
                 type $T = half::f16;
+                $body
+            }
+            $crate::dtype::DType::BF16 => {
+                type $T = half::bf16;
                 $body
             }
             $crate::dtype::DType::U8 | $crate::dtype::DType::Bool => {
@@ -155,6 +176,10 @@ macro_rules! with_float {
             }
             $crate::dtype::DType::F16 => {
                 type $T = half::f16;
+                $body
+            }
+            $crate::dtype::DType::BF16 => {
+                type $T = half::bf16;
                 $body
             }
             _ => {

@@ -190,13 +190,36 @@ impl NDArray {
     }
 }
 
-fn numpy_types(py: Python<'_>) -> PyResult<&'static [Py<PyAny>; 8]> {
-    static TYPES: PyOnceLock<[Py<PyAny>; 8]> = PyOnceLock::new();
+fn numpy_types(py: Python<'_>) -> PyResult<&'static [Py<PyAny>; 13]> {
+    static TYPES: PyOnceLock<[Py<PyAny>; 13]> = PyOnceLock::new();
     TYPES.get_or_try_init(py, || {
         let np = py.import("numpy")?;
         let get = |n: &str| -> PyResult<Py<PyAny>> { Ok(np.getattr(n)?.unbind()) };
-        Ok([get("float32")?, get("float64")?, get("float16")?, get("uint8")?, get("int32")?, get("int8")?, get("int64")?, get("bool_")?])
+        // Indexed by MXNet's type flag; 12 is bfloat16, which NumPy lacks: MXNet's
+        // stand-in, a structured dtype of one uint16 field named 'bfloat16'.
+        Ok([
+            get("float32")?,
+            get("float64")?,
+            get("float16")?,
+            get("uint8")?,
+            get("int32")?,
+            get("int8")?,
+            get("int64")?,
+            get("bool_")?,
+            get("int16")?,
+            get("uint16")?,
+            get("uint32")?,
+            get("uint64")?,
+            bfloat16_dtype(py)?,
+        ])
     })
+}
+
+/// `numpy.dtype([('bfloat16', numpy.uint16)])`: how MXNet shows bfloat16 to NumPy.
+pub(crate) fn bfloat16_dtype(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    let np = py.import("numpy")?;
+    let field = PyTuple::new(py, [np.getattr("str_")?.call1(("bfloat16",))?, np.getattr("uint16")?])?;
+    Ok(np.getattr("dtype")?.call1((pyo3::types::PyList::new(py, [field])?,))?.unbind())
 }
 
 /// A new NumPy array holding a copy of `a` (blocks until `a` is ready).
@@ -233,6 +256,8 @@ fn to_numpy<'py>(py: Python<'py>, a: &oxnet_core::NDArray) -> PyResult<Bound<'py
         DType::F32 => mk!(f32),
         DType::F64 => mk!(f64),
         DType::F16 => mk!(half::f16),
+        // The bits as uint16, viewed as MXNet's structured bfloat16 dtype.
+        DType::BF16 => mk!(u16).call_method1("view", (numpy_types(py)?[12].clone_ref(py),))?,
         DType::U8 => mk!(u8),
         DType::I32 => mk!(i32),
         DType::I8 => mk!(i8),
@@ -308,6 +333,11 @@ impl NDArray {
             DType::F32 => f32::from_le_bytes(bytes[..4].try_into().unwrap()).into_pyobject(py)?.into_any(),
             DType::F64 => f64::from_le_bytes(bytes).into_pyobject(py)?.into_any(),
             DType::F16 => half::f16::from_le_bytes(bytes[..2].try_into().unwrap()).to_f64().into_pyobject(py)?.into_any(),
+            // NumPy has no bfloat16 scalar: the value as a numpy.float32 (exact).
+            DType::BF16 => {
+                let v = half::bf16::from_le_bytes(bytes[..2].try_into().unwrap()).to_f32();
+                return Ok(py.import("numpy")?.getattr("float32")?.call1((v,))?.unbind());
+            }
             DType::U8 => bytes[0].into_pyobject(py)?.into_any(),
             DType::I8 => (bytes[0] as i8).into_pyobject(py)?.into_any(),
             DType::I32 => i32::from_le_bytes(bytes[..4].try_into().unwrap()).into_pyobject(py)?.into_any(),

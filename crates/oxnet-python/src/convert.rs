@@ -19,7 +19,16 @@ pub(crate) fn dtype_of(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
         return DType::from_name(&s.to_cow()?).map_err(err);
     }
     let np = obj.py().import("numpy")?;
-    let name: String = np.getattr("dtype")?.call1((obj,))?.getattr("name")?.extract()?;
+    let dt = np.getattr("dtype")?.call1((obj,))?;
+    // MXNet's bfloat16 stand-in: a structured dtype whose one field is 'bfloat16'.
+    let names = dt.getattr("names")?;
+    if !names.is_none() {
+        let names: Vec<String> = names.extract()?;
+        if names.len() == 1 && names[0] == "bfloat16" && dt.getattr("itemsize")?.extract::<usize>()? == 2 {
+            return Ok(DType::BF16);
+        }
+    }
+    let name: String = dt.getattr("name")?.extract()?;
     DType::from_name(&name).map_err(err)
 }
 

@@ -53,7 +53,8 @@ def _shape_known(shape):
 
 
 def _dtype_name(dtype):
-    return np.dtype(dtype).name
+    from ..base import dtype_name
+    return dtype_name(dtype)
 
 
 def _add_all(arrays):

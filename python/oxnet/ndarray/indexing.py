@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import _core
 from ..base import MXNetError, MXNetIndexError, MXNetValueError, numeric_types, integer_types
+from ..base import _is_bfloat16, as_bfloat16_array, dtype_name
 
 NDArray = _core.NDArray
 
@@ -384,7 +385,10 @@ def _prepare_value(self, value, out_shape, region):
 
 def _prepare_numpy(self, value, target):
     try:
-        a = np.asarray(value, dtype=self.dtype)
+        if _is_bfloat16(self.dtype):
+            a = as_bfloat16_array(value)
+        else:
+            a = np.asarray(value, dtype=self.dtype)
     except (TypeError, ValueError) as e:
         raise TypeError("NDArray does not support assignment with non-array-like object %r of "
                         "type %s" % (value, type(value))) from e
@@ -412,7 +416,7 @@ def _fill(self, value):
     nd = _nd()
     if isinstance(value, (bool, np.bool_)):
         value = int(value)
-    nd._internal._full(shape=self.shape, ctx=self.context, dtype=np.dtype(self.dtype).name,
+    nd._internal._full(shape=self.shape, ctx=self.context, dtype=dtype_name(self.dtype),
                        value=float(value), out=self)
 
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import _core
 from ..base import MXNetError, MXNetValueError, _Null, mx_real_t, numeric_types
+from ..base import bfloat16, np_dtype, _is_bfloat16, dtype_name as _dtype_name  # noqa: F401
 from ..context import Context, current_context, _ctx_from_tuple
 
 NDArray = _core.NDArray
@@ -42,6 +43,7 @@ _DTYPE_NP_TO_MX = {
     np.uint16: 9,
     np.uint32: 10,
     np.uint64: 11,
+    bfloat16: 12,
 }
 _DTYPE_MX_TO_NP = {v: k for k, v in _DTYPE_NP_TO_MX.items()}
 
@@ -56,7 +58,7 @@ def _ctx(ctx):
 def _dtype(dtype, default=mx_real_t):
     if dtype is None or dtype is _Null:
         dtype = default
-    return np.dtype(dtype)
+    return np_dtype(dtype)
 
 
 # ---------------------------------------------------------------------------
@@ -71,7 +73,7 @@ def empty(shape, ctx=None, dtype=None, stype=None):
     if isinstance(shape, int):
         shape = (shape,)
     ctx = _ctx(ctx)
-    return _core.empty(tuple(shape), ctx.device_typeid, ctx.device_id, _dtype(dtype).name)
+    return _core.empty(tuple(shape), ctx.device_typeid, ctx.device_id, _dtype_name(_dtype(dtype)))
 
 
 def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
@@ -81,21 +83,21 @@ def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
         return _sp.zeros(stype, shape, ctx=ctx, dtype=dtype, **kwargs)
     if isinstance(shape, int):
         shape = (shape,)
-    return _internal._zeros(shape=shape, ctx=_ctx(ctx), dtype=_dtype(dtype).name, **kwargs)
+    return _internal._zeros(shape=shape, ctx=_ctx(ctx), dtype=_dtype_name(_dtype(dtype)), **kwargs)
 
 
 def ones(shape, ctx=None, dtype=None, stype=None, **kwargs):
     """Returns a new array filled with all ones, with the given shape and type."""
     if isinstance(shape, int):
         shape = (shape,)
-    return _internal._ones(shape=shape, ctx=_ctx(ctx), dtype=_dtype(dtype).name, **kwargs)
+    return _internal._ones(shape=shape, ctx=_ctx(ctx), dtype=_dtype_name(_dtype(dtype)), **kwargs)
 
 
 def full(shape, val, ctx=None, dtype=mx_real_t, out=None):
     """Returns a new array of given shape and type, filled with the given value `val`."""
     if isinstance(shape, int):
         shape = (shape,)
-    return _internal._full(shape=shape, ctx=_ctx(ctx), dtype=_dtype(dtype).name, value=float(val), out=out)
+    return _internal._full(shape=shape, ctx=_ctx(ctx), dtype=_dtype_name(_dtype(dtype)), value=float(val), out=out)
 
 
 def array(source_array, ctx=None, dtype=None):
@@ -115,7 +117,7 @@ def array(source_array, ctx=None, dtype=None):
         dtype = mx_real_t if dtype is None else dtype
         if not isinstance(source_array, np.ndarray):
             try:
-                source_array = np.array(source_array, dtype=dtype)
+                source_array = np.array(source_array, dtype=np.float32 if _is_bfloat16(dtype) else dtype)
             except Exception as e:
                 raise TypeError("source_array must be array like object") from e
     arr = empty(source_array.shape, ctx, dtype)
@@ -161,12 +163,12 @@ def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dty
     if infer_range is not None:
         raise ValueError("infer_range argument has been deprecated")
     return _internal._arange(start=start, stop=stop, step=step, repeat=repeat,
-                             ctx=_ctx(ctx), dtype=_dtype(dtype).name)
+                             ctx=_ctx(ctx), dtype=_dtype_name(_dtype(dtype)))
 
 
 def eye(N, M=0, k=0, ctx=None, dtype=None, **kwargs):
     """Return a 2-D array with ones on the diagonal and zeros elsewhere."""
-    return _internal._eye(N=N, M=M, k=k, ctx=_ctx(ctx), dtype=_dtype(dtype).name, **kwargs)
+    return _internal._eye(N=N, M=M, k=k, ctx=_ctx(ctx), dtype=_dtype_name(_dtype(dtype)), **kwargs)
 
 
 def waitall():
@@ -352,10 +354,10 @@ def _as_in_context(self, context):
 
 def _astype(self, dtype, copy=True):
     """Returns a copy of the array after casting to a specified type."""
-    dtype = np.dtype(dtype)
-    if not copy and np.dtype(self.dtype) == dtype:
+    dtype = np_dtype(dtype)
+    if not copy and np_dtype(self.dtype) == dtype:
         return self
-    return _op.cast(self, dtype=dtype.name)
+    return _op.cast(self, dtype=_dtype_name(dtype))
 
 
 def _T(self):

@@ -45,7 +45,8 @@ def linspace(start, stop, num, endpoint=True, ctx=None, dtype=mx_real_t):
     ``endpoint`` is False)."""
     if ctx is None:
         ctx = current_context()
-    dtype = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
+    from ..base import dtype_name
+    dtype = dtype_name(dtype) if not isinstance(dtype, str) else dtype
     return _internal._linspace(start=start, stop=stop, num=num, endpoint=endpoint,
                                dtype=dtype, ctx=str(ctx))
 

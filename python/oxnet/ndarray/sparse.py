@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _core
 from ..base import MXNetError, numeric_types
+from ..base import dtype_name
 from ..context import Context, current_context
 from .ndarray import NDArray, _DTYPE_NP_TO_MX, _ctx_from_tuple  # noqa: F401
 # imported once here, not inside functions: a function-level relative import warns
@@ -451,7 +452,7 @@ def zeros(stype, shape, ctx=None, dtype=None, aux_types=None, **kwargs):
     if stype not in _STORAGE_AUX_TYPES:
         raise ValueError("unknown storage type %r (expected 'default', 'csr' or 'row_sparse')" % (stype,))
     ctx = _ctx(ctx)
-    aux = None if aux_types is None else [np.dtype(t).name for t in aux_types]
+    aux = None if aux_types is None else [dtype_name(t) for t in aux_types]
     return _core._sparse_zeros(stype, tuple(int(s) for s in shape), ctx, _dt(dtype).name, aux)
 
 

@@ -9,7 +9,8 @@ _internal = None
 def _dtype_name(dtype, default="float32"):
     if dtype is None:
         return default
-    return dtype if isinstance(dtype, str) else np.dtype(dtype).name
+    from ..base import dtype_name
+    return dtype if isinstance(dtype, str) else dtype_name(dtype)
 
 
 def eye(N, M=0, k=0, dtype=None, **kwargs):

@@ -13,11 +13,12 @@ from .. import _core
 from .. import attribute as _attribute
 from .. import name as _name
 from ..base import MXNetError, NotImplementedForSymbol, _Null, numeric_types, string_types
+from ..base import dtype_name
 from ..context import Context, current_context
 from ..util import is_np_shape
 
 _DTYPE_CODES = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5,
-                "int64": 6, "bool": 7}
+                "int64": 6, "bool": 7, "bfloat16": 12}
 _STYPE_CODES = {"default": 0, "row_sparse": 1, "csr": 2}
 
 
@@ -27,7 +28,7 @@ def _attr_str(key, v):
         return v
     if key == "dtype" or isinstance(v, (type, np.dtype)):
         try:
-            return np.dtype(v).name
+            return dtype_name(v)
         except TypeError:
             pass
     if isinstance(v, Context):
@@ -234,7 +235,7 @@ class Symbol:
     def infer_type(self, *args, **kwargs):
         """Infers the dtypes (NumPy types) of (arguments, outputs, auxiliary
         states); (None, None, None) when they cannot all be inferred."""
-        known = {k: np.dtype(v).name for k, v in self._known(args, kwargs, "infer_type").items()}
+        known = {k: dtype_name(v) for k, v in self._known(args, kwargs, "infer_type").items()}
         a, o, x = self.handle.infer_type(known)
         if any(t is None for t in a + o + x):
             return (None, None, None)
@@ -242,7 +243,7 @@ class Symbol:
         return (f(a), f(o), f(x))
 
     def infer_type_partial(self, *args, **kwargs):
-        known = {k: np.dtype(v).name for k, v in self._known(args, kwargs, "infer_type").items()}
+        known = {k: dtype_name(v) for k, v in self._known(args, kwargs, "infer_type").items()}
         a, o, x = self.handle.infer_type(known)
         f = lambda lst: [np.dtype(t).type if t is not None else None for t in lst]  # noqa: E731
         return (f(a), f(o), f(x))
@@ -475,7 +476,7 @@ def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None
     if wd_mult is not None:
         attrs["__wd_mult__"] = str(wd_mult)
     if dtype is not None:
-        attrs["__dtype__"] = str(_DTYPE_CODES[np.dtype(dtype).name])
+        attrs["__dtype__"] = str(_DTYPE_CODES[dtype_name(dtype)])
     if init is not None:
         attrs["__init__"] = init if isinstance(init, string_types) else init.dumps()
     if stype is not None:

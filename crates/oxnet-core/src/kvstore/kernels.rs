@@ -36,6 +36,7 @@ pub fn sum(dst: &Blob, srcs: &[Blob]) -> Result<()> {
         DType::F32 => sum_typed::<f32>(dst, srcs),
         DType::F64 => sum_typed::<f64>(dst, srcs),
         DType::F16 => sum_typed::<f16>(dst, srcs),
+        DType::BF16 => sum_typed::<half::bf16>(dst, srcs),
         DType::U8 | DType::Bool => sum_typed::<u8>(dst, srcs),
         DType::I8 => sum_typed::<i8>(dst, srcs),
         DType::I32 => sum_typed::<i32>(dst, srcs),
@@ -119,6 +120,7 @@ pub fn fused_update(
         DType::F32 => fused_typed::<f32>(op, params, ctx, weight, out, srcs, states),
         DType::F64 => fused_typed::<f64>(op, params, ctx, weight, out, srcs, states),
         DType::F16 => fused_typed::<f16>(op, params, ctx, weight, out, srcs, states),
+        DType::BF16 => fused_typed::<half::bf16>(op, params, ctx, weight, out, srcs, states),
         d => Err(Error::op(op.name, format!("weight dtype {} is not supported (float16, float32 or float64)", d.name()))),
     }
 }

@@ -437,6 +437,7 @@ pub fn index_values(a: &NDArray) -> Result<Vec<i64>> {
             DType::F32 => host_slice::<f32>(a)?.iter().map(|&v| v as i64).collect(),
             DType::F64 => host_slice::<f64>(a)?.iter().map(|&v| v as i64).collect(),
             DType::F16 => host_slice::<half::f16>(a)?.iter().map(|&v| v.to_f64() as i64).collect(),
+            DType::BF16 => host_slice::<half::bf16>(a)?.iter().map(|&v| v.to_f64() as i64).collect(),
         })
     }
 }

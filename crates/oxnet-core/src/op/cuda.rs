@@ -11,8 +11,8 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::cuda::gen::{self, ctype, kernel_name, source_name, Family, MAX_DIMS};
 use crate::shape::{self, norm_axis};
-use crate::storage::cuda::{device, driver_err, Device};
-use cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
+use crate::storage::cuda::{device, Device};
+use cudarc::driver::{DeviceRepr, LaunchConfig};
 
 pub(super) const BLOCK: u32 = 256;
 /// Enough blocks to fill an H100 many times over; the kernels loop over the rest.
@@ -66,18 +66,27 @@ pub(super) fn ptr(b: &super::Blob) -> u64 {
     b.ptr as u64
 }
 
-/// Looks up `family`'s kernel `key` for type `tag` on the call's device and launches
-/// it on the device's stream with the arguments listed (references to values).
+/// A kernel argument: a pointer to a value of a type the kernels can take.
+#[inline(always)]
+pub(super) fn karg<T: DeviceRepr>(v: &T) -> *mut std::ffi::c_void {
+    v as *const T as *mut std::ffi::c_void
+}
+
+/// Looks up `family`'s kernel `key` for type `tag` on the call's device (a per-thread
+/// table: no lock, no allocation) and launches it on the device's stream with the
+/// arguments listed (references to values).
 macro_rules! launch {
     ($c:expr, $family:expr, $key:expr, $tag:expr, $lc:expr, [$($arg:expr),* $(,)?]) => {{
         let c: &OpCall = $c;
         let d: &Device = device(c.ctx).map_err(|e| Error::op(c.op.name, e))?;
-        let f = d.function(&source_name($family, $tag), &kernel_name($family, $key, $tag)).map_err(|e| Error::op(c.op.name, e))?;
-        let mut b = d.stream.launch_builder(&f);
-        $( b.arg($arg); )*
+        let (family, key, tag): (Family, &str, &str) = ($family, $key, $tag);
+        let f = d
+            .kernel_handle([family.name(), key, tag], || source_name(family, tag), || kernel_name(family, key, tag))
+            .map_err(|e| Error::op(c.op.name, e))?;
+        let mut args = [$( $crate::op::cuda::karg($arg) ),*];
         // SAFETY: the arguments match the kernel's signature (both come from `gen`),
         // and every pointer is a device block the engine gives this op.
-        unsafe { b.launch($lc) }.map(|_| ()).map_err(|e| Error::op(c.op.name, driver_err(c.ctx, "kernel launch", e)))
+        unsafe { d.launch_raw(f, $lc, &mut args) }.map_err(|e| Error::op(c.op.name, e))
     }};
 }
 
@@ -89,14 +98,14 @@ macro_rules! launch_src {
     ($c:expr, $source:expr, $kernel:expr, $lc:expr, [$($arg:expr),* $(,)?]) => {{
         let c: &$crate::op::OpCall = $c;
         let d: &$crate::storage::cuda::Device = $crate::storage::cuda::device(c.ctx).map_err(|e| $crate::error::Error::op(c.op.name, e))?;
-        let f = d.function($source, $kernel).map_err(|e| $crate::error::Error::op(c.op.name, e))?;
-        let mut b = d.stream.launch_builder(&f);
-        $( cudarc::driver::PushKernelArg::arg(&mut b, $arg); )*
+        let (source, kernel): (&str, &str) = ($source, $kernel);
+        let f = d
+            .kernel_handle([source, kernel, ""], || source.to_string(), || kernel.to_string())
+            .map_err(|e| $crate::error::Error::op(c.op.name, e))?;
+        let mut args = [$( $crate::op::cuda::karg($arg) ),*];
         // SAFETY: the arguments match the kernel's signature in its source, and every
         // pointer is a device block the engine gives this op.
-        unsafe { b.launch($lc) }
-            .map(|_| ())
-            .map_err(|e| $crate::error::Error::op(c.op.name, $crate::storage::cuda::driver_err(c.ctx, "kernel launch", e)))
+        unsafe { d.launch_raw(f, $lc, &mut args) }.map_err(|e| $crate::error::Error::op(c.op.name, e))
     }};
 }
 #[allow(unused_imports)]

@@ -26,7 +26,7 @@ fn dev(c: &OpCall) -> Result<&'static Device> {
 
 fn float_only(c: &OpCall, d: DType) -> Result<&'static str> {
     match d {
-        DType::F32 | DType::F64 | DType::F16 => Ok(ctype(d).tag),
+        DType::F32 | DType::F64 | DType::F16 | DType::BF16 => Ok(ctype(d).tag),
         _ => Err(Error::op(c.op.name, format!("dtype {} is not supported on {}", d.name(), c.ctx))),
     }
 }

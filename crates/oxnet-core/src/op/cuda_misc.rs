@@ -94,8 +94,8 @@ fn copy_all(c: &mut OpCall) -> Result<()> {
 /// counted on the device by a one-block launch).
 fn makeloss_bwd(c: &mut OpCall) -> Result<()> {
     let (x, dx) = (&c.inputs[0], &c.outputs[0]);
-    if !matches!(dx.dtype, DType::F32 | DType::F64 | DType::F16) {
-        return Err(op_err(c, format!("dtype {} is not supported (float16, float32 or float64)", dx.dtype.name())));
+    if !matches!(dx.dtype, DType::F32 | DType::F64 | DType::F16 | DType::BF16) {
+        return Err(op_err(c, format!("dtype {} is not supported (float16, bfloat16, float32 or float64)", dx.dtype.name())));
     }
     let p = c.params;
     let mut v = p.float("grad_scale");
@@ -573,7 +573,7 @@ fn topk(c: &mut OpCall) -> Result<()> {
     };
     let utag = match idx.map(|b| b.dtype) {
         None => "f32",
-        Some(d @ (DType::F32 | DType::F64 | DType::F16 | DType::U8 | DType::I32 | DType::I64)) => ctype(d).tag,
+        Some(d @ (DType::F32 | DType::F64 | DType::F16 | DType::BF16 | DType::U8 | DType::I32 | DType::I64)) => ctype(d).tag,
         Some(d) => return Err(op_err(c, format!("index dtype {} is not supported on {}", d.name(), c.ctx))),
     };
     let name = format!("misc_topk_{}_{utag}", ctype(x.dtype).tag);
@@ -811,8 +811,8 @@ fn sequence(c: &mut OpCall) -> Result<()> {
 /// The scalars are laid out as each kernel reads them (see `kernels::cuda::misc`).
 fn update(c: &mut OpCall) -> Result<()> {
     let o = &c.outputs[0];
-    if !matches!(o.dtype, DType::F32 | DType::F64 | DType::F16) {
-        return Err(op_err(c, format!("weight dtype {} is not supported (float16, float32 or float64)", o.dtype.name())));
+    if !matches!(o.dtype, DType::F32 | DType::F64 | DType::F16 | DType::BF16) {
+        return Err(op_err(c, format!("weight dtype {} is not supported (float16, bfloat16, float32 or float64)", o.dtype.name())));
     }
     if c.inputs.len() > 7 {
         return Err(op_err(c, "too many inputs"));

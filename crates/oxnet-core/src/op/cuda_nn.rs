@@ -61,6 +61,7 @@ fn tag(c: &OpCall, d: DType) -> Result<&'static str> {
         DType::F32 => Ok("f32"),
         DType::F64 => Ok("f64"),
         DType::F16 => Ok("f16"),
+        DType::BF16 => Ok("bf16"),
         _ => Err(Error::op(c.op.name, format!("dtype {} is not supported on {} (float16, float32 or float64 only)", d.name(), c.ctx))),
     }
 }
@@ -81,6 +82,7 @@ fn dcode(d: DType) -> i32 {
         DType::U8 => 5,
         DType::I8 => 6,
         DType::Bool => 7,
+        DType::BF16 => 8,
     }
 }
 
@@ -275,11 +277,12 @@ fn lrelu_bwd(c: &mut OpCall) -> Result<()> {
 fn bn_tag(c: &OpCall, d: DType, pd: DType) -> Result<&'static str> {
     match (d, pd) {
         (DType::F16, DType::F32) => Ok("f16_f32"),
+        (DType::BF16, DType::F32) => Ok("bf16_f32"),
         _ if d == pd => tag(c, d),
         _ => Err(Error::op(
             c.op.name,
             format!(
-                "data of dtype {} with parameters of dtype {} is not supported on {} (same dtype, or float16 data with float32 parameters)",
+                "data of dtype {} with parameters of dtype {} is not supported on {} (same dtype, or float16/bfloat16 data with float32 parameters)",
                 d.name(),
                 pd.name(),
                 c.ctx
@@ -420,6 +423,7 @@ fn pool_desc(c: &OpCall, data: &[usize], dtype: DType) -> Result<Pool> {
     let a = |v: [usize; 3]| v.map(|e| e as i64);
     let lowest = match dtype {
         DType::F16 => -65504.0,
+        DType::BF16 => -3.3895313892515355e38,
         DType::F32 => f32::MIN as f64,
         _ => f64::MIN,
     };
@@ -1084,11 +1088,11 @@ mod tests {
             "gn_fwd",
             "gn_bwd_dx",
         ] {
-            for t in ["f32", "f64", "f16"] {
+            for t in ["f32", "f64", "f16", "bf16"] {
                 assert!(src.contains(&format!("nn_{k}_##T(")), "{}", kn(k, t));
             }
         }
-        for t in ["f32", "f64", "f16", "f16_f32"] {
+        for t in ["f32", "f64", "f16", "f16_f32", "bf16", "bf16_f32"] {
             assert!(src.contains(&format!("OX_NN_BN({t},")), "bn {t}");
         }
         assert!(src.contains("void nn_smo_count("));

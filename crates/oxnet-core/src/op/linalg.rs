@@ -56,12 +56,12 @@ fn float_dtype(a: &InferArgs, half_ok: bool) -> Result<DType> {
     let d = check_same_dtype(a)?;
     match d {
         DType::F32 | DType::F64 => Ok(d),
-        DType::F16 if half_ok => Ok(d),
+        DType::F16 | DType::BF16 if half_ok => Ok(d),
         _ => Err(a.err(format!(
             "{} inputs are not supported: {} only supports {}",
             d.name(),
             a.op.name,
-            if half_ok { "float32, float64 and float16" } else { "32-bit and 64-bit floating point (float32, float64)" }
+            if half_ok { "float32, float64, float16 and bfloat16" } else { "32-bit and 64-bit floating point (float32, float64)" }
         ))),
     }
 }
@@ -146,6 +146,7 @@ fn dot_compute(c: &mut OpCall) -> Result<()> {
         DType::F32 => dot_run::<f32>(c, &g, ta, tb),
         DType::F64 => dot_run::<f64>(c, &g, ta, tb),
         DType::F16 => dot_run::<f16>(c, &g, ta, tb),
+        DType::BF16 => dot_run::<half::bf16>(c, &g, ta, tb),
         d => return Err(crate::error::Error::op(c.op.name, format!("{} inputs are not supported", d.name()))),
     }
     Ok(())
@@ -273,6 +274,7 @@ fn batch_dot_compute(c: &mut OpCall) -> Result<()> {
         DType::F32 => batch_run::<f32>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), 1.0, 0.0),
         DType::F64 => batch_run::<f64>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), 1.0, 0.0),
         DType::F16 => batch_run::<f16>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), 1.0, 0.0),
+        DType::BF16 => batch_run::<half::bf16>(&g, a.ptr_as(), b.ptr_as(), o.ptr_as(), 1.0, 0.0),
         d => return Err(crate::error::Error::op(c.op.name, format!("{} inputs are not supported", d.name()))),
     }
     Ok(())

@@ -462,6 +462,7 @@ fn cumsum_compute(c: &mut OpCall) -> Result<()> {
         DType::F32 => scan::<f32>(src as *const f32, o.ptr_as(), outer, len, inner),
         DType::F64 => scan::<f64>(src as *const f64, o.ptr_as(), outer, len, inner),
         DType::F16 => scan::<F16Acc>(src as *const F16Acc, o.ptr_as(), outer, len, inner),
+        DType::BF16 => scan::<Bf16Acc>(src as *const Bf16Acc, o.ptr_as(), outer, len, inner),
         DType::I32 => scan::<Wrap<i32>>(src as *const Wrap<i32>, o.ptr_as(), outer, len, inner),
         DType::I64 => scan::<Wrap<i64>>(src as *const Wrap<i64>, o.ptr_as(), outer, len, inner),
         DType::I8 => scan::<Wrap<i8>>(src as *const Wrap<i8>, o.ptr_as(), outer, len, inner),
@@ -496,6 +497,18 @@ impl std::ops::Add for F16Acc {
     #[inline(always)]
     fn add(self, o: Self) -> Self {
         F16Acc(half::f16::from_f32(self.0.to_f32() + o.0.to_f32()))
+    }
+}
+
+/// bfloat16 storage summed through f32.
+#[derive(Clone, Copy, Default)]
+#[repr(transparent)]
+struct Bf16Acc(half::bf16);
+impl std::ops::Add for Bf16Acc {
+    type Output = Self;
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        Bf16Acc(half::bf16::from_f32(self.0.to_f32() + o.0.to_f32()))
     }
 }
 

@@ -556,7 +556,7 @@ fn amp_cast_compute(c: &mut OpCall) -> Result<()> {
 
 fn rank(d: DType) -> u8 {
     match d {
-        DType::F16 => 1,
+        DType::F16 | DType::BF16 => 1,
         DType::F32 => 2,
         DType::F64 => 3,
         _ => 0,

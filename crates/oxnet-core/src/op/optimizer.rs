@@ -110,6 +110,17 @@ impl Fl for f16 {
         f16::from_f32(r)
     }
 }
+impl Fl for half::bf16 {
+    type R = f32;
+    #[inline(always)]
+    fn ld(self) -> f32 {
+        self.to_f32()
+    }
+    #[inline(always)]
+    fn st(r: f32) -> half::bf16 {
+        half::bf16::from_f32(r)
+    }
+}
 
 /// A typed pointer into a blob that may cross to pool workers.
 #[derive(Clone, Copy)]
@@ -182,7 +193,11 @@ macro_rules! float_dispatch {
                 type $T = f16;
                 $body
             }
-            d => return Err(Error::op($c.op.name, format!("weight dtype {} is not supported (float16, float32 or float64)", d.name()))),
+            DType::BF16 => {
+                type $T = half::bf16;
+                $body
+            }
+            d => return Err(Error::op($c.op.name, format!("weight dtype {} is not supported (float16, bfloat16, float32 or float64)", d.name()))),
         }
     };
 }
@@ -560,8 +575,8 @@ fn check_inputs(a: &InferArgs, f32_inputs: &[usize], scalar_inputs: &[usize]) ->
     let names = a.op.input_names(&Params::default());
     let ws = a.shapes[0];
     let wd = a.dtypes[0];
-    if !matches!(wd, DType::F32 | DType::F64 | DType::F16) {
-        return Err(a.err(format!("weight dtype {} is not supported (float16, float32 or float64)", wd.name())));
+    if !matches!(wd, DType::F32 | DType::F64 | DType::F16 | DType::BF16) {
+        return Err(a.err(format!("weight dtype {} is not supported (float16, bfloat16, float32 or float64)", wd.name())));
     }
     for i in 1..a.shapes.len() {
         let name = names.get(i).map(|s| s.as_str()).unwrap_or("input");

@@ -141,6 +141,10 @@ macro_rules! by_kind {
                 type $T = half::f16;
                 $f
             }
+            DType::BF16 => {
+                type $T = half::bf16;
+                $f
+            }
             DType::U8 | DType::Bool => {
                 type $T = u8;
                 $i

@@ -111,6 +111,18 @@ impl DwElem for f16 {
     }
 }
 
+impl DwElem for half::bf16 {
+    type A = f32;
+    #[inline(always)]
+    fn to_acc(self) -> f32 {
+        self.to_f32()
+    }
+    #[inline(always)]
+    fn from_acc(a: f32) -> half::bf16 {
+        half::bf16::from_f32(a)
+    }
+}
+
 /// `acc + x·w`, fused when `FMA`.
 #[inline(always)]
 fn madd<A: Acc, const FMA: bool>(acc: A, x: A, w: A) -> A {

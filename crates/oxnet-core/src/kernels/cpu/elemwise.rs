@@ -144,6 +144,17 @@ impl Elem for f16 {
         f16::from_f32(c)
     }
 }
+impl Elem for half::bf16 {
+    type C = f32;
+    #[inline(always)]
+    fn ld(self) -> f32 {
+        self.to_f32()
+    }
+    #[inline(always)]
+    fn st(c: f32) -> half::bf16 {
+        half::bf16::from_f32(c)
+    }
+}
 
 const GRAIN: usize = 1 << 15;
 

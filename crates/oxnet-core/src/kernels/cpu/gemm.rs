@@ -94,6 +94,76 @@ gemm_elem!(f32, 0.0f32, 1.0f32, |x: f32| x as f64, |v: f64| v as f32);
 gemm_elem!(f64, 0.0f64, 1.0f64, |x: f64| x, |v: f64| v);
 gemm_elem!(f16, f16::ZERO, f16::ONE, |x: f16| x.to_f64(), f16::from_f64);
 
+/// bfloat16 products: the operands are widened to float32 (bfloat16 is float32 with
+/// the low 16 mantissa bits dropped, so widening is exact), multiplied by the
+/// float32 kernel and rounded back to nearest-even once.
+impl GemmElem for half::bf16 {
+    #[inline(always)]
+    fn zero() -> Self {
+        half::bf16::ZERO
+    }
+    #[inline(always)]
+    fn is_zero(self) -> bool {
+        self == half::bf16::ZERO
+    }
+    #[inline(always)]
+    fn is_one(self) -> bool {
+        self == half::bf16::ONE
+    }
+    #[inline(always)]
+    fn from_f64(v: f64) -> Self {
+        half::bf16::from_f64(v)
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        half::bf16::to_f64(self)
+    }
+    unsafe fn raw(
+        m: usize,
+        n: usize,
+        k: usize,
+        alpha: Self,
+        a: *const Self,
+        rsa: isize,
+        csa: isize,
+        b: *const Self,
+        rsb: isize,
+        csb: isize,
+        beta: Self,
+        c: *mut Self,
+        ldc: usize,
+        threads: usize,
+    ) {
+        // op(A) as a dense m×k and op(B) as a dense k×n float32 matrix.
+        let mut a32 = vec![0f32; m * k];
+        for i in 0..m {
+            for p in 0..k {
+                a32[i * k + p] = (*a.offset(i as isize * rsa + p as isize * csa)).to_f32();
+            }
+        }
+        let mut b32 = vec![0f32; k * n];
+        for p in 0..k {
+            for j in 0..n {
+                b32[p * n + j] = (*b.offset(p as isize * rsb + j as isize * csb)).to_f32();
+            }
+        }
+        let mut c32 = vec![0f32; m * n];
+        if !beta.is_zero() {
+            for i in 0..m {
+                for j in 0..n {
+                    c32[i * n + j] = (*c.add(i * ldc + j)).to_f32();
+                }
+            }
+        }
+        f32::raw(m, n, k, alpha.to_f32(), a32.as_ptr(), k as isize, 1, b32.as_ptr(), n as isize, 1, beta.to_f32(), c32.as_mut_ptr(), n, threads);
+        for i in 0..m {
+            for j in 0..n {
+                *c.add(i * ldc + j) = half::bf16::from_f32(c32[i * n + j]);
+            }
+        }
+    }
+}
+
 /// Per-matrix work (multiply-adds) below which a matrix is multiplied on one
 /// thread; batches of such matrices are split across the pool instead.
 const PAR_MNK: usize = 96 * 96 * 96;

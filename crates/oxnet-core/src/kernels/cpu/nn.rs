@@ -120,6 +120,17 @@ impl Store for f16 {
         f16::from_f32(v)
     }
 }
+impl Store for half::bf16 {
+    type R = f32;
+    #[inline(always)]
+    fn ld(self) -> f32 {
+        self.to_f32()
+    }
+    #[inline(always)]
+    fn st(v: f32) -> half::bf16 {
+        half::bf16::from_f32(v)
+    }
+}
 
 const GRAIN: usize = 1 << 13;
 

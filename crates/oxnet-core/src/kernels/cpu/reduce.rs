@@ -72,6 +72,7 @@ macro_rules! num_float {
 num_float!(f32, f32::NEG_INFINITY, f32::INFINITY);
 num_float!(f64, f64::NEG_INFINITY, f64::INFINITY);
 num_float!(f16, f16::NEG_INFINITY, f16::INFINITY);
+num_float!(half::bf16, half::bf16::NEG_INFINITY, half::bf16::INFINITY);
 
 macro_rules! num_int {
     ($t:ty) => {

@@ -5,7 +5,7 @@
 //! swaps around the GEMMs (with the bias fused into the forward one), bias
 //! gradients as per-channel sums, and a row-bias add for FullyConnected.
 //! Kernels are templates over the storage type, instantiated as `extern "C"`
-//! functions named `conv_<kernel>_<tag>` for f32, f64 and f16.
+//! functions named `conv_<kernel>_<tag>` for f32, f64, f16 and bf16.
 
 /// The source's name (what launchers pass to `Device::function`).
 pub const NAME: &str = "conv";
@@ -137,6 +137,7 @@ extern "C" __global__ void conv_bias_rows_##TAG(S* y, const S* bias, long long r
 OX_CONV(f32, float)
 OX_CONV(f64, double)
 OX_CONV(f16, ox_f16)
+OX_CONV(bf16, ox_bf16)
 "#;
 
 /// The source: the common prelude, then the kernels.

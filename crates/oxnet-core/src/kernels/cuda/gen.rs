@@ -54,6 +54,7 @@ pub fn ctype(d: DType) -> &'static CType {
         DType::F32 => "f32",
         DType::F64 => "f64",
         DType::F16 => "f16",
+        DType::BF16 => "bf16",
         DType::U8 => "u8",
         DType::I32 => "i32",
         DType::I8 => "i8",

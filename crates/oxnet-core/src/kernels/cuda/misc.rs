@@ -246,7 +246,7 @@ template <typename S> __device__ __forceinline__ void opt_adadelta(unsigned long
   extern "C" __global__ void misc_##NAME##_##TAG(unsigned long long n, OxP8 p, OxH16 h) { \
     OX_LOOP(i, n) { FN<S>(i, p, h); } }
 #define OX_OPT_ALL(NAME, FN) OX_OPT_KERNEL(NAME, FN, f32, float) OX_OPT_KERNEL(NAME, FN, f64, double) \
-  OX_OPT_KERNEL(NAME, FN, f16, ox_f16)
+  OX_OPT_KERNEL(NAME, FN, f16, ox_f16) OX_OPT_KERNEL(NAME, FN, bf16, ox_bf16)
 OX_OPT_ALL(sgd_update, opt_sgd)
 OX_OPT_ALL(sgd_mom_update, opt_sgd_mom)
 OX_OPT_ALL(nag_mom_update, opt_nag_mom)
@@ -323,7 +323,7 @@ template <typename S, bool MAX> __device__ __forceinline__ void ox_argreduce(con
     ox_argreduce<S, true>(x, y, outer, red, inner); } \
   extern "C" __global__ void misc_argmin_##TAG(const S* x, S* y, long long outer, long long red, long long inner) { \
     ox_argreduce<S, false>(x, y, outer, red, inner); }
-OX_ARG_KERNELS(f32, float) OX_ARG_KERNELS(f64, double) OX_ARG_KERNELS(f16, ox_f16)
+OX_ARG_KERNELS(f32, float) OX_ARG_KERNELS(f64, double) OX_ARG_KERNELS(f16, ox_f16) OX_ARG_KERNELS(bf16, ox_bf16)
 OX_ARG_KERNELS(u8, unsigned char) OX_ARG_KERNELS(i8, signed char) OX_ARG_KERNELS(i32, int) OX_ARG_KERNELS(i64, long long)
 
 /* ---- pick ----------------------------------------------------------------------
@@ -333,6 +333,7 @@ template <typename I> __device__ __forceinline__ long long ox_index(I v) { retur
 template <> __device__ __forceinline__ long long ox_index<float>(float v) { return OxFrom<long long>::f((double)v); }
 template <> __device__ __forceinline__ long long ox_index<double>(double v) { return OxFrom<long long>::f(v); }
 template <> __device__ __forceinline__ long long ox_index<ox_f16>(ox_f16 v) { return OxFrom<long long>::f((double)Ox<ox_f16>::ld(v)); }
+template <> __device__ __forceinline__ long long ox_index<ox_bf16>(ox_bf16 v) { return OxFrom<long long>::f((double)Ox<ox_bf16>::ld(v)); }
 template <typename T, typename I> __device__ __forceinline__ void ox_pick(const T* __restrict__ x, const I* __restrict__ idx,
     T* __restrict__ y, unsigned long long nout, long long n, long long inner, int wrap) {
   OX_LOOP(j, nout) {
@@ -346,7 +347,7 @@ template <typename T, typename I> __device__ __forceinline__ void ox_pick(const 
 #define OX_PICK(B, T, IT, I) \
   extern "C" __global__ void misc_pick_##B##_##IT(const T* x, const I* idx, T* y, unsigned long long nout, long long n, \
       long long inner, int wrap) { ox_pick<T, I>(x, idx, y, nout, n, inner, wrap); }
-#define OX_PICK_I(B, T) OX_PICK(B, T, f32, float) OX_PICK(B, T, f64, double) OX_PICK(B, T, f16, ox_f16) \
+#define OX_PICK_I(B, T) OX_PICK(B, T, f32, float) OX_PICK(B, T, f64, double) OX_PICK(B, T, f16, ox_f16) OX_PICK(B, T, bf16, ox_bf16) \
   OX_PICK(B, T, u8, unsigned char) OX_PICK(B, T, i8, signed char) OX_PICK(B, T, i32, int) OX_PICK(B, T, i64, long long) \
   OX_PICK(B, T, bool, ox_bool)
 OX_PICK_I(b1, unsigned char) OX_PICK_I(b2, unsigned short) OX_PICK_I(b4, unsigned int) OX_PICK_I(b8, unsigned long long)
@@ -392,7 +393,7 @@ template <typename S> __device__ __forceinline__ void ox_fill_view(S* __restrict
 }
 #define OX_FILL_VIEW(TAG, S) extern "C" __global__ void misc_fill_view_##TAG(S* y, unsigned long long n, long long doff, \
     OxView v, double value) { ox_fill_view<S>(y, n, doff, v, value); }
-OX_FILL_VIEW(f32, float) OX_FILL_VIEW(f64, double) OX_FILL_VIEW(f16, ox_f16) OX_FILL_VIEW(u8, unsigned char)
+OX_FILL_VIEW(f32, float) OX_FILL_VIEW(f64, double) OX_FILL_VIEW(f16, ox_f16) OX_FILL_VIEW(bf16, ox_bf16) OX_FILL_VIEW(u8, unsigned char)
 OX_FILL_VIEW(i8, signed char) OX_FILL_VIEW(i32, int) OX_FILL_VIEW(i64, long long) OX_FILL_VIEW(bool, ox_bool)
 
 /* ---- _backward_MakeLoss -------------------------------------------------------
@@ -419,7 +420,7 @@ template <typename S> __device__ __forceinline__ void ox_makeloss_bwd(const S* _
 }
 #define OX_MAKELOSS(TAG, S) extern "C" __global__ void misc_makeloss_bwd_##TAG(const S* x, S* dx, unsigned long long n, \
     double value, int valid, double thresh) { ox_makeloss_bwd<S>(x, dx, n, value, valid, thresh); }
-OX_MAKELOSS(f32, float) OX_MAKELOSS(f64, double) OX_MAKELOSS(f16, ox_f16)
+OX_MAKELOSS(f32, float) OX_MAKELOSS(f64, double) OX_MAKELOSS(f16, ox_f16) OX_MAKELOSS(bf16, ox_bf16)
 
 /* ---- where ----------------------------------------------------------------------
    y[j] = cond[j / group] != 0 ? a[j] : b[j]; condition of any type (NaN counts as
@@ -428,6 +429,7 @@ template <typename I> __device__ __forceinline__ bool ox_true(I v) { return Ox<I
 template <> __device__ __forceinline__ bool ox_true<float>(float v) { return v != 0.0f; }
 template <> __device__ __forceinline__ bool ox_true<double>(double v) { return v != 0.0; }
 template <> __device__ __forceinline__ bool ox_true<ox_f16>(ox_f16 v) { return Ox<ox_f16>::ld(v) != 0.0f; }
+template <> __device__ __forceinline__ bool ox_true<ox_bf16>(ox_bf16 v) { return Ox<ox_bf16>::ld(v) != 0.0f; }
 template <typename T, typename I> __device__ __forceinline__ void ox_where(const I* __restrict__ cond, const T* __restrict__ a,
     const T* __restrict__ b, T* __restrict__ y, unsigned long long n, unsigned long long group) {
   OX_LOOP(j, n) { y[j] = ox_true<I>(cond[j / group]) ? a[j] : b[j]; }
@@ -435,7 +437,7 @@ template <typename T, typename I> __device__ __forceinline__ void ox_where(const
 #define OX_WHERE(B, T, IT, I) \
   extern "C" __global__ void misc_where_##B##_##IT(const I* cond, const T* a, const T* b, T* y, unsigned long long n, \
       unsigned long long group) { ox_where<T, I>(cond, a, b, y, n, group); }
-#define OX_WHERE_I(B, T) OX_WHERE(B, T, f32, float) OX_WHERE(B, T, f64, double) OX_WHERE(B, T, f16, ox_f16) \
+#define OX_WHERE_I(B, T) OX_WHERE(B, T, f32, float) OX_WHERE(B, T, f64, double) OX_WHERE(B, T, f16, ox_f16) OX_WHERE(B, T, bf16, ox_bf16) \
   OX_WHERE(B, T, u8, unsigned char) OX_WHERE(B, T, i8, signed char) OX_WHERE(B, T, i32, int) OX_WHERE(B, T, i64, long long) \
   OX_WHERE(B, T, bool, ox_bool)
 OX_WHERE_I(b1, unsigned char) OX_WHERE_I(b2, unsigned short) OX_WHERE_I(b4, unsigned int) OX_WHERE_I(b8, unsigned long long)
@@ -496,7 +498,7 @@ extern "C" __global__ void misc_zero_f64(double* y, unsigned long long n) { OX_L
   extern "C" __global__ void misc_pad_bwd_##TAG(const S* g, double* acc, unsigned long long n, OxPad p) { \
     ox_pad_bwd<S>(g, acc, n, p); } \
   extern "C" __global__ void misc_from_f64_##TAG(const double* acc, S* y, unsigned long long n) { ox_from_f64<S>(acc, y, n); }
-OX_PAD(f32, float) OX_PAD(f64, double) OX_PAD(f16, ox_f16) OX_PAD(u8, unsigned char) OX_PAD(i8, signed char)
+OX_PAD(f32, float) OX_PAD(f64, double) OX_PAD(f16, ox_f16) OX_PAD(bf16, ox_bf16) OX_PAD(u8, unsigned char) OX_PAD(i8, signed char)
 OX_PAD(i32, int) OX_PAD(i64, long long) OX_PAD(bool, ox_bool)
 
 /* ---- add_n ----------------------------------------------------------------------
@@ -516,7 +518,7 @@ template <typename S> __device__ __forceinline__ void ox_add_n(S* y, unsigned lo
 }
 #define OX_ADD_N(TAG, S) extern "C" __global__ void misc_add_n_##TAG(S* y, unsigned long long n, OxP32 p, int k) { \
   ox_add_n<S>(y, n, p, k); }
-OX_ADD_N(f32, float) OX_ADD_N(f64, double) OX_ADD_N(f16, ox_f16) OX_ADD_N(u8, unsigned char) OX_ADD_N(i8, signed char)
+OX_ADD_N(f32, float) OX_ADD_N(f64, double) OX_ADD_N(f16, ox_f16) OX_ADD_N(bf16, ox_bf16) OX_ADD_N(u8, unsigned char) OX_ADD_N(i8, signed char)
 OX_ADD_N(i32, int) OX_ADD_N(i64, long long) OX_ADD_N(bool, ox_bool)
 
 /* ---- topk / sort / argsort --------------------------------------------------------
@@ -585,9 +587,9 @@ template <typename S, typename U> __device__ __forceinline__ void ox_topk(const 
 #define OX_TOPK(ST, S, UT, U) \
   extern "C" __global__ void misc_topk_##ST##_##UT(const S* x, S* values, U* indices, S* mask, long long n, long long inner, \
       long long lines, long long k, int ascend, int flags) { ox_topk<S, U>(x, values, indices, mask, n, inner, lines, k, ascend, flags); }
-#define OX_TOPK_U(ST, S) OX_TOPK(ST, S, f32, float) OX_TOPK(ST, S, f64, double) OX_TOPK(ST, S, f16, ox_f16) \
+#define OX_TOPK_U(ST, S) OX_TOPK(ST, S, f32, float) OX_TOPK(ST, S, f64, double) OX_TOPK(ST, S, f16, ox_f16) OX_TOPK(ST, S, bf16, ox_bf16) \
   OX_TOPK(ST, S, u8, unsigned char) OX_TOPK(ST, S, i32, int) OX_TOPK(ST, S, i64, long long)
-OX_TOPK_U(f32, float) OX_TOPK_U(f64, double) OX_TOPK_U(f16, ox_f16) OX_TOPK_U(u8, unsigned char) OX_TOPK_U(i8, signed char)
+OX_TOPK_U(f32, float) OX_TOPK_U(f64, double) OX_TOPK_U(f16, ox_f16) OX_TOPK_U(bf16, ox_bf16) OX_TOPK_U(u8, unsigned char) OX_TOPK_U(i8, signed char)
 OX_TOPK_U(i32, int) OX_TOPK_U(i64, long long)
 
 /* ---- norm ----------------------------------------------------------------------------
@@ -645,7 +647,7 @@ template <typename S> __device__ __forceinline__ void ox_norm(const S* __restric
 }
 #define OX_NORM(TAG, S) extern "C" __global__ void misc_norm_##TAG(const S* x, double* acc, OxReduce p, int mode) { \
   ox_norm<S>(x, acc, p, mode); }
-OX_NORM(f32, float) OX_NORM(f64, double) OX_NORM(f16, ox_f16) OX_NORM(u8, unsigned char) OX_NORM(i8, signed char)
+OX_NORM(f32, float) OX_NORM(f64, double) OX_NORM(f16, ox_f16) OX_NORM(bf16, ox_bf16) OX_NORM(u8, unsigned char) OX_NORM(i8, signed char)
 OX_NORM(i32, int) OX_NORM(i64, long long)
 
 /* A float64 result stored as U: floats rounded, integers through a saturating int64
@@ -657,7 +659,7 @@ template <typename U> __device__ __forceinline__ void ox_store_f64(const double*
 }
 #define OX_STORE_F64(TAG, U) extern "C" __global__ void misc_store_f64_##TAG(const double* acc, U* y, unsigned long long n) { \
   ox_store_f64<U>(acc, y, n); }
-OX_STORE_F64(f32, float) OX_STORE_F64(f64, double) OX_STORE_F64(f16, ox_f16) OX_STORE_F64(u8, unsigned char)
+OX_STORE_F64(f32, float) OX_STORE_F64(f64, double) OX_STORE_F64(f16, ox_f16) OX_STORE_F64(bf16, ox_bf16) OX_STORE_F64(u8, unsigned char)
 OX_STORE_F64(i8, signed char) OX_STORE_F64(i32, int) OX_STORE_F64(i64, long long)
 
 /* ---- all_finite, multi_sum_sq -------------------------------------------------------- */
@@ -684,7 +686,7 @@ template <typename S> __device__ __forceinline__ void ox_sum_sq(const S* __restr
 #define OX_FINITE(TAG, S) \
   extern "C" __global__ void misc_finite_##TAG(const S* x, unsigned long long n, float* flag) { ox_finite<S>(x, n, flag); } \
   extern "C" __global__ void misc_sum_sq_##TAG(const S* x, unsigned long long n, double* acc) { ox_sum_sq<S>(x, n, acc); }
-OX_FINITE(f32, float) OX_FINITE(f64, double) OX_FINITE(f16, ox_f16) OX_FINITE(u8, unsigned char) OX_FINITE(i8, signed char)
+OX_FINITE(f32, float) OX_FINITE(f64, double) OX_FINITE(f16, ox_f16) OX_FINITE(bf16, ox_bf16) OX_FINITE(u8, unsigned char) OX_FINITE(i8, signed char)
 OX_FINITE(i32, int) OX_FINITE(i64, long long) OX_FINITE(bool, ox_bool)
 
 /* ---- _arange, _eye, _linspace ------------------------------------------------------------
@@ -723,7 +725,7 @@ template <typename S> __device__ __forceinline__ void ox_linspace(S* __restrict_
   extern "C" __global__ void misc_eye_##TAG(S* y, long long rows, long long cols, long long k) { ox_eye<S>(y, rows, cols, k); } \
   extern "C" __global__ void misc_linspace_##TAG(S* y, unsigned long long n, double start, double step, double stop, \
       int last_is_stop) { ox_linspace<S>(y, n, start, step, stop, last_is_stop); }
-OX_RANGE(f32, float) OX_RANGE(f64, double) OX_RANGE(f16, ox_f16) OX_RANGE(u8, unsigned char) OX_RANGE(i8, signed char)
+OX_RANGE(f32, float) OX_RANGE(f64, double) OX_RANGE(f16, ox_f16) OX_RANGE(bf16, ox_bf16) OX_RANGE(u8, unsigned char) OX_RANGE(i8, signed char)
 OX_RANGE(i32, int) OX_RANGE(i64, long long) OX_RANGE(bool, ox_bool)
 
 /* ---- SequenceMask, SequenceLast, SequenceReverse ------------------------------------------
@@ -793,7 +795,7 @@ template <typename S> __device__ __forceinline__ void ox_seq_reverse(const S* __
       long long b, long long r, int axis0) { ox_seq_last_bwd<S>(g, y, lens, n, t, b, r, axis0); } \
   extern "C" __global__ void misc_seq_reverse_##TAG(const S* x, S* y, const long long* lens, unsigned long long n, long long t, \
       long long b, long long r) { ox_seq_reverse<S>(x, y, lens, n, t, b, r); }
-OX_SEQ(f32, float) OX_SEQ(f64, double) OX_SEQ(f16, ox_f16) OX_SEQ(u8, unsigned char) OX_SEQ(i8, signed char)
+OX_SEQ(f32, float) OX_SEQ(f64, double) OX_SEQ(f16, ox_f16) OX_SEQ(bf16, ox_bf16) OX_SEQ(u8, unsigned char) OX_SEQ(i8, signed char)
 OX_SEQ(i32, int) OX_SEQ(i64, long long) OX_SEQ(bool, ox_bool)
 
 /* ---- smooth_l1 (in float64, as the CPU) ---------------------------------------------------- */
@@ -850,7 +852,7 @@ template <typename S> __device__ __forceinline__ void ox_moments(const S* __rest
     ox_smooth_l1_bwd<S>(g, x, y, n, s2); } \
   extern "C" __global__ void misc_moments_##TAG(const S* x, S* mean, S* var, OxReduce p, double count) { \
     ox_moments<S>(x, mean, var, p, count); }
-OX_MOM(f32, float) OX_MOM(f64, double) OX_MOM(f16, ox_f16) OX_MOM(u8, unsigned char) OX_MOM(i8, signed char)
+OX_MOM(f32, float) OX_MOM(f64, double) OX_MOM(f16, ox_f16) OX_MOM(bf16, ox_bf16) OX_MOM(u8, unsigned char) OX_MOM(i8, signed char)
 OX_MOM(i32, int) OX_MOM(i64, long long)
 "#;
 

@@ -52,6 +52,7 @@ __device__ __forceinline__ double ox_ld_any(const void* p, long long i, int code
     case 0: return (double)((const float*)p)[i];
     case 1: return ((const double*)p)[i];
     case 2: return (double)Ox<ox_f16>::ld(((const ox_f16*)p)[i]);
+    case 8: return (double)Ox<ox_bf16>::ld(((const ox_bf16*)p)[i]);
     case 3: return (double)((const int*)p)[i];
     case 4: return (double)((const long long*)p)[i];
     case 5: return (double)((const unsigned char*)p)[i];
@@ -82,6 +83,19 @@ __device__ __forceinline__ void ox_atomic_add(ox_f16* a, float v) {
     assumed = old;
     ox_f16 h; h.x = (unsigned short)((assumed >> shift) & 0xffffu);
     ox_f16 r = Ox<ox_f16>::st(Ox<ox_f16>::ld(h) + v);
+    const unsigned int nw = (assumed & ~(0xffffu << shift)) | ((unsigned int)r.x << shift);
+    old = atomicCAS(base, assumed, nw);
+  } while (assumed != old);
+}
+/* atomic add into a bfloat16, likewise. */
+__device__ __forceinline__ void ox_atomic_add(ox_bf16* a, float v) {
+  unsigned int* base = (unsigned int*)((unsigned long long)a & ~3ULL);
+  const unsigned int shift = ((unsigned long long)a & 2ULL) ? 16u : 0u;
+  unsigned int old = *base, assumed;
+  do {
+    assumed = old;
+    ox_bf16 h; h.x = (unsigned short)((assumed >> shift) & 0xffffu);
+    ox_bf16 r = Ox<ox_bf16>::st(Ox<ox_bf16>::ld(h) + v);
     const unsigned int nw = (assumed & ~(0xffffu << shift)) | ((unsigned int)r.x << shift);
     old = atomicCAS(base, assumed, nw);
   } while (assumed != old);
@@ -708,6 +722,7 @@ extern "C" __global__ void nn_emb_bwd_##T(const void* idx, int icode, const S* g
 OX_NN_INST(f32, float)
 OX_NN_INST(f64, double)
 OX_NN_INST(f16, ox_f16)
+OX_NN_INST(bf16, ox_bf16)
 
 #define OX_NN_BN(T, S, P) \
 extern "C" __global__ void nn_bn_fwd_##T(const S* x, P* gm, const P* bt, const P* mm, const P* mv, S* y, P* mo, P* io, \
@@ -720,6 +735,8 @@ OX_NN_BN(f32, float, float)
 OX_NN_BN(f64, double, double)
 OX_NN_BN(f16, ox_f16, ox_f16)
 OX_NN_BN(f16_f32, ox_f16, float)
+OX_NN_BN(bf16, ox_bf16, ox_bf16)
+OX_NN_BN(bf16_f32, ox_bf16, float)
 
 /* ---- L2Normalization: one warp per (o, i) group of (outer, r, inner), over r ----- */
 template <typename S> __device__ void l2n_fwd(const S* x, S* y, long long outer, long long r, long long inner, double eps) {
@@ -872,6 +889,7 @@ extern "C" __global__ void nn_sum_part_##T(const double* part, S* out, long long
 OX_NN_INST2(f32, float)
 OX_NN_INST2(f64, double)
 OX_NN_INST2(f16, ox_f16)
+OX_NN_INST2(bf16, ox_bf16)
 
 /* ---- GroupNorm: one warp per (sample, group) row of m contiguous elements; gamma and
    beta per group (row % g); everything in double as the CPU ---------------------------- */
@@ -930,6 +948,7 @@ extern "C" __global__ void nn_gn_bwd_dx_##T(const S* og, const S* x, const S* gm
 OX_NN_INST3(f32, float)
 OX_NN_INST3(f64, double)
 OX_NN_INST3(f16, ox_f16)
+OX_NN_INST3(bf16, ox_bf16)
 "#;
 
 /// The source: the common prelude, then the kernels.

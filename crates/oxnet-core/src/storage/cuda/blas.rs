@@ -172,6 +172,7 @@ fn status_name(s: Status) -> &'static str {
 const CUDA_R_32F: i32 = 0;
 const CUDA_R_64F: i32 = 1;
 const CUDA_R_16F: i32 = 2;
+const CUDA_R_16BF: i32 = 14;
 const CUBLAS_COMPUTE_32F: i32 = 68;
 const CUBLAS_COMPUTE_64F: i32 = 70;
 const CUBLAS_GEMM_DEFAULT: i32 = -1;
@@ -182,6 +183,7 @@ fn types(dtype: DType) -> Option<(i32, i32)> {
         DType::F32 => Some((CUDA_R_32F, CUBLAS_COMPUTE_32F)),
         DType::F64 => Some((CUDA_R_64F, CUBLAS_COMPUTE_64F)),
         DType::F16 => Some((CUDA_R_16F, CUBLAS_COMPUTE_32F)),
+        DType::BF16 => Some((CUDA_R_16BF, CUBLAS_COMPUTE_32F)),
         _ => None,
     }
 }

@@ -113,6 +113,14 @@ pub struct Device {
     functions: Mutex<HashMap<String, CudaFunction>>,
 }
 
+type KernelTable = HashMap<(i32, u64), ([Box<str>; 3], sys::CUfunction)>;
+
+thread_local! {
+    /// Kernel handles this thread has launched, by (device, hash of the names). The
+    /// modules behind them live as long as their (leaked) device.
+    static KERNELS: std::cell::RefCell<KernelTable> = std::cell::RefCell::new(HashMap::new());
+}
+
 /// Devices made so far, by id: read without a lock on every launch (a slot is set
 /// once, under `MAKING`, and never changes).
 pub(crate) const MAX_DEVICES: usize = 64;
@@ -184,6 +192,43 @@ impl Device {
             .map_err(|e| Error::new(format!("{}: kernel {kernel} not found in source {source}: {e:?}", self.ctx)))?;
         self.functions.lock().insert(kernel.to_string(), f.clone());
         Ok(f)
+    }
+
+    /// The handle of kernel `kernel` of source `source`, as [`Device::function`] but
+    /// looked up in a per-thread table keyed by the names' hash: no lock and no
+    /// allocation once the thread has launched the kernel before. `source_of` gives
+    /// the source's name on a miss (generated families build it by formatting).
+    pub fn kernel_handle(&self, parts: [&str; 3], source_of: impl FnOnce() -> String, kernel_of: impl FnOnce() -> String) -> Result<sys::CUfunction> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        parts.hash(&mut h);
+        let key = (self.ctx.dev_id, h.finish());
+        let hit = KERNELS.with(|k| {
+            k.borrow().get(&key).and_then(|(names, f)| (names.iter().zip(parts.iter()).all(|(a, b)| &**a == *b)).then_some(*f))
+        });
+        if let Some(f) = hit {
+            return Ok(f);
+        }
+        let f = self.function(&source_of(), &kernel_of())?;
+        let raw = f.cu_function();
+        KERNELS.with(|k| {
+            // A hash collision with other names keeps the first entry (the other
+            // kernel then always takes this slow path, still correct).
+            k.borrow_mut().entry(key).or_insert_with(|| (parts.map(|p| p.to_string().into_boxed_str()), raw));
+        });
+        Ok(raw)
+    }
+
+    /// Launches `f` on this device's compute stream with `args` (pointers to the
+    /// argument values, in the kernel's parameter order).
+    ///
+    /// # Safety
+    /// `args` must match the kernel's signature, and every device address among the
+    /// values must be valid for what the kernel accesses, in stream order.
+    pub unsafe fn launch_raw(&self, f: sys::CUfunction, cfg: cudarc::driver::LaunchConfig, args: &mut [*mut std::ffi::c_void]) -> Result<()> {
+        self.cu.bind_to_thread().map_err(|e| driver_err(self.ctx, "binding the context", e))?;
+        cu::launch_kernel(f, cfg.grid_dim, cfg.block_dim, cfg.shared_mem_bytes, self.stream.cu_stream(), args)
+            .map_err(|e| driver_err(self.ctx, "kernel launch", e))
     }
 
     fn module(&self, source: &str) -> Result<Arc<CudaModule>> {

@@ -99,6 +99,7 @@ fn nccl_type(d: DType) -> Result<i32> {
         DType::I32 => 2,
         DType::I64 => 4,
         DType::F16 => 6,
+        DType::BF16 => 9,
         DType::F32 => 7,
         DType::F64 => 8,
         DType::Bool => return Err(Error::new("NCCL does not reduce bool arrays")),
