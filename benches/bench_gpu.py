@@ -2,11 +2,16 @@
 
 - ``c = a + b`` on 2.5e8 float32 vs torch's device-to-device copy bandwidth
   (target: at least 85% of it);
-- an 8192^2 ``dot`` in float32 and float16 vs ``torch.mm`` (target: within 5%);
+- an 8192^2 ``dot`` in float32, float16 and bfloat16 vs ``torch.mm`` (target: within 5%);
 - host time of a tiny op (target: at most 5 us);
 - LeNet (the seed's Gluon CNN) training steps per second vs PyTorch eager;
 - ResNet-18 (model zoo ``resnet18_v1``, 32x32 input, batch 128, hybridized, SGD with
-  momentum) training images per second vs torchvision's resnet18 in PyTorch eager.
+  momentum) training images per second vs torchvision's resnet18 in PyTorch eager;
+- the same ResNet-18 step in bfloat16: with ``mx.contrib.amp.init('bfloat16')``
+  (float32 master weights, GEMM ops in bfloat16; target: at least 1.5x the float32
+  step) and with the whole net cast to bfloat16 plus ``multi_precision`` SGD, next to
+  PyTorch's ``torch.autocast(dtype=torch.bfloat16)``. Each bfloat16 run is its own
+  process (``amp.init`` patches the op namespaces for the rest of a process).
 
 Needs an NVIDIA GPU and a CUDA build of PyTorch; exits with a message otherwise.
 Run: ``.venv/bin/python benches/bench_gpu.py`` (add ``--quick`` for small sizes).
@@ -50,6 +55,11 @@ def main():
     if "--tiny" in sys.argv:
         print("tiny op host time (us): %.3f" % (tiny_host(mx, ctx) * 1e6))
         return
+    if "--resnet-mode" in sys.argv:
+        mode = sys.argv[sys.argv.index("--resnet-mode") + 1]
+        steps = 3 if quick else 30
+        print("IMG_PER_S %.3f" % resnet_oxnet(mx, ctx, steps, mode=mode))
+        return
 
     # 1. c = a + b vs torch's copy bandwidth (bytes moved: 3 arrays vs 2).
     n = 10 ** 6 if quick else 250_000_000
@@ -64,7 +74,7 @@ def main():
 
     # 2. 8192^2 dot, float32 and float16.
     m = 1024 if quick else 8192
-    for dt, tdt in (("float32", torch.float32), ("float16", torch.float16)):
+    for dt, tdt in (("float32", torch.float32), ("float16", torch.float16), ("bfloat16", torch.bfloat16)):
         x, y = mx.nd.ones((m, m), ctx=ctx, dtype=dt), mx.nd.ones((m, m), ctx=ctx, dtype=dt)
         try:
             t_dot = best_of(lambda: mx.nd.dot(x, y), lambda: mx.nd.waitall())
@@ -110,6 +120,18 @@ def main():
     except ImportError:
         tips = float("nan")
     results.append(("ResNet-18 train img/s (b128, 32x32)", ips, tips, ips / tips, 1.0))
+
+    # The float32 step with convolutions on im2col + cuBLAS instead of cuDNN.
+    iips = resnet_subprocess("fp32", quick, {"OXNET_CUDNN": "0"})
+    results.append(("ResNet-18 fp32 im2col img/s", iips, tips, iips / tips, None))
+
+    # 6. The same step in bfloat16 (each oxnet mode in its own process).
+    tamp = resnet_torch(torch, dev, steps, autocast=True)
+    for mode, label in (("amp_bf16", "ResNet-18 AMP bf16 img/s"), ("cast_bf16", "ResNet-18 bf16 cast img/s")):
+        bips = resnet_subprocess(mode, quick)
+        results.append((label, bips, tamp, bips / tamp, None))
+        # Speed-up over each framework's own float32 step (the ratio column: oxnet's).
+        results.append(("  speed-up over fp32", bips / ips, tamp / tips, bips / ips, 1.5 if mode == "amp_bf16" else None))
 
     print("%-34s %14s %14s %8s %8s" % ("benchmark", "oxnet", "torch", "ratio", "target"))
     for name, o, t_, r, target in results:
@@ -160,15 +182,37 @@ def tiny_host(mx, ctx, reps=20000):
     return host
 
 
-def resnet_oxnet(mx, ctx, steps, batch=128):
+def resnet_subprocess(mode, quick, env=None):
+    """img/s of resnet_oxnet in `mode`, run in a fresh process (nan when it fails)."""
+    import os
+    import subprocess
+    cmd = [sys.executable, __file__, "--resnet-mode", mode] + (["--quick"] if quick else [])
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=dict(os.environ, **(env or {})))
+    for line in r.stdout.splitlines():
+        if line.startswith("IMG_PER_S "):
+            return float(line.split()[1])
+    print("ResNet-18 %s failed:\n%s" % (mode, (r.stdout + r.stderr)[-3000:]))
+    return float("nan")
+
+
+def resnet_oxnet(mx, ctx, steps, batch=128, mode="fp32"):
     from oxnet import autograd, gluon
+    if mode == "amp_bf16":
+        from oxnet.contrib import amp
+        amp.init(target_dtype="bfloat16")
     net = gluon.model_zoo.vision.resnet18_v1(classes=10)
     net.initialize(mx.init.Xavier(), ctx=ctx)
+    opt = {"learning_rate": 0.05, "momentum": 0.9, "wd": 1e-4}
+    dtype = "float32"
+    if mode == "cast_bf16":
+        net.cast("bfloat16")
+        opt["multi_precision"] = True
+        dtype = "bfloat16"
     net.hybridize()
     loss = gluon.loss.SoftmaxCrossEntropyLoss()
-    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.05, "momentum": 0.9, "wd": 1e-4})
-    data = mx.nd.random.uniform(shape=(batch, 3, 32, 32), ctx=ctx)
-    label = mx.nd.array([i % 10 for i in range(batch)], ctx=ctx)
+    trainer = gluon.Trainer(net.collect_params(), "sgd", opt)
+    data = mx.nd.random.uniform(shape=(batch, 3, 32, 32), ctx=ctx).astype(dtype)
+    label = mx.nd.array([i % 10 for i in range(batch)], ctx=ctx).astype(dtype)
 
     def step():
         with autograd.record():
@@ -185,7 +229,8 @@ def resnet_oxnet(mx, ctx, steps, batch=128):
     return steps * batch / (time.perf_counter() - t)
 
 
-def resnet_torch(torch, dev, steps, batch=128):
+def resnet_torch(torch, dev, steps, batch=128, autocast=False):
+    import contextlib
     import torchvision
     net = torchvision.models.resnet18(num_classes=10).to(dev)
     opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
@@ -195,7 +240,10 @@ def resnet_torch(torch, dev, steps, batch=128):
 
     def step():
         opt.zero_grad()
-        lossf(net(data), label).backward()
+        ctx = torch.autocast("cuda", dtype=torch.bfloat16) if autocast else contextlib.nullcontext()
+        with ctx:
+            loss = lossf(net(data), label)
+        loss.backward()
         opt.step()
 
     step()

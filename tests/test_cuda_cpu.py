@@ -65,3 +65,12 @@ def test_gpu_memory_info_without_gpu_is_a_clear_error():
     with pytest.raises(mx.base.MXNetError):
         mx.gpu(0).empty_cache()
     assert mx.context.num_gpus() == 0
+
+
+def test_cudnn_info_without_a_gpu_run():
+    # (convolutions enabled, cuDNN version when it loads, convolutions cuDNN ran)
+    enabled, version, calls = _core.cudnn_info()
+    assert isinstance(enabled, bool)
+    assert version is None or version >= 90000
+    if mx.context.num_gpus() == 0:
+        assert calls == 0

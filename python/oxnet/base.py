@@ -74,6 +74,12 @@ def np_dtype(dtype):
     return bfloat16 if _is_bfloat16(dtype) else np.dtype(dtype)
 
 
+def np_type(dtype):
+    """What MXNet reports for a dtype: the NumPy scalar type (numpy.float32, ...),
+    or for bfloat16 its structured dtype object."""
+    return bfloat16 if _is_bfloat16(dtype) else np.dtype(dtype).type
+
+
 def dtype_name(dtype):
     """The registry's name of a dtype: 'float32', ..., 'bfloat16'."""
     return "bfloat16" if _is_bfloat16(dtype) else np.dtype(dtype).name

@@ -34,7 +34,7 @@ import numpy as np
 
 from . import _core
 from .base import MXNetError
-from .base import dtype_name
+from .base import dtype_name, np_type
 from .context import current_context
 from .ndarray.ndarray import (NDArray, _DTYPE_MX_TO_NP, _DTYPE_NP_TO_MX,
                               _STORAGE_TYPE_DEFAULT, _STORAGE_TYPE_ID_TO_STR,
@@ -388,7 +388,7 @@ def _np_dtype(t, what):
 
 
 def _dtype_code(dt):
-    return _DTYPE_NP_TO_MX.get(np.dtype(dt).type, -1)
+    return _DTYPE_NP_TO_MX.get(np_type(dt), -1)
 
 
 class _CustomSpec(object):
@@ -466,7 +466,7 @@ class _CustomSpec(object):
             raise self._error('infer_type', "expects %d argument types, got %d"
                               % (len(self.arguments), len(in_types)))
         ret = self._call('infer_type', self.prop.infer_type,
-                         [np.dtype(t).type for t in in_types])
+                         [np_type(t) for t in in_types])
         parts = self._split(ret, 'infer_type', 'type')
         return [[_np_dtype(t, "custom operator '%s' infer_type" % self.op_type) for t in p]
                 for p in parts]

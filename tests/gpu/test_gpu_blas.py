@@ -178,3 +178,26 @@ def test_library_report_matches_features():
     feats = mx.runtime.Features()
     assert feats.is_enabled("CUDNN") == (libs["cuDNN"] is not None)
     assert feats.is_enabled("NCCL") == (libs["NCCL"] is not None)
+
+
+def test_cudnn_runs_convolutions_and_cudnn_off_uses_im2col():
+    from oxnet import _core
+    enabled, version, before = _core.cudnn_info()
+    x, w, b = rand((4, 6, 11, 11), "float32", -1, 1, seed=4), rand((8, 6, 3, 3), "float32", -1, 1, seed=5), \
+        rand((8,), "float32", -1, 1, seed=6)
+    xs = [mx.nd.array(a, ctx=GPU) for a in (x, w, b)]
+    for v in xs:
+        v.attach_grad()
+    outs = []
+    for off in (False, True):
+        with mx.autograd.record():
+            y = mx.nd.Convolution(*xs, kernel=(3, 3), stride=(2, 2), pad=(1, 1), num_filter=8, cudnn_off=off)
+        y.backward(mx.nd.array(rand(y.shape, "float32", seed=7), ctx=GPU))
+        outs.append([y.asnumpy()] + [v.grad.asnumpy() for v in xs])
+    for a, c in zip(*outs):
+        close(a, c, "float32")
+    found = dict(_core.cuda_libraries()).get("cuDNN")
+    if found and enabled:
+        # cuDNN is present: it must have run the forward and both gradients.
+        assert version is not None and version >= 90000, version
+        assert _core.cudnn_info()[2] >= before + 3

@@ -101,6 +101,14 @@ fn cuda_libraries() -> Vec<(&'static str, Option<String>)> {
     CudaLib::ALL.iter().map(|l| (l.name(), locate(*l).map(|p| p.display().to_string()))).collect()
 }
 
+/// cuDNN's state: (convolutions enabled, version when it loads, convolution calls
+/// cuDNN has run in this process).
+#[pyfunction]
+fn cudnn_info() -> (bool, Option<usize>, u64) {
+    use oxnet_core::storage::cuda::dnn;
+    (dnn::enabled(), dnn::version(), dnn::calls())
+}
+
 /// Number of CUDA devices (0 without an NVIDIA driver).
 #[pyfunction]
 fn num_gpus() -> i32 {
@@ -203,6 +211,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(num_gpus, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_set_wheel_roots, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_libraries, m)?)?;
+    m.add_function(wrap_pyfunction!(cudnn_info, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_memory_info, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_pool_stats, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_release, m)?)?;

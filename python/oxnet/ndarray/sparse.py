@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _core
 from ..base import MXNetError, numeric_types
-from ..base import dtype_name
+from ..base import dtype_name, np_type
 from ..context import Context, current_context
 from .ndarray import NDArray, _DTYPE_NP_TO_MX, _ctx_from_tuple  # noqa: F401
 # imported once here, not inside functions: a function-level relative import warns
@@ -85,7 +85,7 @@ class BaseSparseNDArray(NDArray):
 
     @property
     def _aux_types(self):
-        return [np.dtype(t).type for t in self._info()[4]]
+        return [np_type(t) for t in self._info()[4]]
 
     @property
     def _num_aux(self):

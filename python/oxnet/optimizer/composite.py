@@ -12,7 +12,7 @@ import numpy
 
 from .. import ndarray as nd
 from .. import random as _random
-from .optimizer import Optimizer, SGD, register
+from .optimizer import Optimizer, SGD, register, _lowp
 
 __all__ = ["Adamax", "Nadam", "FTML", "SGLD", "DCASGD", "LBSGD", "LARS", "Test", "ccSGD"]
 
@@ -210,7 +210,7 @@ def _sgd_step(weight, grad, state, lr, wd, kwargs):
 def _momentum_state(opt, weight):
     """A momentum array (or None without momentum); for float16 weights with
     multi_precision, ``(momentum or None, float32 weight)``."""
-    if opt.multi_precision and weight.dtype == numpy.float16:
+    if opt.multi_precision and _lowp(weight.dtype):
         w32 = weight.astype(numpy.float32)
         mom = nd.zeros(weight.shape, ctx=weight.context, dtype=numpy.float32) \
             if opt.momentum != 0.0 else None
@@ -251,7 +251,7 @@ class LBSGD(Optimizer):
         return _zeros(weight) if self.momentum != 0.0 else None
 
     def create_state_multi_precision(self, index, weight):
-        if self.multi_precision and weight.dtype == numpy.float16:
+        if self.multi_precision and _lowp(weight.dtype):
             return _momentum_state(self, weight)
         return super().create_state_multi_precision(index, weight)
 
@@ -367,7 +367,7 @@ class LARS(Optimizer):
         return _zeros(weight) if self.momentum != 0.0 else None
 
     def create_state_multi_precision(self, index, weight):
-        if self.multi_precision and weight.dtype == numpy.float16:
+        if self.multi_precision and _lowp(weight.dtype):
             return _momentum_state(self, weight)
         return super().create_state_multi_precision(index, weight)
 
@@ -390,7 +390,7 @@ class LARS(Optimizer):
         self._update_count(index)
         lr = self._get_lr(index)
         wd = self._get_wd(index)
-        w_for_norm = weight.astype(numpy.float32) if weight.dtype == numpy.float16 else weight
+        w_for_norm = weight.astype(numpy.float32) if _lowp(weight.dtype) else weight
         lr *= self._get_lars(index, w_for_norm, grad.astype(w_for_norm.dtype), wd)
         kwargs = {"rescale_grad": self.rescale_grad}
         if self.momentum > 0:

@@ -17,6 +17,14 @@ import numpy
 from .. import ndarray as nd
 from ..base import MXNetError
 from ..ndarray import NDArray
+from ..base import bfloat16 as _bfloat16
+
+
+def _lowp(dtype):
+    """float16 or bfloat16: the weight types ``multi_precision`` keeps float32
+    master copies for (MXNet 1.9.1 does it for float16; bfloat16 has even fewer
+    mantissa bits, so oxnet treats it the same way)."""
+    return dtype == numpy.float16 or dtype == _bfloat16
 
 __all__ = ["Optimizer", "SGD", "NAG", "Adam", "AdaGrad", "RMSProp", "AdaDelta", "Signum", "Ftrl",
            "FTRL", "LAMB", "Updater", "create", "register", "get_updater", "NDabs"]
@@ -203,10 +211,10 @@ class Optimizer:
     def create_state_multi_precision(self, index, weight):
         """Like ``create_state``; with ``multi_precision`` a float16 weight gets a
         float32 master copy: ``(weight32, state)``."""
-        if self.multi_precision and weight.dtype == numpy.float16:
+        if self.multi_precision and _lowp(weight.dtype):
             w32 = weight.astype(numpy.float32)
             return (w32, self.create_state(index, w32))
-        if weight.dtype == numpy.float16 and not self.multi_precision:
+        if _lowp(weight.dtype) and not self.multi_precision:
             warnings.warn("Accumulating with float16 in optimizer can lead to poor accuracy or slow "
                           "convergence. Consider using multi_precision=True option of the optimizer")
         return self.create_state(index, weight)
@@ -243,7 +251,7 @@ class Optimizer:
             for i, w, g, st in zip(index, weight, grad, state):
                 self.update_multi_precision(i, w, g, st)
             return
-        if self.multi_precision and weight.dtype == numpy.float16 and not self._native_mp:
+        if self.multi_precision and _lowp(weight.dtype) and not self._native_mp:
             w32, inner = state
             self.update(index, w32, grad.astype(numpy.float32), inner)
             w32.astype(weight.dtype).copyto(weight)
@@ -282,7 +290,7 @@ def _momentum_op(opt, kind, index, weight, state, **extra):
     kw["lr"] = opt._get_lr(index)
     kw["wd"] = opt._get_wd(index)
     kw.update(extra)
-    if opt.multi_precision and weight.dtype == numpy.float16:
+    if opt.multi_precision and _lowp(weight.dtype):
         mom, w32 = state
         if mom is not None:
             kw["momentum"] = opt.momentum
@@ -312,10 +320,10 @@ class SGD(Optimizer):
 
     def create_state_multi_precision(self, index, weight):
         w32 = None
-        if self.multi_precision and weight.dtype == numpy.float16:
+        if self.multi_precision and _lowp(weight.dtype):
             w32 = weight.astype(numpy.float32)
             return (self.create_state(index, w32), w32)
-        if weight.dtype == numpy.float16 and not self.multi_precision:
+        if _lowp(weight.dtype) and not self.multi_precision:
             warnings.warn("Accumulating with float16 in optimizer can lead to poor accuracy or slow "
                           "convergence. Consider using multi_precision=True option of the SGD optimizer")
         return self.create_state(index, weight)

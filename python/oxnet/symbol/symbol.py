@@ -13,7 +13,7 @@ from .. import _core
 from .. import attribute as _attribute
 from .. import name as _name
 from ..base import MXNetError, NotImplementedForSymbol, _Null, numeric_types, string_types
-from ..base import dtype_name
+from ..base import dtype_name, np_type
 from ..context import Context, current_context
 from ..util import is_np_shape
 
@@ -239,13 +239,13 @@ class Symbol:
         a, o, x = self.handle.infer_type(known)
         if any(t is None for t in a + o + x):
             return (None, None, None)
-        f = lambda lst: [np.dtype(t).type for t in lst]  # noqa: E731
+        f = lambda lst: [np_type(t) for t in lst]  # noqa: E731
         return (f(a), f(o), f(x))
 
     def infer_type_partial(self, *args, **kwargs):
         known = {k: dtype_name(v) for k, v in self._known(args, kwargs, "infer_type").items()}
         a, o, x = self.handle.infer_type(known)
-        f = lambda lst: [np.dtype(t).type if t is not None else None for t in lst]  # noqa: E731
+        f = lambda lst: [np_type(t) if t is not None else None for t in lst]  # noqa: E731
         return (f(a), f(o), f(x))
 
     # ---- serialisation ----------------------------------------------------------

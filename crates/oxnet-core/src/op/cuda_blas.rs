@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::kernels::cpu::conv::ConvGeom;
 use crate::kernels::cuda::{conv as src, gen::ctype};
 use crate::storage::cuda::blas::{self, Gemm};
+use crate::storage::cuda::dnn;
 use crate::storage::cuda::{device, Device};
 use cudarc::driver::DeviceRepr;
 
@@ -285,10 +286,64 @@ fn conv_backward(c: &OpCall, g: &ConvGeom, x: u64, w: u64, dy: u64, dx: Option<u
     Ok(())
 }
 
+// ---- cuDNN ----------------------------------------------------------------------------
+
+/// The convolution `g` (with `nd` spatial dims, the last `nd` of its three) in cuDNN's
+/// terms, when cuDNN is to run it: enabled, not `cudnn_off`, channels-first layout.
+fn cudnn_shape(c: &OpCall, g: &ConvGeom, nd: usize, dt: DType) -> Option<dnn::ConvShape> {
+    if !dnn::enabled() || c.params.bool("cudnn_off") || !(1..=3).contains(&nd) {
+        return None;
+    }
+    let tail = |a: [usize; 3]| a[3 - nd..].to_vec();
+    Some(dnn::ConvShape {
+        dtype: dt,
+        batch: g.batch,
+        c: g.c,
+        f: g.f,
+        groups: g.groups,
+        x: tail(g.x),
+        y: tail(g.y),
+        k: tail(g.k),
+        s: tail(g.s),
+        d: tail(g.d),
+        p: tail(g.p),
+    })
+}
+
+/// Reports, once per process, that cuDNN failed and im2col + cuBLAS runs instead.
+fn cudnn_fell_back(c: &OpCall, e: &Error) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| eprintln!("oxnet: {}: cuDNN could not run it ({}); using im2col + cuBLAS instead", c.op.name, e.message()));
+}
+
+/// `conv` through cuDNN; false (after the one-time notice) when cuDNN cannot run it.
+fn try_cudnn(c: &OpCall, shape: &Option<dnn::ConvShape>, dir: dnn::Dir, x: u64, w: u64, y: u64) -> Result<bool> {
+    let Some(sh) = shape else { return Ok(false) };
+    let d = dev(c)?;
+    match dnn::convolution(d, sh, dir, x, w, y) {
+        Ok(()) => Ok(true),
+        Err(e) => {
+            cudnn_fell_back(c, &e);
+            Ok(false)
+        }
+    }
+}
+
 fn convolution(c: &mut OpCall) -> Result<()> {
     let g = super::nn_conv::conv_geom(c.op.name, c.params, &c.inputs[0].shape)?;
     let bias = c.inputs.get(2).map(ptr);
-    conv_forward(c, &g, ptr(&c.inputs[0]), ptr(&c.inputs[1]), bias, ptr(&c.outputs[0]))
+    let dt = c.outputs[0].dtype;
+    let sh = cudnn_shape(c, &g, c.inputs[0].shape.len() - 2, dt);
+    let (x, w, y) = (ptr(&c.inputs[0]), ptr(&c.inputs[1]), ptr(&c.outputs[0]));
+    if try_cudnn(c, &sh, dnn::Dir::Forward, x, w, y)? {
+        if let Some(b) = bias {
+            let tag = float_only(c, dt)?;
+            let (ch, len, total) = (g.f as i64, g.y_len() as i64, c.outputs[0].size() as u64);
+            launch_src!(c, src::NAME, &format!("conv_bias_chan_{tag}"), elems(c.outputs[0].size()), [&y, &b, &ch, &len, &total])?;
+        }
+        return Ok(());
+    }
+    conv_forward(c, &g, x, w, bias, y)
 }
 
 fn convolution_backward(c: &mut OpCall) -> Result<()> {
@@ -297,7 +352,16 @@ fn convolution_backward(c: &mut OpCall) -> Result<()> {
     let (dy, x, w) = (ptr(&c.inputs[0]), ptr(&c.inputs[1]), ptr(&c.inputs[2]));
     let (dx, rest) =
         if super::nn_conv::skips_data_grad(c.op.name) { (None, c.outputs) } else { (Some(ptr(&c.outputs[0])), &c.outputs[1..]) };
-    conv_backward(c, &g, x, w, dy, dx, Some(ptr(&rest[0])), dt)?;
+    let sh = cudnn_shape(c, &g, c.inputs[1].shape.len() - 2, dt);
+    let dw = ptr(&rest[0]);
+    let data_done = match dx {
+        Some(dxp) => try_cudnn(c, &sh, dnn::Dir::BackwardData, dxp, w, dy)?,
+        None => true,
+    };
+    let filter_done = data_done && try_cudnn(c, &sh, dnn::Dir::BackwardFilter, x, dw, dy)?;
+    if !(data_done && filter_done) {
+        conv_backward(c, &g, x, w, dy, dx, Some(dw), dt)?;
+    }
     if let Some(db) = rest.get(1) {
         channel_sum(c, float_only(c, dt)?, dy, ptr(db), g.batch, g.f, g.y_len())?;
     }

@@ -8,6 +8,7 @@ import numpy as np
 
 from ... import ndarray
 from ...base import MXNetError
+from ...base import dtype_name
 from ..block import Block, HybridBlock
 from ..parameter import _indent
 from .activations import Activation
@@ -208,7 +209,9 @@ class BatchNorm(_ChannelParams, HybridBlock):
                                            allow_deferred_init=True, differentiable=False)
 
     def cast(self, dtype):
-        if np.dtype(dtype).name == "float16":
+        # As MXNet for float16, and likewise for bfloat16 (AMP's BF16_USE_FP32_PARAMS):
+        # the statistics and affine parameters stay float32.
+        if dtype_name(dtype) in ("float16", "bfloat16"):
             dtype = "float32"
         super().cast(dtype)
 

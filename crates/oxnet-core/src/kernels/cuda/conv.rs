@@ -122,6 +122,15 @@ template <typename S> __device__ void bias_rows(S* y, const S* bias, long long r
   }
 }
 
+/* y[n][c][l] += bias[c] for an (nb, ch, len) array. */
+template <typename S> __device__ void bias_chan(S* y, const S* bias, long long ch, long long len, unsigned long long total) {
+  typedef typename Ox<S>::C C;
+  OX_LOOP(i, total) {
+    C v = Ox<S>::ld(y[i]) + Ox<S>::ld(bias[(long long)((i / len) % ch)]);
+    y[i] = Ox<S>::st(v);
+  }
+}
+
 #define OX_CONV(TAG, S) \
 extern "C" __global__ void conv_im2col_##TAG(const S* x, S* col, OxConv g) { im2col<S>(x, col, g); } \
 extern "C" __global__ void conv_col2im_##TAG(const S* col, S* dx, OxConv g) { col2im<S>(col, dx, g); } \
@@ -132,7 +141,9 @@ extern "C" __global__ void conv_dy_gather_##TAG(const S* dy, S* t, long long f, 
 extern "C" __global__ void conv_channel_sum_##TAG(const S* y, S* out, long long nb, long long ch, long long len) \
   { channel_sum<S>(y, out, nb, ch, len); } \
 extern "C" __global__ void conv_bias_rows_##TAG(S* y, const S* bias, long long rows, long long cols) \
-  { bias_rows<S>(y, bias, rows, cols); }
+  { bias_rows<S>(y, bias, rows, cols); } \
+extern "C" __global__ void conv_bias_chan_##TAG(S* y, const S* bias, long long ch, long long len, unsigned long long total) \
+  { bias_chan<S>(y, bias, ch, len, total); }
 
 OX_CONV(f32, float)
 OX_CONV(f64, double)

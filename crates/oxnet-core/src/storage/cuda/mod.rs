@@ -14,6 +14,7 @@
 
 pub mod alloc;
 pub mod blas;
+pub mod dnn;
 pub mod libs;
 pub mod nccl;
 
