@@ -4,7 +4,6 @@ convert_hybrid_block), loss scaling, and bad input. Float32 models (and NumPy) a
 oracle; graph layouts are those MXNet 1.9.1 produces for the same nets."""
 
 import json
-import warnings
 
 import numpy as np
 import pytest
@@ -280,7 +279,7 @@ def test_init_imperative_bf16(amp_off):
     x = nd.array(np.random.RandomState(0).randn(4, 6))
     w = nd.array(np.random.RandomState(1).randn(3, 6))
     ref = nd.FullyConnected(x, w, num_hidden=3, no_bias=True).asnumpy()
-    orig_fc = nd.FullyConnected
+    orig_fc, orig_add = nd.FullyConnected, nd.NDArray.__add__
     amp.init("bfloat16")
     assert nd.FullyConnected is not orig_fc and nd.op.FullyConnected is nd.FullyConnected
     y = nd.FullyConnected(x, w, num_hidden=3, no_bias=True)
@@ -292,6 +291,11 @@ def test_init_imperative_bf16(amp_off):
     assert nd.exp(y).dtype == np.float32
     assert nd.elemwise_add(y, nd.ones((4, 3))).dtype == np.float32
     assert dtype_name(nd.elemwise_add(y, y).dtype) == "bfloat16"
+    ones = nd.ones((4, 3))
+    for r in (y + ones, ones + y, y - ones, ones / y, y % ones):
+        assert r.dtype == np.float32
+    np.testing.assert_allclose((y + ones).asnumpy(), y.astype("float32").asnumpy() + 1)
+    assert dtype_name((y + y).dtype) == "bfloat16"
     # conditional: softrelu in float32, relu left alone
     assert nd.Activation(y, act_type="softrelu").dtype == np.float32
     assert dtype_name(nd.Activation(y, act_type="relu").dtype) == "bfloat16"
@@ -315,7 +319,7 @@ def test_init_imperative_bf16(amp_off):
         amp.init("float16")
     assert dtype_name(nd.FullyConnected(x, w, num_hidden=3, no_bias=True).dtype) == "bfloat16"
     amp_impl._restore()
-    assert nd.FullyConnected is orig_fc
+    assert nd.FullyConnected is orig_fc and nd.NDArray.__add__ is orig_add
     assert nd.FullyConnected(x, w, num_hidden=3, no_bias=True).dtype == np.float32
 
 
@@ -476,3 +480,32 @@ def test_trainer_without_init_and_unscale():
         amp.unscale(mx.optimizer.SGD())
     with pytest.raises(TypeError):
         amp.init_trainer("trainer")
+
+
+def test_convert_bucketing_module():
+    def sym_gen(key):
+        fc = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=4, name="fc")
+        return mx.sym.SoftmaxOutput(fc, name="softmax"), ("data",), ("softmax_label",)
+    mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=5, context=mx.cpu())
+    with pytest.raises(MXNetError, match="convert_bucketing_module"):
+        amp.convert_bucketing_module(mod, target_dtype="bfloat16")
+    mod.bind(data_shapes=[("data", (2, 5))], label_shapes=[("softmax_label", (2,))],
+             for_training=False)
+    mod.init_params(mx.init.Xavier())
+    x = nd.array(np.random.RandomState(0).randn(2, 5))
+    batch = mx.io.DataBatch([x], [nd.zeros((2,))], bucket_key=5,
+                            provide_data=[("data", (2, 5))],
+                            provide_label=[("softmax_label", (2,))])
+    mod.forward(batch, is_train=False)
+    ref = mod.get_outputs()[0].asnumpy()
+    with pytest.raises(MXNetError, match="BucketingModule"):
+        amp.convert_bucketing_module(object())
+    for target, tol in (("bfloat16", 2e-2), ("float16", 2e-3)):
+        conv = amp.convert_bucketing_module(mod, target_dtype=target)
+        conv.bind(data_shapes=[("data", (2, 5))], label_shapes=[("softmax_label", (2,))],
+                  for_training=False)
+        conv.forward(batch, is_train=False)
+        out = conv.get_outputs()[0]
+        assert out.dtype == np.float32
+        np.testing.assert_allclose(out.asnumpy(), ref, atol=tol)
+        assert "amp_cast" in [o for o, _ in _ops(conv._buckets[5]._symbol)]

@@ -38,7 +38,7 @@ from ... import name as _name_mod
 from ... import ndarray
 from ... import symbol
 from ... import optimizer as opt
-from ...base import MXNetError, dtype_name, bfloat16, _is_bfloat16
+from ...base import MXNetError, dtype_name, bfloat16, _is_bfloat16  # noqa: F401 (bfloat16: as in MXNet)
 from ...context import gpu
 from ...gluon import trainer as _trainer
 from ...ndarray import NDArray
@@ -341,6 +341,28 @@ def _wrap_loss_output_functions(module, ls, target_dtype):
         _patch(module, n, make)
 
 
+# NDArray arithmetic and the operator MXNet's NDArray methods call for it
+_NDARRAY_BINARY = {"__add__": "broadcast_add", "__radd__": "broadcast_add",
+                   "__sub__": "broadcast_sub", "__rsub__": "broadcast_sub",
+                   "__mul__": "broadcast_mul", "__rmul__": "broadcast_mul",
+                   "__truediv__": "broadcast_div", "__rtruediv__": "broadcast_div",
+                   "__mod__": "broadcast_mod", "__rmod__": "broadcast_mod"}
+
+
+def _ndarray_binary_widest(f, target_dtype):
+    """NDArray arithmetic under AMP: a target-dtype operand meets a float32 one in
+    float32 (MXNet's methods call the patched widest-type operators)."""
+    def _amp_method(self, other):
+        if isinstance(other, NDArray):
+            ts = (dtype_name(self.dtype), dtype_name(other.dtype))
+            if ts == (target_dtype, "float32"):
+                self = ndarray.amp_cast(self, dtype="float32")
+            elif ts == ("float32", target_dtype):
+                other = ndarray.amp_cast(other, dtype="float32")
+        return f(self, other)
+    return _copy_meta(_amp_method, f)
+
+
 def _symbol_binary_multicast(lhs, rhs):
     """Symbol arithmetic (``a + b``) under AMP: both operands through amp_multicast."""
     outs = symbol.amp_multicast(lhs, rhs, num_outputs=2)
@@ -396,6 +418,11 @@ def init(target_dtype='float16', target_precision_ops=None,
         widest = set(list_widest_type_cast(target))
         if widest & {"_Plus", "_plus", "elemwise_add"}:
             _symbol_impl._AMP_BINARY = _symbol_binary_multicast
+        for method, op_name in _NDARRAY_BINARY.items():
+            if op_name in widest:
+                f = getattr(NDArray, method)
+                _patches.append((NDArray, method, f))
+                setattr(NDArray, method, _ndarray_binary_widest(f, target))
     except Exception:
         _restore()
         raise
@@ -914,7 +941,3 @@ def convert_bucketing_module(bucketing_mod, target_dtype="float16", target_dtype
                                      state_names=bucketing_mod._state_names,
                                      group2ctxs=bucketing_mod._group2ctxs,
                                      compression_params=bucketing_mod._compression_params)
-
-
-# keep the NumPy stand-in importable from here, as in MXNet
-bfloat16 = bfloat16
