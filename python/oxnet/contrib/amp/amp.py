@@ -28,6 +28,7 @@ MXNet's graph pass does.
 
 import contextlib
 import json
+import keyword
 import logging
 import warnings
 
@@ -201,6 +202,8 @@ def _symbol_wrapper(f, opdef, dtype, fp32_param=None, cond_arg=None):
     inputs cast to ``dtype`` (auxiliary states and ``fp32_param`` slots excepted;
     inputs the op created itself, such as an unnamed weight, are cast too)."""
     input_names = list(opdef.input_names)
+    param_names = [p for p in opdef.param_names
+                   if not keyword.iskeyword(p) and p not in input_names]
 
     def _amp_fun(*args, **kwargs):
         if not _cond_matches(cond_arg, kwargs):
@@ -222,8 +225,8 @@ def _symbol_wrapper(f, opdef, dtype, fp32_param=None, cond_arg=None):
             with _name_mod.NameManager():
                 return f(*casted, name=name, **other)
         if len(args) > len(input_names):
-            raise MXNetError("amp: %s got %d positional arguments; pass parameters by name"
-                             % (opdef.name, len(args)))
+            # positional parameters follow the inputs in the generated signature
+            other.update(zip(param_names, args[len(input_names):]))
         given = set(input_names[:len(args)]) | {k for k, v in kwargs.items()
                                                 if isinstance(v, Symbol)}
         child_names = [k.name for k in kids]
