@@ -703,9 +703,26 @@ class ParameterDict:
         if not isinstance(ndarray_load, dict):
             raise ParameterLoadError("File '%s' holds a list of arrays without names; "
                                      "parameters need a dict" % fname)
+        self.load_dict(ndarray_load, ctx, allow_missing, ignore_extra, restore_prefix,
+                       filename=fname, cast_dtype=cast_dtype, dtype_source=dtype_source)
+
+    def load_dict(self, param_dict, ctx=None, allow_missing=False, ignore_extra=False,
+                  restore_prefix="", filename=None, cast_dtype=False, dtype_source="current"):
+        """Loads parameters from ``param_dict`` (name -> NDArray; names may carry
+        ``arg:`` / ``aux:``), checked as :meth:`load` checks a file (``filename`` only
+        names the source in messages)."""
+        fname = filename if filename is not None else "<dict>"
+        if not isinstance(param_dict, dict):
+            raise ParameterLoadError("load_dict: param_dict must be a dict of name to NDArray, "
+                                     "got %s" % type(param_dict).__name__)
+        if restore_prefix:
+            for name in self.keys():
+                if not name.startswith(restore_prefix):
+                    raise ValueError("restore_prefix is '%s' but Parameters name '%s' does not "
+                                     "start with '%s'" % (restore_prefix, name, restore_prefix))
         lprefix = len(restore_prefix)
         loaded = [(k[4:] if k.startswith("arg:") or k.startswith("aux:") else k, v)
-                  for k, v in ndarray_load.items()]
+                  for k, v in param_dict.items()]
         arg_dict = {restore_prefix + k: v for k, v in loaded}
         if not allow_missing:
             for name in self.keys():

@@ -20,6 +20,9 @@ from ..util import is_np_shape
 _DTYPE_CODES = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5,
                 "int64": 6, "bool": 7, "bfloat16": 12}
 _STYPE_CODES = {"default": 0, "row_sparse": 1, "csr": 2}
+# Set by mx.contrib.amp.init: (lhs, rhs) -> (lhs, rhs) through amp_multicast, so that
+# symbol arithmetic (``a + b``) gets its inputs in one dtype, as MXNet's patched ops do.
+_AMP_BINARY = None
 
 
 def _attr_str(key, v):
@@ -249,11 +252,16 @@ class Symbol:
         return (f(a), f(o), f(x))
 
     # ---- serialisation ----------------------------------------------------------
-    def tojson(self):
+    def tojson(self, remove_amp_cast=True):
         """The graph in MXNet's JSON format. Under NumPy shape semantics
         (``mx.util.np_shape``) the graph attributes carry ``"is_np_shape": ["int", 1]``,
-        as MXNet writes them (a reader then takes a 0 in a shape as a zero-size dim)."""
+        as MXNet writes them (a reader then takes a 0 in a shape as a zero-size dim).
+        With ``remove_amp_cast`` (the default, as in MXNet) the amp_cast and
+        amp_multicast nodes of mixed precision are left out (their inputs read
+        directly)."""
         text = self.handle.to_json()
+        if remove_amp_cast and ('"amp_cast"' in text or '"amp_multicast"' in text):
+            text = _remove_amp_cast(text)
         if is_np_shape():
             key = '"attrs": {'
             at = text.rfind(key)
@@ -266,16 +274,16 @@ class Symbol:
     def save(self, fname, remove_amp_cast=True):
         """Writes :meth:`tojson` to ``fname``."""
         with open(fname, "w") as f:
-            f.write(self.tojson())
+            f.write(self.tojson(remove_amp_cast=remove_amp_cast))
 
     def __getstate__(self):
-        return {"handle": self.tojson()}
+        return {"handle": self.tojson(remove_amp_cast=False)}
 
     def __setstate__(self, state):
         self.handle = _core.sym_from_json(state["handle"])
 
     def __reduce__(self):
-        return (_from_json_state, (self.tojson(),))
+        return (_from_json_state, (self.tojson(remove_amp_cast=False),))
 
     # ---- execution --------------------------------------------------------------
     def simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None, group2ctx=None,
@@ -301,7 +309,8 @@ class Symbol:
     # ---- operators --------------------------------------------------------------
     def _binary(self, other, op, op_hint, sc, sc_hint):
         if isinstance(other, Symbol):
-            return _create_op(op, op_hint, [("lhs", self), ("rhs", other)], {})
+            lhs, rhs = (self, other) if _AMP_BINARY is None else _AMP_BINARY(self, other)
+            return _create_op(op, op_hint, [("lhs", lhs), ("rhs", rhs)], {})
         if isinstance(other, numeric_types):
             return _create_op(sc, sc_hint, [("data", self)], {"scalar": str(other)})
         return NotImplemented
@@ -380,6 +389,36 @@ class Symbol:
     def __bool__(self):
         # MXNet: NotImplementedForSymbol (an MXNetError), as for other NDArray-only calls
         raise NotImplementedForSymbol(self.__bool__, "bool")
+
+
+def _remove_amp_cast(text):
+    """MXNet JSON ``text`` without its amp_cast / amp_multicast nodes: whatever read
+    such a node's output k reads that node's input k."""
+    g = _json.loads(text)
+    nodes = g["nodes"]
+    row_ptr = g.get("node_row_ptr")
+
+    def resolve(entry):
+        nid, idx = entry[0], entry[1]
+        while nodes[nid]["op"] in ("amp_cast", "amp_multicast"):
+            nid, idx = nodes[nid]["inputs"][idx if nodes[nid]["op"] == "amp_multicast" else 0][:2]
+        return [nid, idx, 0]
+
+    keep = [i for i, n in enumerate(nodes) if n["op"] not in ("amp_cast", "amp_multicast")]
+    new_id = {old: new for new, old in enumerate(keep)}
+    out_nodes, new_ptr = [], [0]
+    for old in keep:
+        n = dict(nodes[old])
+        n["inputs"] = [[new_id[r[0]], r[1], 0] for r in (resolve(e) for e in n["inputs"])]
+        out_nodes.append(n)
+        if row_ptr:
+            new_ptr.append(new_ptr[-1] + row_ptr[old + 1] - row_ptr[old])
+    g["nodes"] = out_nodes
+    g["arg_nodes"] = [i for i, n in enumerate(out_nodes) if n["op"] == "null"]
+    if row_ptr:
+        g["node_row_ptr"] = new_ptr
+    g["heads"] = [[new_id[r[0]], r[1], 0] for r in (resolve(h) for h in g["heads"])]
+    return _json.dumps(g, indent=2)
 
 
 def _from_json_state(text):
