@@ -259,14 +259,15 @@ print("OK")
 """
 
 
-def test_convert_hybrid_block_and_hybridized_inference():
-    """In a fresh interpreter (amp.init is global). OXNET_INFERENCE_FUSION=0: the
-    CPU inference fusion of Convolution+BatchNorm (``_sg_oxnet_conv``) does not yet
-    take bfloat16 data with float32 BatchNorm parameters."""
+@pytest.mark.parametrize("fusion", ["1", "0"])
+def test_convert_hybrid_block_and_hybridized_inference(fusion):
+    """In a fresh interpreter (amp.init is global), with and without the CPU inference
+    fusion (Convolution+BatchNorm as ``_sg_oxnet_conv`` with bfloat16 data and float32
+    BatchNorm parameters)."""
     import os
     import subprocess
     import sys
-    env = dict(os.environ, OXNET_INFERENCE_FUSION="0")
+    env = dict(os.environ, OXNET_INFERENCE_FUSION=fusion)
     r = subprocess.run([sys.executable, "-c", _HYBRID_BLOCK_SCRIPT], env=env,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr

@@ -16,6 +16,10 @@ rm -rf /tmp/oxsite && $PY -m pip install -q --no-deps --no-index --no-compile --
 export PYTHONPATH=/tmp/oxsite
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 $PY -c "import oxnet as mx, numpy; print('oxnet', mx.__file__, 'numpy', numpy.__version__, 'gpus', mx.context.num_gpus()); print(mx.runtime.cuda_libraries()); print('cudnn (enabled, version, calls):', mx._core.cudnn_info())"
+# Optional: ResNet-18 steps under several settings, each in its own process.
+if [ -n "${RESNET_CHECK:-}" ]; then
+    timeout ${RESNET_CHECK_TIMEOUT:-240} $PY tests/gpu/resnet_check.py 2>&1 | tee "$LOG/resnet-check.log"
+fi
 # The tests, on several workers (each its own CUDA context); full log in $LOG.
 timeout ${GPU_TEST_TIMEOUT:-360} $PY -m pytest tests/gpu -q -p no:cacheprovider -p no:benchmark -n ${GPU_WORKERS:-8} --timeout 300 -rf "$@" \
     >"$LOG/gpu-tests.log" 2>&1

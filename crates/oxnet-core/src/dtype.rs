@@ -119,8 +119,23 @@ impl Element for bf16 {
     }
     #[inline(always)]
     fn from_f64(v: f64) -> Self {
-        bf16::from_f64(v)
+        bf16_from_f64(v)
     }
+}
+
+/// `v` rounded to the nearest bfloat16, ties to even. (`half`'s own conversion drops
+/// the low 32 bits of the float64 first and so misrounds values just above a tie.)
+/// Through float32, whose rounding can only create a false tie, which is resolved
+/// here by the side of the tie `v` is on.
+#[inline(always)]
+pub fn bf16_from_f64(v: f64) -> bf16 {
+    let f = v as f32;
+    let bits = f.to_bits();
+    if bits & 0xFFFF == 0x8000 && f.is_finite() && f as f64 != v {
+        let away = v.abs() > (f as f64).abs();
+        return bf16::from_bits(((bits >> 16) + away as u32) as u16);
+    }
+    bf16::from_f32(f)
 }
 
 /// Runs `$body` with `$T` bound to the Rust type of `$dtype` (bool as `u8`).
@@ -188,4 +203,26 @@ macro_rules! with_float {
             }
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bf16_rounds_float64_to_nearest_even() {
+        // 0x425e8005 (just above a tie) rounds up; exact ties go to even.
+        assert_eq!(bf16_from_f64(f32::from_bits(0x425e_8005) as f64).to_bits(), 0x425f);
+        assert_eq!(bf16_from_f64(f32::from_bits(0x425e_8000) as f64).to_bits(), 0x425e);
+        assert_eq!(bf16_from_f64(f32::from_bits(0x425f_8000) as f64).to_bits(), 0x4260);
+        // float64 values just beside a float32 value that is a bfloat16 tie.
+        let tie = f32::from_bits(0x425e_8000) as f64;
+        assert_eq!(bf16_from_f64(tie + tie * 1e-12).to_bits(), 0x425f);
+        assert_eq!(bf16_from_f64(-(tie + tie * 1e-12)).to_bits(), 0xc25f);
+        assert_eq!(bf16_from_f64(tie - tie * 1e-12).to_bits(), 0x425e);
+        assert!(bf16_from_f64(f64::NAN).is_nan());
+        assert_eq!(bf16_from_f64(f64::INFINITY).to_bits(), 0x7f80);
+        assert_eq!(DType::from_flag(12).unwrap(), DType::BF16);
+        assert_eq!(DType::from_name("bfloat16").unwrap().size(), 2);
+    }
 }

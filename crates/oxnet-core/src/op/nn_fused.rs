@@ -15,7 +15,7 @@
 //! on the next call, as the unfused graph's would).
 
 use super::nn_conv::{conv_geom, CONV_PARAMS};
-use super::{check_same_dtype, Arity, InferArgs, OpCall, OpDef, Params, Registry};
+use super::{Arity, InferArgs, OpCall, OpDef, Params, Registry};
 use crate::dtype::{DType, Element};
 use crate::error::Result;
 use crate::kernels::cpu::conv::{self as k, ConvElem, Epilogue};
@@ -53,17 +53,27 @@ fn slots(p: &Params) -> (Option<usize>, Option<usize>, Option<usize>) {
 
 fn infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     let g = conv_geom(NAME, a.params, a.shapes[0])?;
-    let d = check_same_dtype(a)?;
+    let d = a.dtypes[0];
     if !d.is_float() {
-        return Err(a.err(format!("{} inputs are not supported: float32, float64 or float16 only", d.name())));
+        return Err(a.err(format!("{} inputs are not supported: float32, float64, float16 or bfloat16 only", d.name())));
     }
     let nd = a.shapes[0].len() - 2;
     let mut out = Shape::from_slice(&[g.batch, g.f]);
     out.extend_from_slice(&g.y[3 - nd..]);
     let (bias, bn, res) = slots(a.params);
+    // Data, weight, bias and residual share one dtype; the BatchNorm vectors may be
+    // float32 under float16/bfloat16 data (as BatchNorm itself allows; AMP does it).
+    let bn_range = bn.map_or(0..0, |b| b..b + 4);
+    for i in 1..a.dtypes.len() {
+        let di = a.dtypes[i];
+        let ok = if bn_range.contains(&i) { di.is_float() } else { di == d };
+        if !ok {
+            return Err(a.err(format!("input {} is {} but data is {}", select(a.params).get(i).unwrap_or(&"?"), di.name(), d.name())));
+        }
+    }
     for i in bias.into_iter().chain(bn.into_iter().flat_map(|b| b..b + 4)) {
         if a.shapes[i] != [g.f] {
-            return Err(a.err(format!("input {} must have shape ({},), got {}", ALL[i.min(7)], g.f, fmt_shape(a.shapes[i]))));
+            return Err(a.err(format!("input {} must have shape ({},), got {}", select(a.params).get(i).unwrap_or(&"?"), g.f, fmt_shape(a.shapes[i]))));
         }
     }
     if let Some(r) = res {

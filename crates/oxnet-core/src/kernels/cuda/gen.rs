@@ -622,7 +622,7 @@ fn softmax_source(t: &CType) -> String {
 fn index_source(t: &CType) -> String {
     let s = t.storage;
     let mut src = String::new();
-    for it in TYPES.iter().filter(|i| i.tag != "bool" && i.tag != "bf16") {
+    for it in TYPES.iter().filter(|i| i.tag != "bool") {
         let is = it.storage;
         src.push_str(&format!(
             "extern \"C\" __global__ void {take}(const {s}* __restrict__ a, const {is}* __restrict__ idx, {s}* __restrict__ y, unsigned long long n, long long nidx, long long axis_len, long long inner, int wrap) {{\n\

@@ -1,0 +1,86 @@
+"""Device-session diagnosis: a few ResNet-18 training steps on gpu(0) under several
+settings, each in its own process, printing the outcome and, on failure, where it
+failed (CUDA_LAUNCH_BLOCKING=1 makes an asynchronous kernel fault surface at the op
+that caused it). Not a test; run by hand or from run_on_device.sh.
+
+    python tests/gpu/resnet_check.py            # every case
+    python tests/gpu/resnet_check.py --case hyb # one case (used by the driver)
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+CASES = {
+    # name: (hybridize, batch, dtype mode, extra environment)
+    "hyb": (True, 128, "fp32", {}),
+    "imperative": (False, 128, "fp32", {}),
+    "hyb_small": (True, 8, "fp32", {}),
+    "hyb_im2col": (True, 128, "fp32", {"OXNET_CUDNN": "0"}),
+    "hyb_blocking": (True, 128, "fp32", {"CUDA_LAUNCH_BLOCKING": "1"}),
+    "imp_blocking_small": (False, 8, "fp32", {"CUDA_LAUNCH_BLOCKING": "1"}),
+    "hyb_workers": (True, 128, "fp32", {"OXNET_CUDA_INLINE": "0"}),
+    "amp_bf16": (True, 128, "amp", {}),
+    "cast_bf16": (True, 128, "cast", {}),
+}
+
+
+def one(name):
+    hybridize, batch, mode, _ = CASES[name]
+    import oxnet as mx
+    from oxnet import autograd, gluon
+    ctx = mx.gpu(0)
+    if mode == "amp":
+        from oxnet.contrib import amp
+        amp.init(target_dtype="bfloat16")
+    net = gluon.model_zoo.vision.resnet18_v1(classes=10)
+    net.initialize(mx.init.Xavier(), ctx=ctx)
+    opt = {"learning_rate": 0.05, "momentum": 0.9, "wd": 1e-4}
+    dtype = "float32"
+    if mode == "cast":
+        net.cast("bfloat16")
+        opt["multi_precision"] = True
+        dtype = "bfloat16"
+    if hybridize:
+        net.hybridize()
+    lossf = gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", opt)
+    data = mx.nd.random.uniform(shape=(batch, 3, 32, 32), ctx=ctx).astype(dtype)
+    label = mx.nd.array([i % 10 for i in range(batch)], ctx=ctx).astype(dtype)
+    losses = []
+    t = None
+    for i in range(6):
+        if i == 2:
+            mx.nd.waitall()
+            t = time.perf_counter()
+        with autograd.record():
+            loss = lossf(net(data), label)
+        loss.backward()
+        trainer.step(batch)
+        losses.append(float(loss.astype("float32").mean().asscalar()))
+    dt = time.perf_counter() - t
+    print("OK %s losses %s  %.0f img/s  cudnn %s" % (name, [round(v, 3) for v in losses], 4 * batch / dt,
+                                                     mx._core.cudnn_info()))
+
+
+def main():
+    if "--case" in sys.argv:
+        one(sys.argv[sys.argv.index("--case") + 1])
+        return
+    for name, (_, _, _, env) in CASES.items():
+        t = time.perf_counter()
+        try:
+            r = subprocess.run([sys.executable, __file__, "--case", name], capture_output=True, text=True,
+                               timeout=120, env=dict(os.environ, **env))
+            out = (r.stdout + r.stderr).strip().splitlines()
+            ok = r.returncode == 0
+        except subprocess.TimeoutExpired:
+            out, ok = ["timed out"], False
+        print("== %s (%.0f s): %s" % (name, time.perf_counter() - t, "ok" if ok else "FAILED"))
+        for line in (out[-3:] if ok else out[-12:]):
+            print("   " + line[:400])
+
+
+if __name__ == "__main__":
+    main()
