@@ -2,6 +2,8 @@
 dot, batch_dot, linalg_gemm/gemm2, FullyConnected, Convolution, Deconvolution,
 forward and gradients."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -138,10 +140,10 @@ def test_convolution_weight_only_gradient():
 
 
 def test_convolution_large_batch_spans_several_chunks():
-    """A batch whose columns exceed one chunk is processed in pieces; same result."""
+    """A batch whose columns exceed one im2col chunk is processed in pieces; same result."""
     x, w = rand((40, 64, 32, 32), "float32", seed=1), rand((8, 64, 5, 5), "float32", seed=2)
-    run_both(lambda a, b: mx.nd.Convolution(a, b, kernel=(5, 5), pad=(2, 2), num_filter=8, no_bias=True), [x, w],
-             "float32")
+    run_both(lambda a, b: mx.nd.Convolution(a, b, kernel=(5, 5), pad=(2, 2), num_filter=8, no_bias=True,
+                                            cudnn_off=True), [x, w], "float32")
 
 
 DECONV_CASES = [
@@ -180,24 +182,68 @@ def test_library_report_matches_features():
     assert feats.is_enabled("NCCL") == (libs["NCCL"] is not None)
 
 
-def test_cudnn_runs_convolutions_and_cudnn_off_uses_im2col():
+_CUDNN_SCRIPT = r"""
+import sys
+import numpy as np
+import oxnet as mx
+from oxnet import _core
+from tests.gpu import test_gpu_blas as t
+
+enabled, version, before = _core.cudnn_info()
+assert enabled and version is not None and version >= 90000, (enabled, version)
+GPU = mx.gpu(0)
+cases = [((4, 6, 11, 11), (8, 6, 3, 3), dict(kernel=(3, 3), stride=(2, 2), pad=(1, 1), num_filter=8), 1),
+         ((2, 4, 9, 9), (8, 2, 3, 3), dict(kernel=(3, 3), pad=(1, 1), num_filter=8, num_group=2), 1),
+         ((2, 3, 16), (5, 3, 3), dict(kernel=(3,), pad=(1,), num_filter=5), 1),
+         ((1, 2, 5, 6, 6), (4, 2, 3, 3, 3), dict(kernel=(3, 3, 3), pad=(1, 1, 1), num_filter=4), 1),
+         # Each filter-gradient entry sums 40,960 products in cuDNN's own order.
+         ((40, 64, 32, 32), (8, 64, 5, 5), dict(kernel=(5, 5), pad=(2, 2), num_filter=8), 10)]
+for dtype in ("float32", "float16", "bfloat16"):
+    for xs, ws, kw, loose in cases:
+        x = t.rand(xs, "float32", -1, 1, seed=4)
+        w = t.rand(ws, "float32", -1, 1, seed=5)
+        b = t.rand((ws[0],), "float32", -1, 1, seed=6)
+        outs = []
+        for off in (False, True):
+            arrs = [mx.nd.array(a, ctx=GPU).astype(dtype) for a in (x, w, b)]
+            for v in arrs:
+                v.attach_grad()
+            with mx.autograd.record():
+                y = mx.nd.Convolution(*arrs, cudnn_off=off, **kw)
+            y.backward(mx.nd.array(t.rand(y.shape, "float32", seed=7), ctx=GPU).astype(dtype))
+            outs.append([y.astype("float32").asnumpy()] + [v.grad.astype("float32").asnumpy() for v in arrs])
+        rtol = {"float32": 1e-4 * loose, "float16": 2e-2, "bfloat16": 3e-2}[dtype]
+        for a, c in zip(*outs):
+            np.testing.assert_allclose(a, c, rtol=rtol, atol=rtol * max(1.0, np.abs(c).max()),
+                                       err_msg="%s %s" % (dtype, xs))
+after = _core.cudnn_info()[2]
+assert after >= before + 3 * 3 * len(cases), (before, after)
+print("OK")
+"""
+
+
+def test_cudnn_convolutions_match_im2col_when_enabled():
+    """OXNET_CUDNN=1 (in a child process: the switch is read once): forward, data,
+    filter and bias gradients through cuDNN equal the im2col + cuBLAS path
+    (cudnn_off=True) for 1-D, 2-D, 3-D and grouped convolutions in float32, float16
+    and bfloat16, and cuDNN really ran them."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, OXNET_CUDNN="1", PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", _CUDNN_SCRIPT], env=env, capture_output=True, text=True, timeout=300,
+                       cwd=root)
+    assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def test_convolutions_default_to_im2col():
     from oxnet import _core
-    enabled, version, before = _core.cudnn_info()
-    x, w, b = rand((4, 6, 11, 11), "float32", -1, 1, seed=4), rand((8, 6, 3, 3), "float32", -1, 1, seed=5), \
-        rand((8,), "float32", -1, 1, seed=6)
-    xs = [mx.nd.array(a, ctx=GPU) for a in (x, w, b)]
-    for v in xs:
-        v.attach_grad()
-    outs = []
-    for off in (False, True):
-        with mx.autograd.record():
-            y = mx.nd.Convolution(*xs, kernel=(3, 3), stride=(2, 2), pad=(1, 1), num_filter=8, cudnn_off=off)
-        y.backward(mx.nd.array(rand(y.shape, "float32", seed=7), ctx=GPU))
-        outs.append([y.asnumpy()] + [v.grad.asnumpy() for v in xs])
-    for a, c in zip(*outs):
-        close(a, c, "float32")
-    found = dict(_core.cuda_libraries()).get("cuDNN")
-    if found and enabled:
-        # cuDNN is present: it must have run the forward and both gradients.
-        assert version is not None and version >= 90000, version
-        assert _core.cudnn_info()[2] >= before + 3
+    enabled, _, before = _core.cudnn_info()
+    if os.environ.get("OXNET_CUDNN") != "1":
+        assert not enabled
+    x = mx.nd.array(rand((2, 3, 8, 8), "float32", seed=1), ctx=GPU)
+    w = mx.nd.array(rand((4, 3, 3, 3), "float32", seed=2), ctx=GPU)
+    mx.nd.Convolution(x, w, kernel=(3, 3), num_filter=4, no_bias=True).wait_to_read()
+    if not enabled:
+        assert _core.cudnn_info()[2] == before

@@ -241,10 +241,28 @@ fn cast(c: &mut OpCall) -> Result<()> {
     if x.dtype == y.dtype {
         return copy(c);
     }
-    let n = y.size() as u64;
+    cast_pair(c, 0)
+}
+
+/// Output `i` = input `i` converted to the output's dtype (a copy when they agree).
+fn cast_pair(c: &OpCall, i: usize) -> Result<()> {
+    let (x, y) = (&c.inputs[i], &c.outputs[i]);
     let (xp, yp) = (ptr(x), ptr(y));
+    if x.dtype == y.dtype {
+        let d = device(c.ctx).map_err(|e| Error::op(c.op.name, e))?;
+        return d.copy_dtod(yp, xp, y.size() * y.dtype.size()).map_err(|e| Error::op(c.op.name, e));
+    }
+    let n = y.size() as u64;
     let key = format!("to_{}", ctype(y.dtype).tag);
     launch!(c, Family::Cast, &key, ctype(x.dtype).tag, elems(y.size()), [&xp, &yp, &n])
+}
+
+/// `amp_cast` and `amp_multicast`: every input converted to its output's dtype.
+fn amp_cast(c: &mut OpCall) -> Result<()> {
+    for i in 0..c.outputs.len().min(c.inputs.len()) {
+        cast_pair(c, i)?;
+    }
+    Ok(())
 }
 
 fn fill(c: &mut OpCall) -> Result<()> {
@@ -377,6 +395,7 @@ pub(super) fn lookup(name: &str) -> Option<ComputeFn> {
         "clip" => clip,
         "_copy" | "_copyto" => copy,
         "Cast" => cast,
+        "amp_cast" | "amp_multicast" => amp_cast,
         "_zeros" | "_ones" | "_full" | "zeros_like" | "ones_like" => fill,
         "softmax" | "log_softmax" | "softmin" => softmax,
         "_random_uniform" | "_random_normal" => random,

@@ -191,8 +191,9 @@ impl Device {
         let f = module
             .load_function(kernel)
             .map_err(|e| Error::new(format!("{}: kernel {kernel} not found in source {source}: {e:?}", self.ctx)))?;
-        self.functions.lock().insert(kernel.to_string(), f.clone());
-        Ok(f)
+        // The first function stored wins and is never replaced: raw handles of it are
+        // cached per thread (see `kernel_handle`).
+        Ok(self.functions.lock().entry(kernel.to_string()).or_insert(f).clone())
     }
 
     /// The handle of kernel `kernel` of source `source`, as [`Device::function`] but
@@ -244,8 +245,10 @@ impl Device {
             .cu
             .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
             .map_err(|e| driver_err(self.ctx, &format!("loading kernel module {source}"), e))?;
-        self.modules.lock().insert(source.to_string(), m.clone());
-        Ok(m)
+        // Two threads may compile the same source at once: the first module stored is
+        // kept for the life of the device (functions taken from it stay valid); the
+        // other is dropped (unloaded) before any of its functions is handed out.
+        Ok(self.modules.lock().entry(source.to_string()).or_insert(m).clone())
     }
 
     /// Waits until everything enqueued on this device has run; surfaces an
