@@ -219,6 +219,7 @@ fn bytes_from_values(e: &J, dtype: DType) -> Vec<u8> {
             DType::F32 => out.extend((v.f64() as f32).to_le_bytes()),
             DType::F64 => out.extend(v.f64().to_le_bytes()),
             DType::F16 => out.extend(f16::from_f64(v.f64()).to_le_bytes()),
+            DType::BF16 => out.extend(half::bf16::from_f64(v.f64()).to_le_bytes()),
             DType::U8 | DType::Bool => out.push(u8::try_from(v.i64()).unwrap()),
             DType::I8 => out.extend(i8::try_from(v.i64()).unwrap().to_le_bytes()),
             DType::I32 => out.extend(i32::try_from(v.i64()).unwrap().to_le_bytes()),
