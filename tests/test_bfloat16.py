@@ -196,3 +196,23 @@ def test_bad_bfloat16_input_is_a_clear_error():
         mx.nd.topk(mx.nd.array([1.0, 2.0]), k=1, dtype="bfloat16")
     # Nothing was lost.
     assert a.astype("float32").asnumpy().sum() == 0
+
+
+@pytest.mark.parametrize("data,param", [("float16", np.float32), ("bfloat16", np.float32), ("float32", np.float32),
+                                        ("float64", np.float64)])
+def test_batchnorm_infers_float32_parameters_under_half_data(data, param):
+    # MXNet 1.9.1: float16 data gets float32 gamma/beta/moving statistics.
+    s = mx.sym.BatchNorm(mx.sym.var("data"), name="bn")
+    args, outs, aux = s.infer_type(data=data)
+    assert args[1:] == [param, param] and aux == [param, param]
+    assert mx.base.dtype_name(outs[0]) == data
+    ex = s.simple_bind(mx.cpu(), data=(2, 3, 4), type_dict={"data": data})
+    assert ex.arg_dict["bn_gamma"].dtype == param and ex.aux_dict["bn_moving_var"].dtype == param
+    ex.arg_dict["data"][:] = rand((2, 3, 4), 19)
+    ex.arg_dict["bn_gamma"][:] = 1.0
+    ex.arg_dict["bn_beta"][:] = 0.0
+    ex.aux_dict["bn_moving_var"][:] = 1.0
+    ex.aux_dict["bn_moving_mean"][:] = 0.0
+    out = ex.forward(is_train=False)[0]
+    np.testing.assert_allclose(out.astype("float32").asnumpy(), ex.arg_dict["data"].astype("float32").asnumpy() / np.sqrt(1 + 1e-3),
+                               rtol=1e-2, atol=1e-2)

@@ -395,6 +395,26 @@ fn bn_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     Ok(vec![same_first(a), (Shape::from_slice(&[ch]), pd), (Shape::from_slice(&[ch]), pd)])
 }
 
+/// Unknown parameter dtypes from the data's, as MXNet infers them: float32 under
+/// float16 or bfloat16 data, the data's own type otherwise; unknown data from the
+/// parameters.
+fn bn_dtype_fill(_: &Params, dtypes: &mut [Option<DType>]) {
+    match dtypes.first().copied().flatten() {
+        Some(d) => {
+            let p = if matches!(d, DType::F16 | DType::BF16) { DType::F32 } else { d };
+            for t in dtypes.iter_mut().skip(1).filter(|t| t.is_none()) {
+                *t = Some(p);
+            }
+        }
+        None => {
+            let known = dtypes.iter().skip(1).find_map(|t| *t);
+            if let (Some(k), Some(first)) = (known, dtypes.first_mut()) {
+                *first = Some(k);
+            }
+        }
+    }
+}
+
 fn bn_fill(p: &Params, shapes: &mut [Option<Shape>]) -> Result<()> {
     let Some(Some(d)) = shapes.first().cloned() else { return Ok(()) };
     let nd = d.len() as i64;
@@ -1297,6 +1317,7 @@ and the inverse standard deviation it used.",
             bn_infer,
             bn_compute,
         )
+        .dtype_fill(bn_dtype_fill)
         .aliases(&["BatchNorm_v1"])
         .grad(bn_grad)
         .mutate(&[3, 4])
