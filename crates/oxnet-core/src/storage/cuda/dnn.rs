@@ -290,8 +290,8 @@ fn math_for(dt: DType) -> i32 {
 }
 
 fn acceptable(dt: DType, m: i32) -> bool {
-    // Measured on an H100 (cuDNN 9.19): an algorithm reported with the default math
-    // type gave TF32-sized errors (~5e-4) on a float32 filter gradient.
+    // Without TF32 allowed, only algorithms reported with FMA math: the default math
+    // type permits tensor-op (TF32) kernels on Ampere and later.
     dt != DType::F32 || allow_tf32() || m == CUDNN_FMA_MATH
 }
 
