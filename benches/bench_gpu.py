@@ -196,7 +196,11 @@ def resnet_subprocess(mode, quick, env=None):
     return float("nan")
 
 
-def resnet_oxnet(mx, ctx, steps, batch=128, mode="fp32"):
+def resnet_step(mx, ctx, batch=128, mode="fp32", hybridize=True):
+    """One ResNet-18 (model zoo resnet18_v1, 32x32, SGD momentum) training step on
+    `ctx` as a function returning the loss; `mode` fp32, amp_bf16 (amp.init) or
+    cast_bf16 (net.cast + multi_precision). Also used by tests/gpu/resnet_check.py and
+    tests/gpu/profile_step.py."""
     from oxnet import autograd, gluon
     if mode == "amp_bf16":
         from oxnet.contrib import amp
@@ -209,7 +213,8 @@ def resnet_oxnet(mx, ctx, steps, batch=128, mode="fp32"):
         net.cast("bfloat16")
         opt["multi_precision"] = True
         dtype = "bfloat16"
-    net.hybridize()
+    if hybridize:
+        net.hybridize()
     loss = gluon.loss.SoftmaxCrossEntropyLoss()
     trainer = gluon.Trainer(net.collect_params(), "sgd", opt)
     data = mx.nd.random.uniform(shape=(batch, 3, 32, 32), ctx=ctx).astype(dtype)
@@ -220,7 +225,13 @@ def resnet_oxnet(mx, ctx, steps, batch=128, mode="fp32"):
             out = loss(net(data), label)
         out.backward()
         trainer.step(batch)
+        return out
 
+    return step
+
+
+def resnet_oxnet(mx, ctx, steps, batch=128, mode="fp32"):
+    step = resnet_step(mx, ctx, batch, mode)
     step()
     mx.nd.waitall()
     t = time.perf_counter()

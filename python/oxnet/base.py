@@ -45,44 +45,42 @@ mx_real_t = np.float32
 bfloat16 = np.dtype([("bfloat16", np.uint16)])
 
 
+def _np_or_bf16(dtype):
+    """``numpy.dtype(dtype)``, with 'bfloat16' (and ml_dtypes' bfloat16) as MXNet's
+    structured stand-in; one ``numpy.dtype`` call (this runs on every array creation)."""
+    if isinstance(dtype, str) and dtype in ("bfloat16", "bf16"):
+        return bfloat16
+    d = np.dtype(dtype)
+    if d.names == ("bfloat16",) and d.itemsize == 2 or d.name == "bfloat16":
+        return bfloat16
+    return d
+
+
 def _is_bfloat16(dtype):
-    if isinstance(dtype, str):
-        return dtype in ("bfloat16", "bf16")
     try:
-        d = np.dtype(dtype)
+        return _np_or_bf16(dtype) is bfloat16
     except TypeError:
         return False
-    return d.names == ("bfloat16",) and d.itemsize == 2 or d.name == "bfloat16"
-
-
-def as_bfloat16_array(value):
-    """``value`` (array-like) as a NumPy array of MXNet's bfloat16 dtype: an array of
-    that dtype as it is; anything else through float32, rounded to nearest even."""
-    a = np.asarray(value)
-    if a.dtype == bfloat16:
-        return a
-    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
-    rounded = ((bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16))
-    # NaN stays NaN (quiet), whatever its payload.
-    nan = (bits & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
-    rounded = np.where(nan, (bits >> np.uint32(16)) | np.uint32(0x40), rounded)
-    return rounded.astype(np.uint16).view(bfloat16)
 
 
 def np_dtype(dtype):
     """``numpy.dtype(dtype)``, also for 'bfloat16' (MXNet's structured stand-in)."""
-    return bfloat16 if _is_bfloat16(dtype) else np.dtype(dtype)
+    return _np_or_bf16(dtype)
 
 
 def np_type(dtype):
     """What MXNet reports for a dtype: the NumPy scalar type (numpy.float32, ...),
     or for bfloat16 its structured dtype object."""
-    return bfloat16 if _is_bfloat16(dtype) else np.dtype(dtype).type
+    d = _np_or_bf16(dtype)
+    return d if d is bfloat16 else d.type
 
 
 def dtype_name(dtype):
     """The registry's name of a dtype: 'float32', ..., 'bfloat16'."""
-    return "bfloat16" if _is_bfloat16(dtype) else np.dtype(dtype).name
+    d = _np_or_bf16(dtype)
+    return "bfloat16" if d is bfloat16 else d.name
+
+
 string_types = (str,)
 numeric_types = (float, int, np.generic)
 integer_types = (int, np.integer)

@@ -5,38 +5,18 @@ kernels (launches wait for completion). Not a test.
     CUDA_LAUNCH_BLOCKING=1 python tests/gpu/profile_step.py fp32|cast_bf16|amp_bf16
 """
 
+import os
 import sys
 
 import oxnet as mx
-from oxnet import autograd, gluon
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benches"))
+from bench_gpu import resnet_step  # noqa: E402
 
 
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "fp32"
-    ctx = mx.gpu(0)
-    if mode == "amp_bf16":
-        from oxnet.contrib import amp
-        amp.init(target_dtype="bfloat16")
-    net = gluon.model_zoo.vision.resnet18_v1(classes=10)
-    net.initialize(mx.init.Xavier(), ctx=ctx)
-    opt = {"learning_rate": 0.05, "momentum": 0.9, "wd": 1e-4}
-    dtype = "float32"
-    if mode == "cast_bf16":
-        net.cast("bfloat16")
-        opt["multi_precision"] = True
-        dtype = "bfloat16"
-    net.hybridize()
-    lossf = gluon.loss.SoftmaxCrossEntropyLoss()
-    trainer = gluon.Trainer(net.collect_params(), "sgd", opt)
-    data = mx.nd.random.uniform(shape=(128, 3, 32, 32), ctx=ctx).astype(dtype)
-    label = mx.nd.array([i % 10 for i in range(128)], ctx=ctx).astype(dtype)
-
-    def step():
-        with autograd.record():
-            loss = lossf(net(data), label)
-        loss.backward()
-        trainer.step(128)
-
+    step = resnet_step(mx, mx.gpu(0), 128, mode)
     step()
     step()
     mx.nd.waitall()

@@ -28,37 +28,17 @@ CASES = {
 
 def one(name):
     hybridize, batch, mode, _ = CASES[name]
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benches"))
+    from bench_gpu import resnet_step
     import oxnet as mx
-    from oxnet import autograd, gluon
-    ctx = mx.gpu(0)
-    if mode == "amp":
-        from oxnet.contrib import amp
-        amp.init(target_dtype="bfloat16")
-    net = gluon.model_zoo.vision.resnet18_v1(classes=10)
-    net.initialize(mx.init.Xavier(), ctx=ctx)
-    opt = {"learning_rate": 0.05, "momentum": 0.9, "wd": 1e-4}
-    dtype = "float32"
-    if mode == "cast":
-        net.cast("bfloat16")
-        opt["multi_precision"] = True
-        dtype = "bfloat16"
-    if hybridize:
-        net.hybridize()
-    lossf = gluon.loss.SoftmaxCrossEntropyLoss()
-    trainer = gluon.Trainer(net.collect_params(), "sgd", opt)
-    data = mx.nd.random.uniform(shape=(batch, 3, 32, 32), ctx=ctx).astype(dtype)
-    label = mx.nd.array([i % 10 for i in range(batch)], ctx=ctx).astype(dtype)
+    step = resnet_step(mx, mx.gpu(0), batch, mode if mode == "fp32" else mode + "_bf16", hybridize)
     losses = []
     t = None
     for i in range(12):
         if i == 2:
             mx.nd.waitall()
             t = time.perf_counter()
-        with autograd.record():
-            loss = lossf(net(data), label)
-        loss.backward()
-        trainer.step(batch)
-        losses.append(loss)
+        losses.append(step())
     mx.nd.waitall()
     dt = time.perf_counter() - t
     losses = [float(v.astype("float32").mean().asscalar()) for v in losses]

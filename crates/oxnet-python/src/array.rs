@@ -215,11 +215,10 @@ fn numpy_types(py: Python<'_>) -> PyResult<&'static [Py<PyAny>; 13]> {
     })
 }
 
-/// `numpy.dtype([('bfloat16', numpy.uint16)])`: how MXNet shows bfloat16 to NumPy.
+/// `oxnet.base.bfloat16` (MXNet's `numpy.dtype([('bfloat16', numpy.uint16)])`): how
+/// bfloat16 is shown to NumPy; defined once, on the Python side.
 pub(crate) fn bfloat16_dtype(py: Python<'_>) -> PyResult<Py<PyAny>> {
-    let np = py.import("numpy")?;
-    let field = PyTuple::new(py, [np.getattr("str_")?.call1(("bfloat16",))?, np.getattr("uint16")?])?;
-    Ok(np.getattr("dtype")?.call1((pyo3::types::PyList::new(py, [field])?,))?.unbind())
+    Ok(py.import("oxnet.base")?.getattr("bfloat16")?.unbind())
 }
 
 /// A new NumPy array holding a copy of `a` (blocks until `a` is ready).

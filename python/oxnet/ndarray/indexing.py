@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import _core
 from ..base import MXNetError, MXNetIndexError, MXNetValueError, numeric_types, integer_types
-from ..base import _is_bfloat16, as_bfloat16_array, dtype_name
+from ..base import _is_bfloat16, dtype_name
 
 NDArray = _core.NDArray
 
@@ -385,8 +385,12 @@ def _prepare_value(self, value, out_shape, region):
 
 def _prepare_numpy(self, value, target):
     try:
+        a = np.asarray(value)
         if _is_bfloat16(self.dtype):
-            a = as_bfloat16_array(value)
+            # NumPy has no bfloat16 arithmetic: other values stay float32 here and
+            # the registry's Cast rounds them when they are written (_assign_all).
+            if a.dtype != self.dtype:
+                a = np.asarray(value, dtype=np.float32)
         else:
             a = np.asarray(value, dtype=self.dtype)
     except (TypeError, ValueError) as e:
@@ -431,7 +435,11 @@ def _assign_all(self, value, out_shape):
         _core.copyto(v, self)
     else:
         a = _prepare_numpy(self, value, tuple(out_shape) or (1,)).reshape(self.shape)
-        self._sync_copyfrom(np.ascontiguousarray(a))
+        if a.dtype != self.dtype:
+            # (float32 values for a bfloat16 array: copyto casts them)
+            _core.copyto(_nd().array(a, ctx=self.context, dtype=a.dtype), self)
+        else:
+            self._sync_copyfrom(np.ascontiguousarray(a))
 
 
 def setitem(self, key, value):

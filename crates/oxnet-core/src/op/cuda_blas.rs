@@ -294,20 +294,7 @@ fn cudnn_shape(c: &OpCall, g: &ConvGeom, nd: usize, dt: DType) -> Option<dnn::Co
     if !dnn::enabled() || c.params.bool("cudnn_off") || !(1..=3).contains(&nd) {
         return None;
     }
-    let tail = |a: [usize; 3]| a[3 - nd..].to_vec();
-    Some(dnn::ConvShape {
-        dtype: dt,
-        batch: g.batch,
-        c: g.c,
-        f: g.f,
-        groups: g.groups,
-        x: tail(g.x),
-        y: tail(g.y),
-        k: tail(g.k),
-        s: tail(g.s),
-        d: tail(g.d),
-        p: tail(g.p),
-    })
+    Some(dnn::ConvShape { dtype: dt, batch: g.batch, c: g.c, f: g.f, groups: g.groups, nd, x: g.x, y: g.y, k: g.k, s: g.s, d: g.d, p: g.p })
 }
 
 /// Reports, once per process, that cuDNN failed and im2col + cuBLAS runs instead.

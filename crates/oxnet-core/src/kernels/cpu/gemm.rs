@@ -7,10 +7,10 @@
 //! buffers and the engine guarantees exclusive access to `C` while this runs.
 
 use super::SendPtr;
-use half::f16;
+use half::{bf16, f16};
 
-/// The element types the GEMM supports: float32, float64 and float16 (float16 is
-/// multiplied with float32 accumulation).
+/// The element types the GEMM supports: float32, float64, float16 (multiplied with
+/// float32 accumulation) and bfloat16 (through float32).
 pub trait GemmElem: Copy + Send + Sync + 'static {
     fn zero() -> Self;
     fn is_zero(self) -> bool;
@@ -45,7 +45,7 @@ pub trait GemmElem: Copy + Send + Sync + 'static {
 }
 
 macro_rules! gemm_elem {
-    ($t:ty, $zero:expr, $one:expr, $to:expr, $from:expr) => {
+    ($t:ty, $zero:expr, $one:expr, $to:expr, $from:expr, $raw:path) => {
         impl GemmElem for $t {
             #[inline(always)]
             fn zero() -> Self {
@@ -83,86 +83,88 @@ macro_rules! gemm_elem {
                 ldc: usize,
                 threads: usize,
             ) {
-                // The crate computes dst := alpha·dst + beta·lhs·rhs: its alpha is our beta.
-                let par = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
-                gemm::gemm(m, n, k, c, 1, ldc as isize, !beta.is_zero(), a, csa, rsa, b, csb, rsb, beta, alpha, false, false, false, par);
+                $raw(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, ldc, threads)
             }
         }
     };
 }
-gemm_elem!(f32, 0.0f32, 1.0f32, |x: f32| x as f64, |v: f64| v as f32);
-gemm_elem!(f64, 0.0f64, 1.0f64, |x: f64| x, |v: f64| v);
-gemm_elem!(f16, f16::ZERO, f16::ONE, |x: f16| x.to_f64(), f16::from_f64);
 
-/// bfloat16 products: the operands are widened to float32 (bfloat16 is float32 with
-/// the low 16 mantissa bits dropped, so widening is exact), multiplied by the
-/// float32 kernel and rounded back to nearest-even once.
-impl GemmElem for half::bf16 {
-    #[inline(always)]
-    fn zero() -> Self {
-        half::bf16::ZERO
-    }
-    #[inline(always)]
-    fn is_zero(self) -> bool {
-        self == half::bf16::ZERO
-    }
-    #[inline(always)]
-    fn is_one(self) -> bool {
-        self == half::bf16::ONE
-    }
-    #[inline(always)]
-    fn from_f64(v: f64) -> Self {
-        half::bf16::from_f64(v)
-    }
-    #[inline(always)]
-    fn to_f64(self) -> f64 {
-        half::bf16::to_f64(self)
-    }
-    unsafe fn raw(
-        m: usize,
-        n: usize,
-        k: usize,
-        alpha: Self,
-        a: *const Self,
-        rsa: isize,
-        csa: isize,
-        b: *const Self,
-        rsb: isize,
-        csb: isize,
-        beta: Self,
-        c: *mut Self,
-        ldc: usize,
-        threads: usize,
-    ) {
-        // op(A) as a dense m×k and op(B) as a dense k×n float32 matrix.
-        let mut a32 = vec![0f32; m * k];
-        for i in 0..m {
-            for p in 0..k {
-                a32[i * k + p] = (*a.offset(i as isize * rsa + p as isize * csa)).to_f32();
-            }
-        }
-        let mut b32 = vec![0f32; k * n];
+/// The `gemm` crate's product for the types it supports.
+#[allow(clippy::too_many_arguments)]
+unsafe fn crate_raw<T: GemmElem + 'static>(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: T,
+    a: *const T,
+    rsa: isize,
+    csa: isize,
+    b: *const T,
+    rsb: isize,
+    csb: isize,
+    beta: T,
+    c: *mut T,
+    ldc: usize,
+    threads: usize,
+) {
+    // The crate computes dst := alpha·dst + beta·lhs·rhs: its alpha is our beta.
+    let par = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+    gemm::gemm(m, n, k, c, 1, ldc as isize, !beta.is_zero(), a, csa, rsa, b, csb, rsb, beta, alpha, false, false, false, par);
+}
+
+/// bfloat16 products (the `gemm` crate has no bfloat16): the operands are widened to
+/// float32 (exact: bfloat16 is float32 with the low 16 mantissa bits dropped),
+/// multiplied by the float32 kernel and rounded back to nearest-even once.
+#[allow(clippy::too_many_arguments)]
+unsafe fn bf16_raw(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: bf16,
+    a: *const bf16,
+    rsa: isize,
+    csa: isize,
+    b: *const bf16,
+    rsb: isize,
+    csb: isize,
+    beta: bf16,
+    c: *mut bf16,
+    ldc: usize,
+    threads: usize,
+) {
+    // op(A) as a dense m×k and op(B) as a dense k×n float32 matrix.
+    let mut a32 = vec![0f32; m * k];
+    for i in 0..m {
         for p in 0..k {
-            for j in 0..n {
-                b32[p * n + j] = (*b.offset(p as isize * rsb + j as isize * csb)).to_f32();
-            }
+            a32[i * k + p] = (*a.offset(i as isize * rsa + p as isize * csa)).to_f32();
         }
-        let mut c32 = vec![0f32; m * n];
-        if !beta.is_zero() {
-            for i in 0..m {
-                for j in 0..n {
-                    c32[i * n + j] = (*c.add(i * ldc + j)).to_f32();
-                }
-            }
+    }
+    let mut b32 = vec![0f32; k * n];
+    for p in 0..k {
+        for j in 0..n {
+            b32[p * n + j] = (*b.offset(p as isize * rsb + j as isize * csb)).to_f32();
         }
-        f32::raw(m, n, k, alpha.to_f32(), a32.as_ptr(), k as isize, 1, b32.as_ptr(), n as isize, 1, beta.to_f32(), c32.as_mut_ptr(), n, threads);
+    }
+    let mut c32 = vec![0f32; m * n];
+    if !beta.is_zero() {
         for i in 0..m {
             for j in 0..n {
-                *c.add(i * ldc + j) = half::bf16::from_f32(c32[i * n + j]);
+                c32[i * n + j] = (*c.add(i * ldc + j)).to_f32();
             }
+        }
+    }
+    crate_raw::<f32>(m, n, k, alpha.to_f32(), a32.as_ptr(), k as isize, 1, b32.as_ptr(), n as isize, 1, beta.to_f32(), c32.as_mut_ptr(), n, threads);
+    for i in 0..m {
+        for j in 0..n {
+            *c.add(i * ldc + j) = bf16::from_f32(c32[i * n + j]);
         }
     }
 }
+
+gemm_elem!(f32, 0.0f32, 1.0f32, |x: f32| x as f64, |v: f64| v as f32, crate_raw);
+gemm_elem!(f64, 0.0f64, 1.0f64, |x: f64| x, |v: f64| v, crate_raw);
+gemm_elem!(f16, f16::ZERO, f16::ONE, |x: f16| x.to_f64(), f16::from_f64, crate_raw);
+gemm_elem!(bf16, bf16::ZERO, bf16::ONE, |x: bf16| x.to_f64(), crate::dtype::bf16_from_f64, bf16_raw);
 
 /// Per-matrix work (multiply-adds) below which a matrix is multiplied on one
 /// thread; batches of such matrices are split across the pool instead.

@@ -74,32 +74,22 @@ __device__ __forceinline__ unsigned long long ox_splitmix64(unsigned long long z
 __device__ __forceinline__ double ox_uniform01(unsigned long long key, unsigned long long i) {
   return (double)(ox_splitmix64(key ^ ox_splitmix64(i)) >> 11) * (1.0 / 9007199254740992.0);
 }
-/* atomic add into a float16 (compare-and-swap on the aligned 32-bit word). */
-__device__ __forceinline__ void ox_atomic_add(ox_f16* a, float v) {
+/* atomic add into a 16-bit float (ox_f16 or ox_bf16): compare-and-swap on the aligned
+   32-bit word holding it. */
+template <typename H> __device__ __forceinline__ void ox_atomic_add_16(H* a, float v) {
   unsigned int* base = (unsigned int*)((unsigned long long)a & ~3ULL);
   const unsigned int shift = ((unsigned long long)a & 2ULL) ? 16u : 0u;
   unsigned int old = *base, assumed;
   do {
     assumed = old;
-    ox_f16 h; h.x = (unsigned short)((assumed >> shift) & 0xffffu);
-    ox_f16 r = Ox<ox_f16>::st(Ox<ox_f16>::ld(h) + v);
+    H h; h.x = (unsigned short)((assumed >> shift) & 0xffffu);
+    H r = Ox<H>::st(Ox<H>::ld(h) + v);
     const unsigned int nw = (assumed & ~(0xffffu << shift)) | ((unsigned int)r.x << shift);
     old = atomicCAS(base, assumed, nw);
   } while (assumed != old);
 }
-/* atomic add into a bfloat16, likewise. */
-__device__ __forceinline__ void ox_atomic_add(ox_bf16* a, float v) {
-  unsigned int* base = (unsigned int*)((unsigned long long)a & ~3ULL);
-  const unsigned int shift = ((unsigned long long)a & 2ULL) ? 16u : 0u;
-  unsigned int old = *base, assumed;
-  do {
-    assumed = old;
-    ox_bf16 h; h.x = (unsigned short)((assumed >> shift) & 0xffffu);
-    ox_bf16 r = Ox<ox_bf16>::st(Ox<ox_bf16>::ld(h) + v);
-    const unsigned int nw = (assumed & ~(0xffffu << shift)) | ((unsigned int)r.x << shift);
-    old = atomicCAS(base, assumed, nw);
-  } while (assumed != old);
-}
+__device__ __forceinline__ void ox_atomic_add(ox_f16* a, float v) { ox_atomic_add_16(a, v); }
+__device__ __forceinline__ void ox_atomic_add(ox_bf16* a, float v) { ox_atomic_add_16(a, v); }
 __device__ __forceinline__ void ox_atomic_add(float* a, float v) { atomicAdd(a, v); }
 __device__ __forceinline__ void ox_atomic_add(double* a, double v) { atomicAdd(a, v); }
 

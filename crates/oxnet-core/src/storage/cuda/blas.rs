@@ -102,48 +102,25 @@ struct H(Handle);
 // overlap; every use holds the device's handle lock.
 unsafe impl Send for H {}
 
-/// Each device's handle, read without a lock per GEMM (made once, under `MAKING`).
-static HANDLES: [OnceLock<&'static Mutex<H>>; super::MAX_DEVICES] = [const { OnceLock::new() }; super::MAX_DEVICES];
-static MAKING: Mutex<()> = Mutex::new(());
+/// Each device's handle, read without a lock per GEMM.
+static HANDLES: super::DeviceSlots<H> = super::DeviceSlots::new();
 
 const CUBLAS_DEFAULT_MATH: i32 = 0;
 const CUBLAS_TF32_TENSOR_OP_MATH: i32 = 3;
 
-/// Whether float32 GEMMs may use TF32 tensor cores (MXNet's
-/// `MXNET_CUDA_ALLOW_TENSOR_CORE_CONVERSION`; off by default, like PyTorch's
-/// `allow_tf32` for matmul, so float32 results match the CPU's).
-fn allow_tf32() -> bool {
-    static V: OnceLock<bool> = OnceLock::new();
-    *V.get_or_init(|| {
-        ["OXNET_CUDA_ALLOW_TF32", "MXNET_CUDA_ALLOW_TENSOR_CORE_CONVERSION"]
-            .iter()
-            .any(|k| std::env::var(k).is_ok_and(|v| v.trim() == "1" || v.trim().eq_ignore_ascii_case("true")))
-    })
-}
-
 fn handle(d: &Device) -> Result<&'static Mutex<H>> {
-    // The device exists, so its id is a valid slot.
-    let slot = &HANDLES[d.ctx.dev_id as usize];
-    if let Some(h) = slot.get() {
-        return Ok(h);
-    }
-    let _making = MAKING.lock();
-    if let Some(h) = slot.get() {
-        return Ok(h);
-    }
-    let a = api().map_err(|e| Error::new(format!("{}: {e}", d.ctx)))?;
-    d.cu.bind_to_thread().map_err(|e| super::driver_err(d.ctx, "binding the context", e))?;
-    let mut h: Handle = std::ptr::null_mut();
-    // SAFETY: h is an out parameter; the device's context is current.
-    check(d, "cublasCreate", unsafe { (a.create)(&mut h) })?;
-    // SAFETY: h is a live handle and the stream belongs to the same context.
-    check(d, "cublasSetStream", unsafe { (a.set_stream)(h, d.stream.cu_stream() as *mut c_void) })?;
-    let mode = if allow_tf32() { CUBLAS_TF32_TENSOR_OP_MATH } else { CUBLAS_DEFAULT_MATH };
-    // SAFETY: h is a live handle.
-    check(d, "cublasSetMathMode", unsafe { (a.set_math_mode)(h, mode) })?;
-    let h: &'static Mutex<H> = Box::leak(Box::new(Mutex::new(H(h))));
-    let _ = slot.set(h);
-    Ok(h)
+    HANDLES.get_or_make(d, || {
+        let a = api().map_err(|e| Error::new(format!("{}: {e}", d.ctx)))?;
+        let mut h: Handle = std::ptr::null_mut();
+        // SAFETY: h is an out parameter; the device's context is current.
+        check(d, "cublasCreate", unsafe { (a.create)(&mut h) })?;
+        // SAFETY: h is a live handle and the stream belongs to the same context.
+        check(d, "cublasSetStream", unsafe { (a.set_stream)(h, d.stream.cu_stream() as *mut c_void) })?;
+        let mode = if super::allow_tf32() { CUBLAS_TF32_TENSOR_OP_MATH } else { CUBLAS_DEFAULT_MATH };
+        // SAFETY: h is a live handle.
+        check(d, "cublasSetMathMode", unsafe { (a.set_math_mode)(h, mode) })?;
+        Ok(H(h))
+    })
 }
 
 fn check(d: &Device, what: &str, s: Status) -> Result<()> {

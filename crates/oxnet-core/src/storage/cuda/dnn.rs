@@ -175,27 +175,17 @@ struct H(Handle);
 // overlap; every use holds its lock.
 unsafe impl Send for H {}
 
-static HANDLES: [OnceLock<&'static Mutex<H>>; super::MAX_DEVICES] = [const { OnceLock::new() }; super::MAX_DEVICES];
-static MAKING: Mutex<()> = Mutex::new(());
+static HANDLES: super::DeviceSlots<H> = super::DeviceSlots::new();
 
 fn handle(d: &Device, a: &Api) -> Result<&'static Mutex<H>> {
-    let slot = &HANDLES[d.ctx.dev_id as usize];
-    if let Some(h) = slot.get() {
-        return Ok(h);
-    }
-    let _making = MAKING.lock();
-    if let Some(h) = slot.get() {
-        return Ok(h);
-    }
-    d.cu.bind_to_thread().map_err(|e| super::driver_err(d.ctx, "binding the context", e))?;
-    let mut h: Handle = std::ptr::null_mut();
-    // SAFETY: out parameter; the device's context is current.
-    check(d, a, "cudnnCreate", unsafe { (a.create)(&mut h) })?;
-    // SAFETY: live handle; the stream belongs to the same context.
-    check(d, a, "cudnnSetStream", unsafe { (a.set_stream)(h, d.stream.cu_stream() as *mut c_void) })?;
-    let h: &'static Mutex<H> = Box::leak(Box::new(Mutex::new(H(h))));
-    let _ = slot.set(h);
-    Ok(h)
+    HANDLES.get_or_make(d, || {
+        let mut h: Handle = std::ptr::null_mut();
+        // SAFETY: out parameter; the device's context is current.
+        check(d, a, "cudnnCreate", unsafe { (a.create)(&mut h) })?;
+        // SAFETY: live handle; the stream belongs to the same context.
+        check(d, a, "cudnnSetStream", unsafe { (a.set_stream)(h, d.stream.cu_stream() as *mut c_void) })?;
+        Ok(H(h))
+    })
 }
 
 const CUDNN_DATA_FLOAT: i32 = 0;
@@ -212,21 +202,23 @@ const CUDNN_FMA_MATH: i32 = 3;
 const WS_LIMIT: usize = 1 << 29;
 
 /// A convolution in cuDNN's terms: NC(D)HW data, KC(D)HW filters, symmetric padding.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+/// Plain data (no allocation): it is the plan cache's key on every call.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct ConvShape {
     pub dtype: DType,
     pub batch: usize,
     pub c: usize,
     pub f: usize,
     pub groups: usize,
-    /// Spatial sizes of input, output and kernel, strides, dilations, paddings
-    /// (1 to 3 dims).
-    pub x: Vec<usize>,
-    pub y: Vec<usize>,
-    pub k: Vec<usize>,
-    pub s: Vec<usize>,
-    pub d: Vec<usize>,
-    pub p: Vec<usize>,
+    /// Spatial dims (1 to 3): the last `nd` entries of the arrays below are used.
+    pub nd: usize,
+    /// Spatial sizes of input, output and kernel, strides, dilations, paddings.
+    pub x: [usize; 3],
+    pub y: [usize; 3],
+    pub k: [usize; 3],
+    pub s: [usize; 3],
+    pub d: [usize; 3],
+    pub p: [usize; 3],
 }
 
 struct Plan {
@@ -247,14 +239,7 @@ unsafe impl Sync for Plan {}
 type PlanKey = (i32, ConvShape);
 static PLANS: OnceLock<Mutex<HashMap<PlanKey, Arc<Plan>>>> = OnceLock::new();
 
-fn allow_tf32() -> bool {
-    static V: OnceLock<bool> = OnceLock::new();
-    *V.get_or_init(|| {
-        ["OXNET_CUDA_ALLOW_TF32", "MXNET_CUDA_ALLOW_TENSOR_CORE_CONVERSION"]
-            .iter()
-            .any(|k| std::env::var(k).is_ok_and(|v| v.trim() == "1" || v.trim().eq_ignore_ascii_case("true")))
-    })
-}
+use super::allow_tf32;
 
 fn types(dt: DType) -> Option<(i32, i32)> {
     match dt {
@@ -319,7 +304,7 @@ fn pick(perfs: &[AlgoPerf], dt: DType, dir: Dir) -> Option<(i32, usize)> {
 fn make_plan(d: &Device, a: &Api, h: Handle, g: &ConvShape) -> Result<Plan> {
     let (data, compute) = types(g.dtype).ok_or_else(|| Error::new(format!("cuDNN: dtype {} is not supported", g.dtype.name())))?;
     // 1-D convolutions run as 2-D with a height of one (cuDNN wants 4 or 5 dims).
-    let mut sp: Vec<[usize; 6]> = (0..g.x.len()).map(|i| [g.x[i], g.y[i], g.k[i], g.s[i], g.d[i], g.p[i]]).collect();
+    let mut sp: Vec<[usize; 6]> = (3 - g.nd..3).map(|i| [g.x[i], g.y[i], g.k[i], g.s[i], g.d[i], g.p[i]]).collect();
     if sp.len() == 1 {
         sp.insert(0, [1, 1, 1, 1, 1, 0]);
     }
@@ -393,7 +378,7 @@ fn verbose() -> bool {
 
 fn plan(d: &Device, a: &Api, h: Handle, g: &ConvShape) -> Result<Arc<Plan>> {
     let map = PLANS.get_or_init(|| Mutex::new(HashMap::new()));
-    let key = (d.ctx.dev_id, g.clone());
+    let key = (d.ctx.dev_id, *g);
     if let Some(p) = map.lock().get(&key) {
         return Ok(p.clone());
     }

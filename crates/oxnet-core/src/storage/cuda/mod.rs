@@ -114,6 +114,50 @@ pub struct Device {
     functions: Mutex<HashMap<String, CudaFunction>>,
 }
 
+/// One library handle per device (cuBLAS, cuDNN): made once by the first caller,
+/// then read without a lock; calls on a handle hold its mutex.
+pub(crate) struct DeviceSlots<H: 'static> {
+    slots: [OnceLock<&'static Mutex<H>>; MAX_DEVICES],
+    making: Mutex<()>,
+}
+
+impl<H: Send + 'static> DeviceSlots<H> {
+    pub(crate) const fn new() -> Self {
+        DeviceSlots { slots: [const { OnceLock::new() }; MAX_DEVICES], making: Mutex::new(()) }
+    }
+
+    /// The device's handle, made by `make` (with the device's context current) the
+    /// first time.
+    pub(crate) fn get_or_make(&self, d: &Device, make: impl FnOnce() -> Result<H>) -> Result<&'static Mutex<H>> {
+        // The device exists, so its id is a valid slot.
+        let slot = &self.slots[d.ctx.dev_id as usize];
+        if let Some(h) = slot.get() {
+            return Ok(h);
+        }
+        let _making = self.making.lock();
+        if let Some(h) = slot.get() {
+            return Ok(h);
+        }
+        d.cu.bind_to_thread().map_err(|e| driver_err(d.ctx, "binding the context", e))?;
+        let h: &'static Mutex<H> = Box::leak(Box::new(Mutex::new(make()?)));
+        let _ = slot.set(h);
+        Ok(h)
+    }
+}
+
+/// Whether float32 products (cuBLAS GEMMs, cuDNN convolutions) may use TF32 tensor
+/// cores (MXNet's `MXNET_CUDA_ALLOW_TENSOR_CORE_CONVERSION`, or
+/// `OXNET_CUDA_ALLOW_TF32`; off by default, like PyTorch's `allow_tf32` for matmul,
+/// so float32 results match the CPU's).
+pub(crate) fn allow_tf32() -> bool {
+    static V: OnceLock<bool> = OnceLock::new();
+    *V.get_or_init(|| {
+        ["OXNET_CUDA_ALLOW_TF32", "MXNET_CUDA_ALLOW_TENSOR_CORE_CONVERSION"]
+            .iter()
+            .any(|k| std::env::var(k).is_ok_and(|v| v.trim() == "1" || v.trim().eq_ignore_ascii_case("true")))
+    })
+}
+
 type KernelTable = HashMap<(i32, u64), ([Box<str>; 3], sys::CUfunction)>;
 
 thread_local! {
