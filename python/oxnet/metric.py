@@ -93,6 +93,15 @@ def check_label_shapes(labels, preds, wrap=False, shape=False):
     return labels, preds
 
 
+def _scalar(v):
+    """A NumPy scalar mean as a Python float: under NumPy 2 an ``np.float64`` prints as
+    ``np.float64(0.5)``, and a Python float compares with float32 results as MXNet's
+    float64 means did under NumPy 1."""
+    if isinstance(v, (numpy.floating, numpy.integer)):
+        return float(v)
+    return v
+
+
 def _wrap(labels, preds):
     if isinstance(labels, (NDArray, numpy.ndarray)):
         labels = [labels]
@@ -173,7 +182,7 @@ class EvalMetric:
         """``(name, value)``: the mean since the last reset (NaN when empty)."""
         if self.num_inst == 0:
             return (self.name, float("nan"))
-        return (self.name, self.sum_metric / self.num_inst)
+        return (self.name, _scalar(self.sum_metric / self.num_inst))
 
     def get_global(self):
         """``(name, value)`` over everything since the last full ``reset``."""
@@ -181,7 +190,7 @@ class EvalMetric:
             return self.get()
         if self.global_num_inst == 0:
             return (self.name, float("nan"))
-        return (self.name, self.global_sum_metric / self.global_num_inst)
+        return (self.name, _scalar(self.global_sum_metric / self.global_num_inst))
 
     def get_name_value(self):
         """``[(name, value), ...]``."""

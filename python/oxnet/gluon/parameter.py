@@ -160,7 +160,8 @@ class Parameter:
 
     @dtype.setter
     def dtype(self, dtype):
-        self._dtype = dtype
+        # As MXNet's: assigning a dtype casts the parameter's arrays.
+        self.cast(dtype)
 
     @property
     def shape(self):
@@ -479,7 +480,7 @@ class Parameter:
 
     def cast(self, dtype):
         """Casts data and gradient to ``dtype``."""
-        self.dtype = dtype
+        self._dtype = dtype
         if self._data is None:
             return
         with _pause():
