@@ -152,3 +152,27 @@ def test_unknown_dist_types_are_errors():
         mx.kv.create("dist_syncc")
     with pytest.raises(mx.base.MXNetError, match="horovod"):
         mx.kv.create("horovod")
+
+
+def _final_accuracy(out):
+    lines = [l for l in out.splitlines() if l.startswith("final test accuracy")]
+    assert lines, out[-4000:]
+    return float(lines[-1].split()[3])
+
+
+@need_mpi
+def test_seed_cnn_trains_on_two_workers_as_on_one_process(tmp_path):
+    # examples/train_mnist.py (the seed CNN) through the launcher: 2 workers + 1 server,
+    # each worker on its half of the digits with half the batch, against one process
+    script = os.path.join(ROOT, "examples", "train_mnist.py")
+    one = subprocess.run([sys.executable, script, "--epochs", "3"], env=_env(tmp_path),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300, text=True)
+    assert one.returncode == 0, one.stdout[-4000:]
+    cmd = [sys.executable, "-m", "oxnet.tools.launch", "-n", "2", "-s", "1",
+           sys.executable, script, "--epochs", "3", "--kvstore", "dist_sync"]
+    dist = subprocess.run(cmd, env=_env(tmp_path), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, timeout=300, text=True)
+    assert dist.returncode == 0, dist.stdout[-4000:]
+    a1, a2 = _final_accuracy(one.stdout), _final_accuracy(dist.stdout)
+    assert a1 > 0.9 and a2 > 0.9, (a1, a2)
+    assert abs(a1 - a2) < 0.02, (a1, a2)
