@@ -176,3 +176,18 @@ def test_seed_cnn_trains_on_two_workers_as_on_one_process(tmp_path):
     a1, a2 = _final_accuracy(one.stdout), _final_accuracy(dist.stdout)
     assert a1 > 0.9 and a2 > 0.9, (a1, a2)
     assert abs(a1 - a2) < 0.02, (a1, a2)
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 1000, 4097])
+def test_two_bit_wire_format_round_trips(n):
+    # the packed form of 2-bit compressed gradients: 4 values a byte, exact round trip
+    import numpy as np
+    from oxnet.kvstore import dist
+    rng = np.random.RandomState(n)
+    t = np.float32(0.37)
+    vals = rng.choice(np.array([t, -t, 0.0], dtype=np.float32), size=n)
+    packed = dist._pack_2bit(vals)
+    assert packed.dtype == np.uint8 and packed.size == -(-n // 4)
+    out = np.full(n, np.nan, dtype=np.float32)
+    dist._unpack_2bit(packed, n, t, out)
+    np.testing.assert_array_equal(out, vals)

@@ -158,6 +158,29 @@ for it, gg in enumerate(gs):
     res = v - q
     check(np.allclose(val(oc), q * W), "2bit step %d: %s vs %s" % (it, val(oc), q * W))
 
+# ... and the quantised values travel packed, 2 bits each (1/16 of float32's bytes)
+sent = []
+orig_request = kvc._ctx.request
+
+
+def recording_request(server, header, data=None):
+    if header.get("op") == "push":
+        sent.append((header.get("comp"), memoryview(data).nbytes))
+    return orig_request(server, header, data)
+
+
+kvc._ctx.request = recording_request
+g = np.random.RandomState(3).uniform(-1, 1, 1001).astype(np.float32)
+kvc.init(1, mx.nd.zeros((1001,)))
+kvc.push(1, mx.nd.array(g))
+o1 = mx.nd.zeros((1001,))
+kvc.pull(1, out=o1)
+q = np.where(g >= 0.5, 0.5, np.where(g <= -0.5, -0.5, 0.0)).astype(np.float32)
+check(np.allclose(val(o1), q * W), "2bit packed: %s vs %s" % (val(o1)[:8], (q * W)[:8]))
+kvc._ctx.request = orig_request
+check(sum(b for _, b in sent) == 251 and all(c == 0.5 for c, _ in sent),
+      "2bit: 1001 values sent as %s" % sent)
+
 # async store: an optimizer is required; with one, every push is applied
 kva = mx.kv.create("dist_async")
 kva.init(0, mx.nd.zeros((3,)))
