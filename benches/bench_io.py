@@ -1,11 +1,15 @@
-"""Data pipeline benchmark: ``ImageRecordIter`` of oxnet against MXNet 1.9.1's
-(OpenCV) in one run, on the same ``.rec`` with the same settings: 224x224 random
-crop after resizing the shorter edge to 256, random mirror, mean/std
-normalisation, batch 64, 2 decode threads, 3 epochs (images/s, best epoch).
+"""Data pipeline benchmark: oxnet against MXNet 1.9.1 (OpenCV) in one run, on the
+same photos with the same settings, images/s of the best of 3 epochs:
 
-    python benches/bench_io.py [--rec PATH] [--record]
+- ``ImageRecordIter`` on a ``.rec``: 224x224 random crop after resizing the shorter
+  edge to 256, random mirror, mean/std normalisation, batch 64, 2 decode threads;
+- ``gluon.data.vision.ImageFolderDataset`` + ``DataLoader`` on the JPEG folder tree:
+  ``RandomResizedCrop(224)``, ``RandomFlipLeftRight``, ``ToTensor``, ``Normalize``,
+  batch 64, 2 worker processes.
 
-``--rec`` defaults to ../shared/data/photos/train.rec (600 photos written by MXNet
+    python benches/bench_io.py [--rec PATH] [--folder PATH] [--record]
+
+``--rec``/``--folder`` default to ../shared/data/photos (600 photos written by MXNet
 1.9.1), else the committed 45-image fixture. Each backend runs in its own process
 (this script with --worker NAME); MXNet comes from $MXNET_PYTHON,
 benches/.mxnet-venv or /opt/mxnet-venv.
@@ -29,18 +33,18 @@ SETTINGS = dict(data_shape=(3, 224, 224), batch_size=64, resize=256, rand_crop=T
                 std_g=57.12, std_b=57.375, preprocess_threads=2, shuffle=False)
 
 
-def default_rec():
-    shared = os.path.join(HERE, "..", "..", "shared", "data", "photos", "train.rec")
+def _default(name):
+    shared = os.path.join(HERE, "..", "..", "shared", "data", "photos", name)
     if os.path.exists(shared):
         return os.path.abspath(shared)
-    return os.path.join(HERE, "..", "tests", "fixtures", "photos", "train.rec")
+    return os.path.join(HERE, "..", "tests", "fixtures", "photos", name)
 
 
-def worker(name, rec):
-    if name == "oxnet":
-        import oxnet as mx
-    else:
-        import mxnet as mx
+def default_rec():
+    return _default("train.rec")
+
+
+def rec_epochs(mx, rec):
     it = mx.io.ImageRecordIter(path_imgrec=rec, **SETTINGS)
     best = 0.0
     for _ in range(EPOCHS):
@@ -51,13 +55,41 @@ def worker(name, rec):
             b.data[0].wait_to_read()
             n += b.data[0].shape[0] - b.pad
         best = max(best, n / (time.perf_counter() - t))
-    return {"images_per_s": best, "version": getattr(mx, "__version__", "?")}
+    return best
 
 
-def run(python, name, rec):
+def folder_epochs(mx, folder):
+    from_gluon = mx.gluon.data
+    T = from_gluon.vision.transforms
+    tf = T.Compose([T.RandomResizedCrop(224), T.RandomFlipLeftRight(), T.ToTensor(),
+                    T.Normalize(mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))])
+    ds = from_gluon.vision.ImageFolderDataset(folder).transform_first(tf)
+    loader = from_gluon.DataLoader(ds, batch_size=64, shuffle=False, num_workers=2,
+                                   last_batch="keep")
+    best = 0.0
+    for _ in range(EPOCHS):
+        n = 0
+        t = time.perf_counter()
+        for x, _y in loader:
+            x.wait_to_read()
+            n += x.shape[0]
+        best = max(best, n / (time.perf_counter() - t))
+    return best
+
+
+def worker(name, case, path):
+    if name == "oxnet":
+        import oxnet as mx
+    else:
+        import mxnet as mx
+    ips = rec_epochs(mx, path) if case == "rec" else folder_epochs(mx, path)
+    return {"images_per_s": ips, "version": getattr(mx, "__version__", "?")}
+
+
+def run(python, name, case, path):
     import subprocess
-    r = subprocess.run([python, os.path.abspath(__file__), "--worker", name, "--rec", rec],
-                       capture_output=True, text=True)
+    r = subprocess.run([python, os.path.abspath(__file__), "--worker", name, "--case", case,
+                        "--path", path], capture_output=True, text=True)
     if r.returncode != 0:
         print("[%s failed]\n%s" % (name, r.stderr[-2000:]), file=sys.stderr)
         return None
@@ -67,21 +99,27 @@ def run(python, name, rec):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--worker")
+    ap.add_argument("--case")
+    ap.add_argument("--path")
     ap.add_argument("--rec", default=default_rec())
+    ap.add_argument("--folder", default=_default("folder"))
     ap.add_argument("--record", action="store_true")
     args = ap.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker, args.rec)))
+        print(json.dumps(worker(args.worker, args.case, args.path)))
         return
-    ox = run(sys.executable, "oxnet", args.rec)
     mxpy = mxnet_python()
-    mxr = run(mxpy, "mxnet", args.rec) if mxpy else None
     lines = ["| case | oxnet | mxnet | oxnet vs mxnet |", "|---|---|---|---|"]
     cell = lambda r: "%.0f" % r["images_per_s"] if r else "-"  # noqa: E731
-    ratio = "%.2fx" % (ox["images_per_s"] / mxr["images_per_s"]) if ox and mxr else "-"
-    lines.append("| ImageRecordIter %s, 224 crop+mirror+normalise, batch 64, 2 threads "
-                 "(images/s) | %s | %s | %s |" % (os.path.basename(args.rec), cell(ox), cell(mxr),
-                                                  ratio))
+    cases = [("rec", args.rec, "ImageRecordIter %s, resize 256, 224 crop+mirror+normalise, "
+              "batch 64, 2 threads (images/s)" % os.path.basename(args.rec)),
+             ("folder", args.folder, "ImageFolderDataset + DataLoader, RandomResizedCrop 224 + "
+              "flip + ToTensor + Normalize, batch 64, 2 workers (images/s)")]
+    for case, path, label in cases:
+        ox = run(sys.executable, "oxnet", case, path)
+        mxr = run(mxpy, "mxnet", case, path) if mxpy else None
+        ratio = "%.2fx" % (ox["images_per_s"] / mxr["images_per_s"]) if ox and mxr else "-"
+        lines.append("| %s | %s | %s | %s |" % (label, cell(ox), cell(mxr), ratio))
     lines.append("(ratios > 1 mean oxnet is faster)")
     table = "\n".join(lines)
     print(table)

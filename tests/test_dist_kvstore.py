@@ -174,8 +174,10 @@ def test_seed_cnn_trains_on_two_workers_as_on_one_process(tmp_path):
                           stderr=subprocess.STDOUT, timeout=300, text=True)
     assert dist.returncode == 0, dist.stdout[-4000:]
     a1, a2 = _final_accuracy(one.stdout), _final_accuracy(dist.stdout)
+    # (the example shuffles with NumPy's unseeded generator: one process alone lands
+    # anywhere in about 0.93-0.96 after 3 epochs)
     assert a1 > 0.9 and a2 > 0.9, (a1, a2)
-    assert abs(a1 - a2) < 0.02, (a1, a2)
+    assert abs(a1 - a2) < 0.05, (a1, a2)
 
 
 @pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 1000, 4097])

@@ -45,14 +45,29 @@ mx_real_t = np.float32
 bfloat16 = np.dtype([("bfloat16", np.uint16)])
 
 
+_DTYPES = {}
+_NAMES = {}
+
+
 def _np_or_bf16(dtype):
     """``numpy.dtype(dtype)``, with 'bfloat16' (and ml_dtypes' bfloat16) as MXNet's
-    structured stand-in; one ``numpy.dtype`` call (this runs on every array creation)."""
+    structured stand-in. This runs on every array creation: answers are cached by the
+    (hashable) dtype given."""
+    try:
+        return _DTYPES[dtype]
+    except (KeyError, TypeError):
+        pass
     if isinstance(dtype, str) and dtype in ("bfloat16", "bf16"):
-        return bfloat16
-    d = np.dtype(dtype)
-    if d.names == ("bfloat16",) and d.itemsize == 2 or d.name == "bfloat16":
-        return bfloat16
+        d = bfloat16
+    else:
+        d = np.dtype(dtype)
+        if d.names == ("bfloat16",) and d.itemsize == 2 or d.name == "bfloat16":
+            d = bfloat16
+    try:
+        if len(_DTYPES) < 1024:
+            _DTYPES[dtype] = d
+    except TypeError:
+        pass
     return d
 
 
@@ -78,7 +93,11 @@ def np_type(dtype):
 def dtype_name(dtype):
     """The registry's name of a dtype: 'float32', ..., 'bfloat16'."""
     d = _np_or_bf16(dtype)
-    return "bfloat16" if d is bfloat16 else d.name
+    try:
+        return _NAMES[d]
+    except KeyError:
+        name = _NAMES[d] = "bfloat16" if d is bfloat16 else d.name
+        return name
 
 
 string_types = (str,)

@@ -186,7 +186,11 @@ class ImageRecordIter(DataIter):
         seeds = [int(s) for s in self._aug_rng.randint(0, 2 ** 63 - 1, size=len(idx),
                                                        dtype=np.int64)]
         c, h, w = self.data_shape
-        data = np.empty((self.batch_size, c, h, w), dtype=np.float32)
+        # one staging buffer per iterator (one producer at a time; nd.array copies out
+        # of it), so its pages are not faulted in again for every batch
+        data = getattr(self, "_staging", None)
+        if data is None or data.shape != (self.batch_size, c, h, w):
+            data = self._staging = np.empty((self.batch_size, c, h, w), dtype=np.float32)
         label = np.empty((self.batch_size, self.label_width), dtype=np.float32)
         _core.image_record_batch(recs, names, seeds, self._ints, self._floats, self.threads,
                                  data, label)

@@ -13,7 +13,7 @@
 //! record bytes), the engine.
 
 use super::image::decode;
-use super::imgproc::{crop_u8, resize_u8};
+use super::imgproc::{crop_u8, resize_crop_u8, resize_u8};
 use super::recordio::unpack_header;
 use crate::error::{Error, Result};
 use rayon::prelude::*;
@@ -113,11 +113,14 @@ pub fn process_record(rec: &[u8], p: &AugParams, seed: u64, out: &mut [f32], lab
     let img = decode(&rec[off..], flag, true).map_err(ctx)?;
     let c = img.c;
     let (mut h, mut w, mut data) = (img.h, img.w, img.data);
+    // A resize still to apply: (from h x w, interpolation); the last one is fused with
+    // the crop (only the cropped window is computed).
+    let mut pending: Option<(usize, usize, i32)> = None;
     if p.resize > 0 {
         let (nh, nw) = super::imgproc::short_side_size(h, w, p.resize as usize);
         if (nh, nw) != (h, w) {
             let m = interp_for(p.inter_method, h, w, nh, nw, &mut rng);
-            data = resize_u8(&data, h, w, c, nh, nw, m).map_err(ctx)?;
+            pending = Some((h, w, m));
             h = nh;
             w = nw;
         }
@@ -129,8 +132,11 @@ pub fn process_record(rec: &[u8], p: &AugParams, seed: u64, out: &mut [f32], lab
         let nw = ((w as f32 * s * sq).round() as usize).max(1);
         let nh = ((h as f32 * s / sq).round() as usize).max(1);
         if (nh, nw) != (h, w) {
+            if let Some((sh, sw, m)) = pending.take() {
+                data = resize_u8(&data, sh, sw, c, h, w, m).map_err(ctx)?;
+            }
             let m = interp_for(p.inter_method, h, w, nh, nw, &mut rng);
-            data = resize_u8(&data, h, w, c, nh, nw, m).map_err(ctx)?;
+            pending = Some((h, w, m));
             h = nh;
             w = nw;
         }
@@ -142,11 +148,16 @@ pub fn process_record(rec: &[u8], p: &AugParams, seed: u64, out: &mut [f32], lab
         )));
     }
     let (y0, x0) = if p.rand_crop { (rng.upto(h - ch), rng.upto(w - cw)) } else { ((h - ch) / 2, (w - cw) / 2) };
-    let crop = if (y0, x0, ch, cw) == (0, 0, h, w) { data } else { crop_u8(&data, w, c, y0, x0, ch, cw) };
+    let crop = match pending {
+        Some((sh, sw, m)) => resize_crop_u8(&data, sh, sw, c, (h, w), m, (y0, x0), (ch, cw)).map_err(ctx)?,
+        None if (y0, x0, ch, cw) == (0, 0, h, w) => data,
+        None => crop_u8(&data, w, c, y0, x0, ch, cw),
+    };
     let flip = p.mirror || (p.rand_mirror && rng.next_u64() & 1 == 1);
+    let jitter = c == 3 && (p.brightness > 0.0 || p.contrast > 0.0 || p.saturation > 0.0);
     // colour jitter, as MXNet: factors on the whole image
-    let mut fl: Vec<f32> = crop.iter().map(|&v| v as f32).collect();
-    if c == 3 && (p.brightness > 0.0 || p.contrast > 0.0 || p.saturation > 0.0) {
+    let mut fl: Vec<f32> = if jitter { crop.iter().map(|&v| v as f32).collect() } else { Vec::new() };
+    if jitter {
         let gray_of = |px: &[f32]| 0.299 * px[0] + 0.587 * px[1] + 0.114 * px[2];
         if p.brightness > 0.0 {
             let a = 1.0 + rng.range(-p.brightness, p.brightness);
@@ -174,13 +185,38 @@ pub fn process_record(rec: &[u8], p: &AugParams, seed: u64, out: &mut [f32], lab
         }
     }
     let plane = ch * cw;
-    for y in 0..ch {
-        for x in 0..cw {
-            let sx = if flip { cw - 1 - x } else { x };
-            let src = &fl[(y * cw + sx) * c..][..c];
-            for k in 0..c {
-                let v = src[k] + if c == 3 { shift[k] } else { 0.0 };
-                out[k * plane + y * cw + x] = (v - p.mean[k]) / p.std[k] * p.scale;
+    let norm = |k: usize, v: f32| (v + if c == 3 { shift[k] } else { 0.0 } - p.mean[k]) / p.std[k] * p.scale;
+    if jitter {
+        for y in 0..ch {
+            for x in 0..cw {
+                let sx = if flip { cw - 1 - x } else { x };
+                let src = &fl[(y * cw + sx) * c..][..c];
+                for k in 0..c {
+                    out[k * plane + y * cw + x] = norm(k, src[k]);
+                }
+            }
+        }
+        return Ok(());
+    }
+    // u8 pixels: one table per channel of the 256 normalised values
+    let mut lut = [[0f32; 256]; 4];
+    for (k, t) in lut.iter_mut().enumerate().take(c) {
+        for (v, o) in t.iter_mut().enumerate() {
+            *o = norm(k, v as f32);
+        }
+    }
+    for (k, t) in lut.iter().enumerate().take(c) {
+        let oplane = &mut out[k * plane..(k + 1) * plane];
+        for (y, orow) in oplane.chunks_exact_mut(cw).enumerate() {
+            let row = &crop[y * cw * c..(y + 1) * cw * c];
+            if flip {
+                for (o, px) in orow.iter_mut().rev().zip(row.chunks_exact(c)) {
+                    *o = t[px[k] as usize];
+                }
+            } else {
+                for (o, px) in orow.iter_mut().zip(row.chunks_exact(c)) {
+                    *o = t[px[k] as usize];
+                }
             }
         }
     }

@@ -177,9 +177,116 @@ pub fn resize_f32(src: &[f32], h: usize, w: usize, c: usize, nh: usize, nw: usiz
     Ok(out)
 }
 
+/// `v.round().clamp(0.0, 255.0) as u8` (half away from zero; NaN gives 0) without the
+/// libm call `round` compiles to on baseline x86-64, and without branches, so loops
+/// over it vectorise: after clamping, the truncating conversion is exact and the
+/// fraction decides.
+#[inline]
+pub fn sat_u8(v: f32) -> u8 {
+    let v = v.max(0.0).min(255.0); // (f32::max gives 0 for NaN)
+    // SAFETY: v is finite and in [0, 255] here.
+    let i = unsafe { v.to_int_unchecked::<i32>() };
+    (i + (v - i as f32 >= 0.5) as i32) as u8
+}
+
 /// Rounds and saturates to `u8`.
 pub fn to_u8(v: &[f32]) -> Vec<u8> {
-    v.iter().map(|x| x.round().clamp(0.0, 255.0) as u8).collect()
+    v.iter().map(|&x| sat_u8(x)).collect()
+}
+
+/// The window `[y0, y0+ch) x [x0, x0+cw)` of an HWC `u8` image resized to `nh x nw`
+/// (see [`resize_f32`]): the same values as resizing the whole image and cropping,
+/// computed for the window only (a separable filter: each output pixel depends on its
+/// own taps), with the source converted on the fly. `ImageRecordIter`'s resize-then-crop
+/// runs through it.
+#[allow(clippy::too_many_arguments)]
+pub fn resize_crop_u8(
+    src: &[u8],
+    h: usize,
+    w: usize,
+    c: usize,
+    (nh, nw): (usize, usize),
+    interp: i32,
+    (y0, x0): (usize, usize),
+    (ch, cw): (usize, usize),
+) -> Result<Vec<u8>> {
+    if h == 0 || w == 0 || nh == 0 || nw == 0 {
+        return Err(Error::new(format!("imresize: cannot resize {h}x{w} to {nh}x{nw}: sizes must be positive")));
+    }
+    if !(0..=4).contains(&interp) {
+        return Err(Error::new(format!("imresize: unknown interpolation method {interp} (0-4)")));
+    }
+    if src.len() != h * w * c || y0 + ch > nh || x0 + cw > nw {
+        return Err(Error::new("imresize: buffer or window does not match the image shape"));
+    }
+    let tx = taps(w, nw, interp);
+    let ty = taps(h, nh, interp);
+    // the source rows the window's vertical taps read
+    let (mut r0, mut r1) = (usize::MAX, 0usize);
+    for y in y0..y0 + ch {
+        for j in 0..ty.k {
+            if ty.wt[y * ty.k + j] != 0.0 {
+                let r = ty.idx[y * ty.k + j];
+                r0 = r0.min(r);
+                r1 = r1.max(r + 1);
+            }
+        }
+    }
+    if r0 >= r1 {
+        r0 = 0;
+        r1 = 0;
+    }
+    let stride = cw * c;
+    let mut tmp = vec![0f32; (r1 - r0) * stride];
+    for r in r0..r1 {
+        let row = &src[r * w * c..(r + 1) * w * c];
+        let orow = &mut tmp[(r - r0) * stride..(r - r0 + 1) * stride];
+        if tx.k == 2 && c == 3 {
+            for (xi, o) in orow.chunks_exact_mut(3).enumerate() {
+                let x = x0 + xi;
+                let (i0, i1) = (tx.idx[2 * x] * 3, tx.idx[2 * x + 1] * 3);
+                let (w0, w1) = (tx.wt[2 * x], tx.wt[2 * x + 1]);
+                for k in 0..3 {
+                    // (0 + w0*a) + w1*b, skipping zero weights, is w0*a + w1*b
+                    let a = if w0 != 0.0 { w0 * row[i0 + k] as f32 } else { 0.0 };
+                    o[k] = if w1 != 0.0 { a + w1 * row[i1 + k] as f32 } else { a };
+                }
+            }
+            continue;
+        }
+        for (xi, o) in orow.chunks_exact_mut(c).enumerate() {
+            let x = x0 + xi;
+            for j in 0..tx.k {
+                let wgt = tx.wt[x * tx.k + j];
+                if wgt == 0.0 {
+                    continue;
+                }
+                let s = &row[tx.idx[x * tx.k + j] * c..][..c];
+                for k in 0..c {
+                    o[k] += wgt * s[k] as f32;
+                }
+            }
+        }
+    }
+    let mut out = vec![0u8; ch * stride];
+    let mut acc = vec![0f32; stride];
+    for y in y0..y0 + ch {
+        acc.fill(0.0);
+        for j in 0..ty.k {
+            let wgt = ty.wt[y * ty.k + j];
+            if wgt == 0.0 {
+                continue;
+            }
+            let r = ty.idx[y * ty.k + j] - r0;
+            for (o, v) in acc.iter_mut().zip(&tmp[r * stride..(r + 1) * stride]) {
+                *o += wgt * v;
+            }
+        }
+        for (o, v) in out[(y - y0) * stride..(y - y0 + 1) * stride].iter_mut().zip(&acc) {
+            *o = sat_u8(*v);
+        }
+    }
+    Ok(out)
 }
 
 /// Resizes an HWC `u8` image (see [`resize_f32`]).
@@ -313,5 +420,34 @@ mod tests {
         assert_eq!(r, vec![2., 1., 1., 2., 3., 3., 2.]);
         let r = copy_make_border(&img, 1, 3, 1, 0, 0, 1, 1, 0, &[7.0]).unwrap();
         assert_eq!(r, vec![7., 1., 2., 3., 7.]);
+    }
+
+    #[test]
+    fn sat_u8_is_round_then_clamp() {
+        let mut vals = vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, -0.5, -0.49999997, 0.49999997, 0.5, 254.5, 254.49998, 255.0, 255.5, 1e9];
+        vals.extend((0..100_000).map(|i| i as f32 * 0.00271 - 10.0));
+        for v in vals {
+            let want = if v.is_nan() { 0 } else { v.round().clamp(0.0, 255.0) as u8 };
+            assert_eq!(sat_u8(v), want, "{v}");
+        }
+    }
+
+    #[test]
+    fn resize_crop_is_resize_then_crop() {
+        let (h, w, c) = (23, 31, 3);
+        let img: Vec<u8> = (0..h * w * c).map(|i| ((i * 7919) % 256) as u8).collect();
+        let f: Vec<f32> = img.iter().map(|&v| v as f32).collect();
+        for interp in 0..=4 {
+            for &(nh, nw) in &[(29usize, 37usize), (17, 19), (23, 31), (40, 12)] {
+                let full = to_u8(&resize_f32(&f, h, w, c, nh, nw, interp).unwrap());
+                for &(y0, x0, ch, cw) in &[(0usize, 0usize, nh, nw), (3, 2, nh - 5, nw - 4), (nh - 1, nw - 1, 1, 1)] {
+                    let got = resize_crop_u8(&img, h, w, c, (nh, nw), interp, (y0, x0), (ch, cw)).unwrap();
+                    let want: Vec<u8> =
+                        (y0..y0 + ch).flat_map(|y| full[(y * nw + x0) * c..(y * nw + x0 + cw) * c].to_vec()).collect();
+                    assert_eq!(got, want, "interp {interp} {nh}x{nw} window {y0},{x0} {ch}x{cw}");
+                }
+            }
+        }
+        assert!(resize_crop_u8(&img, h, w, c, (10, 10), 1, (5, 5), (6, 6)).is_err());
     }
 }

@@ -44,6 +44,11 @@ import weakref
 from ...base import MXNetError
 
 _HEADER = struct.Struct("<Q")
+# A result frame: the pickle's length and the number of out-of-band buffers, then
+# each buffer's length, the pickle, and the buffers' bytes (pickle protocol 5: a
+# batch's NumPy arrays travel as raw bytes, read by the parent straight into fresh
+# arrays, with no copy through the pickle stream).
+_RESULT_HEADER = struct.Struct("<QQ")
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
 # The parent's ends of the pipes of every live worker of this process; a new worker
 # closes them all.
@@ -155,17 +160,24 @@ def _worker_main(task_fd, result_fd, close_fds, work, args):
             return  # the parent closed the pipe: stop
         task_id, task = pickle.loads(body)
         result = work(task, *args)
+        bufs = []
         try:
-            data = pickle.dumps((task_id, result), protocol=_PROTOCOL)
+            data = pickle.dumps((task_id, result), protocol=5, buffer_callback=bufs.append)
+            raws = [b.raw() for b in bufs]
         except Exception as e:  # pylint: disable=broad-except
             try:
                 raise TypeError("DataLoader: the batch of a worker process cannot be "
                                 "pickled to the parent: %s" % e) from e
             except TypeError as err:
                 data = pickle.dumps((task_id, failure_from(err)), protocol=_PROTOCOL)
+                raws = []
         try:
-            _write_all(result_fd, _HEADER.pack(len(data)))
+            head = _RESULT_HEADER.pack(len(data), len(raws))
+            head += struct.pack("<%dQ" % len(raws), *[r.nbytes for r in raws])
+            _write_all(result_fd, head)
             _write_all(result_fd, data)
+            for r in raws:
+                _write_all(result_fd, r)
         except OSError:
             return  # the parent is gone or closed the pipe
 
@@ -198,7 +210,7 @@ def _describe_exit(proc):
 
 class _Worker:
     __slots__ = ("index", "proc", "pid", "task_fd", "result_fd", "out", "queue",
-                 "header", "body", "pos", "broken")
+                 "header", "need", "parts", "part", "pos", "broken")
 
     def __init__(self, index, proc, task_fd, result_fd):
         self.index = index
@@ -208,8 +220,10 @@ class _Worker:
         self.result_fd = result_fd
         self.out = bytearray()          # task bytes not yet written
         self.queue = collections.deque()  # task ids sent to it, in order
-        self.header = bytearray()       # the result frame being read
-        self.body = None
+        self.header = bytearray()       # the result frame's header being read
+        self.need = _RESULT_HEADER.size  # header bytes expected so far
+        self.parts = None               # [pickle, buffer, ...] being filled
+        self.part = 0
         self.pos = 0
         self.broken = False             # a pipe's framing was interrupted half-way
 
@@ -411,38 +425,49 @@ class WorkerPool:
         w.broken = False
 
     def _read_frames(self, w):
+        import numpy as np
         while True:
             try:
-                if w.body is None:
-                    chunk = os.read(w.result_fd, _HEADER.size - len(w.header))
+                if w.parts is None:
+                    chunk = os.read(w.result_fd, w.need - len(w.header))
                     if not chunk:
                         return
                     w.header += chunk
-                    if len(w.header) == _HEADER.size:
-                        w.body = bytearray(_HEADER.unpack(w.header)[0])
+                    if len(w.header) < w.need:
+                        continue
+                    blen, nbuf = _RESULT_HEADER.unpack_from(w.header)
+                    if w.need == _RESULT_HEADER.size and nbuf:
+                        w.need += 8 * nbuf   # then the buffers' lengths
+                        continue
+                    sizes = struct.unpack_from("<%dQ" % nbuf, w.header, _RESULT_HEADER.size)
+                    w.parts = [bytearray(blen)] + [np.empty(n, dtype=np.uint8) for n in sizes]
+                    w.part = w.pos = 0
+                while w.part < len(w.parts):
+                    target = memoryview(w.parts[w.part]).cast("B")
+                    if w.pos < len(target):
+                        got = os.readv(w.result_fd, [target[w.pos:]])
+                        if got == 0:
+                            return
+                        w.pos += got
+                    if w.pos == len(target):
+                        w.part += 1
                         w.pos = 0
-                    continue
-                if w.pos < len(w.body):
-                    got = os.readv(w.result_fd, [memoryview(w.body)[w.pos:]])
-                    if got == 0:
-                        return
-                    w.pos += got
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
                 return
-            if w.pos == len(w.body):
-                body, w.body = w.body, None
-                w.header = bytearray()
-                try:
-                    tid, result = pickle.loads(body)
-                except Exception as e:  # pylint: disable=broad-except
-                    # cannot happen with a forked worker; kept as a clear error
-                    tid = w.queue[0] if w.queue else None
-                    result = _Failure(MXNetError(
-                        "DataLoader: the batch from %s cannot be unpickled: %s"
-                        % (w.name(), e)), None, w.pid)
-                self._deliver(w, tid, result)
+            parts, w.parts = w.parts, None
+            w.header = bytearray()
+            w.need = _RESULT_HEADER.size
+            try:
+                tid, result = pickle.loads(parts[0], buffers=parts[1:])
+            except Exception as e:  # pylint: disable=broad-except
+                # cannot happen with a forked worker; kept as a clear error
+                tid = w.queue[0] if w.queue else None
+                result = _Failure(MXNetError(
+                    "DataLoader: the batch from %s cannot be unpickled: %s"
+                    % (w.name(), e)), None, w.pid)
+            self._deliver(w, tid, result)
 
     def _deliver(self, w, tid, result):
         if tid in w.queue:

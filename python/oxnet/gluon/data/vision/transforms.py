@@ -75,7 +75,12 @@ class Normalize(_RankDependent):
         if v.size not in (1, c):
             raise MXNetError("Normalize: %s has %d values for %d channels" % (what, v.size, c))
         shape = (-1, 1, 1) if ndim == 3 else (1, -1, 1, 1)
-        return F.array(np.broadcast_to(v, (c,)).reshape(shape), ctx=ctx)
+        # one constant per channel count, rank and device (made once, reused per sample)
+        key = (what, c, ndim, str(ctx), F.__name__)
+        cache = self.__dict__.setdefault("_constants", {})
+        if key not in cache:
+            cache[key] = F.array(np.broadcast_to(v, (c,)).reshape(shape), ctx=ctx)
+        return cache[key]
 
     def hybrid_forward(self, F, x):
         ndim = len(x.shape)
