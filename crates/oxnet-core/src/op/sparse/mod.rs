@@ -18,6 +18,7 @@ mod dot;
 mod elemwise;
 mod optim;
 mod reduce;
+pub mod stype;
 
 use super::{invoke, lookup as op_lookup, Blob, OpCall, OpDef, Params, Registry, Value};
 use crate::context::Context;
@@ -94,6 +95,7 @@ pub fn invoke_any(
     ctx: Option<Context>,
 ) -> Result<Vec<AnyArray>> {
     let in_st: Vec<SType> = inputs.iter().map(|a| a.stype()).collect();
+    stype::check_supported(op, &params, &in_st)?;
     let all_dense_out = out.map(|o| o.iter().all(|a| a.stype() == SType::Default)).unwrap_or(true);
     // While recording, an op whose inputs are in a graph takes the dense path (its
     // gradient is recorded); storage casts never are.
