@@ -2,6 +2,7 @@
 //! - zero-preserving unary ops (`abs`, `sqrt`, `relu`, `_mul_scalar`, ...) keep the
 //!   input's storage type and apply the dense kernel to the stored values;
 //! - `elemwise_add`/`elemwise_sub`: rsp±rsp = rsp, csr±csr = csr, sparse±dense = dense;
+//!   `_maximum`/`_minimum`/`_hypot`: rsp·rsp = rsp, csr·csr = csr (else dense fallback);
 //!   `elemwise_mul`: rsp·rsp = rsp, csr·csr = csr, rsp·dense = rsp, csr·dense = csr;
 //! - `add_n` of row_sparse arrays = row_sparse; `zeros_like`, `_copy` keep the type;
 //! - `_sparse_retain(rsp, indices)`: the rows listed; `slice` of a csr: csr;
@@ -112,13 +113,29 @@ enum Bin {
     Add,
     Sub,
     Mul,
+    Max,
+    Min,
+    Hypot,
 }
 
 fn bin_of(name: &str) -> Bin {
     match name {
         "elemwise_sub" => Bin::Sub,
         "elemwise_mul" => Bin::Mul,
+        "_maximum" => Bin::Max,
+        "_minimum" => Bin::Min,
+        "_hypot" => Bin::Hypot,
         _ => Bin::Add,
+    }
+}
+
+/// `_maximum`, `_minimum`, `_hypot` (f(0, 0) = 0): rsp·rsp = rsp, csr·csr = csr over
+/// the union of the stored entries; other combinations fall back to dense.
+fn same_sparse_stype(_: &Params, ins: &[SType]) -> Option<Vec<SType>> {
+    match (ins[0], ins[1]) {
+        (SType::RowSparse, SType::RowSparse) => Some(vec![SType::RowSparse]),
+        (SType::Csr, SType::Csr) => Some(vec![SType::Csr]),
+        _ => None,
     }
 }
 
@@ -145,6 +162,21 @@ fn apply(op: Bin, a: f64, b: f64) -> f64 {
         Bin::Add => a + b,
         Bin::Sub => a - b,
         Bin::Mul => a * b,
+        Bin::Max => {
+            if a > b || a.is_nan() {
+                a
+            } else {
+                b
+            }
+        }
+        Bin::Min => {
+            if a < b || a.is_nan() {
+                a
+            } else {
+                b
+            }
+        }
+        Bin::Hypot => a.hypot(b),
     }
 }
 
@@ -332,6 +364,7 @@ fn binary_t<T: Element>(c: &SparseCall, op: Bin) -> Result<()> {
 
 static ADD: SparseImpl = SparseImpl { stype: add_stype, compute: binary };
 static MUL: SparseImpl = SparseImpl { stype: mul_stype, compute: binary };
+static MAX_MIN_HYPOT: SparseImpl = SparseImpl { stype: same_sparse_stype, compute: binary };
 
 // ---- add_n -------------------------------------------------------------------------
 
@@ -682,6 +715,7 @@ pub(super) fn lookup(name: &str) -> Option<&'static SparseImpl> {
         "zeros_like" => Some(&ZEROS_LIKE),
         "elemwise_add" | "elemwise_sub" => Some(&ADD),
         "elemwise_mul" => Some(&MUL),
+        "_maximum" | "_minimum" | "_hypot" => Some(&MAX_MIN_HYPOT),
         "add_n" => Some(&ADD_N),
         "_sparse_retain" => Some(&RETAIN),
         "slice" => Some(&SLICE),

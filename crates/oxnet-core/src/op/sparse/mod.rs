@@ -419,6 +419,17 @@ mod tests {
     }
 
     #[test]
+    fn maximum_of_row_sparse_arrays_is_row_sparse() {
+        let a = cast_storage(&dense(&[3, 1], &[1.0, 0.0, -2.0]), SType::RowSparse).unwrap();
+        let b = cast_storage(&dense(&[3, 1], &[0.0, -5.0, 3.0]), SType::RowSparse).unwrap();
+        let m = call("_maximum", &[a.clone(), b.clone()], &[]);
+        assert_eq!(m.stype(), SType::RowSparse);
+        assert_eq!(values(&m), vec![1.0, 0.0, 3.0]);
+        assert_eq!(values(&call("_minimum", &[a.clone(), b], &[])), vec![0.0, -5.0, -2.0]);
+        assert_eq!(call("_maximum", &[a, dense(&[3, 1], &[0.0; 3])], &[]).stype(), SType::Default);
+    }
+
+    #[test]
     fn bad_index_is_an_error_at_the_wait_and_nothing_is_lost() {
         let data = NDArray::from_vec(&[1, 2], &[1.0f32, 1.0], Context::cpu(0)).unwrap();
         let idx = NDArray::from_vec(&[1], &[7i64], Context::cpu(0)).unwrap();
