@@ -241,6 +241,13 @@ fn merge<T: Element>(a: &Rows<T>, b: &Rows<T>, op: Bin) -> Rows<T> {
     out
 }
 
+/// One csr row as `Rows` of width 1, in column order.
+fn sorted_row<T: Element>(idx: &[i64], vals: &[T]) -> Rows<T> {
+    let mut order: Vec<usize> = (0..idx.len()).collect();
+    order.sort_by_key(|&k| idx[k]);
+    Rows { idx: order.iter().map(|&k| idx[k]).collect(), vals: order.iter().map(|&k| vals[k]).collect(), width: 1 }
+}
+
 fn binary(c: &SparseCall) -> Result<()> {
     let op = bin_of(c.op.name);
     let (l, r) = (&c.inputs[0], &c.inputs[1]);
@@ -275,8 +282,10 @@ fn binary_t<T: Element>(c: &SparseCall, op: Bin) -> Result<()> {
             let (mut idx, mut vals) = (Vec::new(), Vec::new());
             for row in 0..rows {
                 let (a0, a1, b0, b1) = (ipl[row] as usize, ipl[row + 1] as usize, ipr[row] as usize, ipr[row + 1] as usize);
-                let a = Rows { idx: ixl[a0..a1].to_vec(), vals: vl[a0..a1].to_vec(), width: 1 };
-                let b = Rows { idx: ixr[b0..b1].to_vec(), vals: vr[b0..b1].to_vec(), width: 1 };
+                // A row's column indices need not be sorted (MXNet's csr arrays may be
+                // shuffled within rows): merge them in column order.
+                let a = sorted_row(&ixl[a0..a1], &vl[a0..a1]);
+                let b = sorted_row(&ixr[b0..b1], &vr[b0..b1]);
                 let m = merge(&a, &b, op);
                 idx.extend(m.idx);
                 vals.extend(m.vals);

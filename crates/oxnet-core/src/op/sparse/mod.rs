@@ -419,6 +419,17 @@ mod tests {
     }
 
     #[test]
+    fn csr_sum_with_unsorted_columns() {
+        // row 0 stores columns 2 then 0 (unsorted), the other operand column 0
+        let data = NDArray::from_vec(&[2], &[5.0f32, 1.0], Context::cpu(0)).unwrap();
+        let indptr = NDArray::from_vec(&[2], &[0i64, 2], Context::cpu(0)).unwrap();
+        let idx = NDArray::from_vec(&[2], &[2i64, 0], Context::cpu(0)).unwrap();
+        let a = AnyArray::Sparse(SparseArray::from_parts(SType::Csr, &[1, 3], &data, &[indptr, idx]).unwrap());
+        let b = cast_storage(&dense(&[1, 3], &[10.0, 0.0, 0.0]), SType::Csr).unwrap();
+        assert_eq!(values(&call("elemwise_add", &[a, b], &[])), vec![11.0, 0.0, 5.0]);
+    }
+
+    #[test]
     fn maximum_of_row_sparse_arrays_is_row_sparse() {
         let a = cast_storage(&dense(&[3, 1], &[1.0, 0.0, -2.0]), SType::RowSparse).unwrap();
         let b = cast_storage(&dense(&[3, 1], &[0.0, -5.0, 3.0]), SType::RowSparse).unwrap();
