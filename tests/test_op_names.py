@@ -26,7 +26,7 @@ _BOTH = {
 }
 NOT_YET = {
     "nd": _BOTH | {
-        "from_dlpack", "imdecode", "to_dlpack_for_read", "to_dlpack_for_write",
+        "imdecode",
     },
     "sym": _BOTH,
 }

@@ -176,9 +176,18 @@ class Executor:
         self.aux_arrays = list(aux_arrays)
         self._grad_reqs = list(grad_reqs)
         reqs = [r if g is not None else "null" for r, g in zip(grad_reqs, grad_arrays)]
-        # The graph computes on dense storage: sparse arguments are copied into dense
-        # buffers before each forward; sparse gradient arrays get the gradients cast
-        # after each backward.
+        # Storage types, as MXNet's bind infers them (it fails here where MXNet's does).
+        out_stypes, self._grad_stypes, computes_sparse = symbol.handle.infer_storage(
+            [a.stype for a in self.arg_arrays], [a.stype for a in self.aux_arrays])
+        # A graph where some node computes on sparse storage runs its inference
+        # forwards node by node on the arrays' own storage (_core's run_sparse: sparse
+        # kernels, sparse outputs); a training forward whose gradients are wanted, and
+        # every other graph, runs on the planned dense executor below.
+        self._sparse_graph = bool(computes_sparse) and not self._group2ctx
+        self._pending_dense = None
+        # The dense executor computes on dense storage: sparse arguments are copied
+        # into dense buffers before each of its forwards; sparse gradient arrays get
+        # the gradients cast after each backward; sparse outputs get theirs cast.
         dense_args = _dense_args(self.arg_arrays)
         dense_grads = _dense_args(self.grad_arrays)
         self._sparse_args = [(a, d) for a, d in zip(self.arg_arrays, dense_args) if a is not d]
@@ -188,13 +197,22 @@ class Executor:
         self._handle = _core.ExecutorHandle(symbol.handle, self._ctx, dense_args,
                                             dense_grads, reqs, dense_aux,
                                             list(self._group2ctx.items()) or None)
-        self.outputs = self._handle.outputs()
+        self._out_stypes = list(out_stypes)
+        self._wrap_outputs()
         names = symbol.list_arguments()
         self.arg_dict = dict(zip(names, self.arg_arrays))
         self.grad_dict = {n: g for n, g, r in zip(names, self.grad_arrays, reqs)
                           if g is not None and r != "null"}
         self.aux_dict = dict(zip(symbol.list_auxiliary_states(), self.aux_arrays))
         self.output_dict = dict(zip(symbol.list_outputs(), self.outputs))
+
+    def _wrap_outputs(self):
+        """``outputs``: the dense executor's output arrays, and for outputs MXNet
+        stores sparse, arrays of that storage type (filled after each forward)."""
+        self._dense_outputs = self._handle.outputs()
+        self.outputs = [d if st == "default" else nd.zeros(d.shape, ctx=d.context, dtype=d.dtype, stype=st)
+                        for d, st in zip(self._dense_outputs, self._out_stypes)]
+        self.output_dict = dict(zip(self._symbol.list_outputs(), self.outputs))
 
     # ---- construction -------------------------------------------------------------
     @staticmethod
@@ -261,9 +279,15 @@ class Executor:
                 grads.append(_from_buffer(shared_buffer, "grad of " + n, s, t, c) if r != "null" else None)
             else:
                 args.append(nd.zeros(s, ctx=c, dtype=t, stype=stypes.get(n, "default")))
-                grads.append(nd.zeros(s, ctx=c, dtype=t) if r != "null" else None)
+                grads.append(None if r == "null" else n)
         aux = [nd.zeros(s, ctx=place(n), dtype=t)
                for n, s, t in zip(symbol.list_auxiliary_states(), aux_shapes, aux_types)]
+        # Gradient arrays of the storage type MXNet's storage inference gives them
+        # (row_sparse for an Embedding(sparse_grad=True) weight, ...).
+        if any(isinstance(g, str) for g in grads):
+            _, grad_stypes, _ = symbol.handle.infer_storage([a.stype for a in args], [a.stype for a in aux])
+            grads = [nd.zeros(a.shape, ctx=a.context, dtype=a.dtype, stype=st) if isinstance(g, str) else g
+                     for g, a, st in zip(grads, args, grad_stypes)]
         return Executor(symbol, ctx, args, grads, reqs, aux, groups)
 
     # ---- running ------------------------------------------------------------------
@@ -291,6 +315,18 @@ class Executor:
                 v.copyto(dst)
             else:
                 dst[:] = v
+        if self._sparse_graph and self._monitor_callback is None and not (is_train and self.grad_dict):
+            outs = self._symbol.handle.run_sparse(self._ctx, self.arg_arrays, self.aux_arrays, bool(is_train))
+            for o, dst in zip(outs, self.outputs):
+                _core._copy_any(o, dst)
+            # a backward after this forward first runs the dense one it needs
+            self._pending_dense = bool(is_train)
+            return self.outputs
+        self._dense_forward(is_train)
+        return self.outputs
+
+    def _dense_forward(self, is_train):
+        self._pending_dense = None
         for a, d in self._sparse_args + self._sparse_aux:
             a.copyto(d)
         if self._monitor_callback is None:
@@ -299,7 +335,9 @@ class Executor:
             self._handle.forward(bool(is_train), self._monitor_callback, self._monitor_all)
         for a, d in self._sparse_aux:
             d.copyto(a)
-        return self.outputs
+        for d, o in zip(self._dense_outputs, self.outputs):
+            if o is not d:
+                _core._copy_any(d, o)
 
     def backward(self, out_grads=None, is_train=True):
         """Computes the gradients of the arguments (``out_grads``: head gradients,
@@ -316,9 +354,13 @@ class Executor:
         # another dtype is copied (cast) into the output's dtype.
         grads = [g.astype(o.dtype) if g is not None and np.dtype(g.dtype) != np.dtype(o.dtype) else g
                  for g, o in zip(grads, self.outputs)]
+        # The dense executor takes dense head gradients.
+        grads = [g.tostype("default") if g is not None and g.stype != "default" else g for g in grads]
         if not self.grad_dict:
             # nothing to compute (MXNet: a no-op), e.g. a module without parameters
             return
+        if self._pending_dense is not None:
+            self._dense_forward(self._pending_dense)
         self._handle.backward(grads)
         for g, d in self._sparse_grads:
             if g.stype != "default":
@@ -357,9 +399,8 @@ class Executor:
                zip(self._symbol.list_auxiliary_states(), self.aux_arrays, aux_shapes)]
         ex = Executor(self._symbol, self._ctx, args, grads, self._grad_reqs, aux, self._group2ctx)
         # The new outputs live in the first elements of this executor's (MXNet's shared pool).
-        ex._handle.share_outputs(self.outputs)
-        ex.outputs = ex._handle.outputs()
-        ex.output_dict = dict(zip(self._symbol.list_outputs(), ex.outputs))
+        ex._handle.share_outputs(self._dense_outputs)
+        ex._wrap_outputs()
         ex._monitor_callback, ex._monitor_all = self._monitor_callback, self._monitor_all
         return ex
 

@@ -287,9 +287,7 @@ def rand_sparse_ndarray(shape, stype, density=None, dtype=None, distribution=Non
             csr = _powerlaw_csr(shape[0], shape[1], density, dtype)
         else:
             raise ValueError("unknown distribution %r" % (distribution,))
-        if modifier_func is not None:
-            data = assign_each(csr.data.asnumpy(), modifier_func)
-            csr = mx.nd.sparse.csr_matrix((data, csr.indices, csr.indptr), shape=shape, dtype=dtype)
+        # As in MXNet, modifier_func applies to row_sparse values only.
         csr = csr.as_in_context(ctx)
         return csr, (csr.indptr, csr.indices, csr.data)
     raise ValueError("unknown storage type %r" % (stype,))

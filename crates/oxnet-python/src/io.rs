@@ -58,21 +58,31 @@ fn load_raw(py: Python<'_>, buf: &[u8]) -> PyResult<PyND> {
 
 /// Saves arrays of any storage type (sparse ones in MXNet's sparse layout).
 #[pyfunction]
-fn save_any(py: Python<'_>, fname: &str, arrays: Vec<PyRef<'_, PyND>>, names: Vec<String>) -> PyResult<()> {
+#[pyo3(signature = (fname, arrays, names, np_shape=false))]
+fn save_any(py: Python<'_>, fname: &str, arrays: Vec<PyRef<'_, PyND>>, names: Vec<String>, np_shape: bool) -> PyResult<()> {
     if !names.is_empty() && names.len() != arrays.len() {
         return Err(crate::err(oxnet_core::Error::new("save: one name per array is needed")));
     }
     let any: Vec<oxnet_core::AnyArray> = arrays.iter().map(|a| crate::sparse::any_of(a)).collect();
     let list: Vec<(Option<&str>, &oxnet_core::AnyArray)> =
         any.iter().enumerate().map(|(i, a)| (names.get(i).map(|s| s.as_str()), a)).collect();
-    let bytes = py.detach(|| params::save_any_to_bytes(&list)).py_err()?;
+    let sem = if np_shape { params::ShapeSemantics::Np } else { params::ShapeSemantics::Legacy };
+    let bytes = py.detach(|| params::save_any_to_bytes_with(&list, sem)).py_err()?;
     std::fs::write(fname, bytes).map_err(|e| crate::err(oxnet_core::Error::new(format!("cannot write {fname}: {e}"))))
 }
 
-/// Loads (arrays, names), sparse arrays kept sparse.
+/// Loads (arrays, names), sparse arrays kept sparse. With `np_shape` given, MXNet's
+/// rule applies: arrays saved under NumPy shape semantics load only with them on
+/// (`np_shape=True`), the others only with them off.
 #[pyfunction]
-fn load_any(py: Python<'_>, buf: &[u8]) -> PyResult<(Vec<Py<PyAny>>, Vec<String>)> {
-    let (arrays, names) = py.detach(|| params::load_any_from_bytes(buf)).py_err()?;
+#[pyo3(signature = (buf, np_shape=None))]
+fn load_any(py: Python<'_>, buf: &[u8], np_shape: Option<bool>) -> PyResult<(Vec<Py<PyAny>>, Vec<String>)> {
+    let (arrays, names) = py
+        .detach(|| match np_shape {
+            None => params::load_any_from_bytes(buf),
+            Some(np) => params::load_any_from_bytes_with(buf, if np { params::ShapeSemantics::Np } else { params::ShapeSemantics::Legacy }),
+        })
+        .py_err()?;
     let arrays = arrays.into_iter().map(|a| crate::sparse::wrap_any(py, a)).collect::<PyResult<Vec<_>>>()?;
     Ok((arrays, names))
 }

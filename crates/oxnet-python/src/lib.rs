@@ -10,6 +10,7 @@ mod comm;
 mod convert;
 mod custom;
 mod dataio;
+mod dlpack;
 mod invoke;
 mod io;
 mod kvstore;
@@ -236,6 +237,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     custom::add_functions(m)?;
     comm::add_functions(m)?;
     sparse::add_functions(m)?;
+    dlpack::add_functions(m)?;
     profiler::add_functions(m)?;
     Ok(())
 }

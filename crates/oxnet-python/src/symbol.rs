@@ -130,6 +130,31 @@ impl SymbolHandle {
             aux.iter().map(v).collect(),
         ))
     }
+    /// Storage types of (outputs, argument gradients) for arguments and auxiliary
+    /// states stored as `args` / `aux` (names: 'default', 'row_sparse', 'csr'), and
+    /// whether some node computes on sparse storage (see `graph::storage`).
+    fn infer_storage(&self, args: Vec<String>, aux: Vec<String>) -> PyResult<(Vec<&'static str>, Vec<&'static str>, bool)> {
+        let st = |v: &[String]| v.iter().map(|s| oxnet_core::ndarray::SType::from_name(s)).collect::<oxnet_core::Result<Vec<_>>>();
+        let (args, aux) = (st(&args).py_err()?, st(&aux).py_err()?);
+        let r = graph::storage::infer_storage(&self.inner, &args, &aux).py_err()?;
+        Ok((r.outputs.iter().map(|s| s.name()).collect(), r.arg_grads.iter().map(|s| s.name()).collect(), r.computes_sparse))
+    }
+    /// Runs the graph once node by node on arrays of any storage type (arguments and
+    /// auxiliary states in list order); returns the outputs (see `graph::storage`).
+    fn run_sparse(
+        &self,
+        py: Python<'_>,
+        ctx: &Bound<'_, PyAny>,
+        args: Vec<PyRef<'_, PyND>>,
+        aux: Vec<PyRef<'_, PyND>>,
+        is_train: bool,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        let ctx = ctx_of(ctx)?;
+        let args: Vec<oxnet_core::AnyArray> = args.iter().map(|a| crate::sparse::any_of(a)).collect();
+        let aux: Vec<oxnet_core::AnyArray> = aux.iter().map(|a| crate::sparse::any_of(a)).collect();
+        let outs = py.detach(|| graph::storage::run_sparse(&self.inner, &args, &aux, ctx, is_train)).py_err()?;
+        outs.into_iter().map(|a| crate::sparse::wrap_any(py, a)).collect()
+    }
     fn __repr__(&self) -> String {
         match self.inner.name() {
             Some(n) => format!("<Symbol {n}>"),

@@ -125,39 +125,6 @@ def array(source_array, ctx=None, dtype=None):
     return arr
 
 
-def from_numpy(ndarray, zero_copy=True, array_cls=None):
-    """Returns an NDArray with the values of a NumPy array.
-
-    Parameters
-    ----------
-    ndarray : numpy.ndarray
-        The source array.
-    zero_copy : bool, default True
-        In MXNet, True makes the NDArray take the NumPy array's memory without a copy
-        (the NumPy array becomes read-only). oxnet's storage cannot adopt foreign
-        memory yet, so ``zero_copy=True`` raises an MXNetError (after MXNet's own
-        check: only C-contiguous arrays, else ValueError); pass ``zero_copy=False``
-        for a copy with the source's dtype.
-    array_cls : type, optional
-        Only NDArray is supported.
-
-    Returns
-    -------
-    NDArray
-    """
-    if array_cls not in (None, NDArray):
-        raise MXNetValueError("from_numpy: array_cls must be NDArray, got %r" % (array_cls,))
-    if not isinstance(ndarray, np.ndarray):
-        raise TypeError("from_numpy expects a numpy.ndarray, got %s" % type(ndarray))
-    if not zero_copy:
-        return array(ndarray, dtype=ndarray.dtype)
-    if not ndarray.flags["C_CONTIGUOUS"]:
-        raise ValueError("Only c-contiguous arrays are supported for zero-copy")
-    raise MXNetError("from_numpy(zero_copy=True): oxnet cannot adopt a NumPy array's memory "
-                     "yet (its storage holds only memory it allocated); use zero_copy=False "
-                     "to copy the values")
-
-
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=mx_real_t):
     """Returns evenly spaced values within a given interval."""
     if infer_range is not None:
@@ -546,7 +513,12 @@ def _install():
 
 _install()
 
+from .interop import from_numpy, from_dlpack, to_dlpack_for_read, to_dlpack_for_write  # noqa: E402
+from . import interop as _interop  # noqa: E402
+_interop.install()
+
 __all__ = ["NDArray", "empty", "zeros", "ones", "full", "array", "arange", "eye", "waitall",
            "add", "subtract", "multiply", "divide", "true_divide", "modulo", "power", "maximum",
            "minimum", "hypot", "equal", "not_equal", "greater", "greater_equal", "lesser",
-           "lesser_equal", "logical_and", "logical_or", "logical_xor", "concatenate", "from_numpy"]
+           "lesser_equal", "logical_and", "logical_or", "logical_xor", "concatenate", "from_numpy",
+           "from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write"]

@@ -16,8 +16,9 @@ _PREFIXES = {"_contrib_": "contrib", "_linalg_": "linalg", "_sparse_": "sparse",
 
 
 def _make_symbol_function(name, op, invoke, module):
-    """Like :func:`_make_function` for ``mx.sym``: no ``out``; ``name`` and ``attr``
-    go to ``invoke(op, hint, inputs, params, name, kwargs)``."""
+    """Like :func:`_make_function` for ``mx.sym``: ``name`` and ``attr`` go to
+    ``invoke(op, hint, inputs, params, name, kwargs)``; ``out`` is accepted and
+    ignored, as in MXNet's symbol functions."""
     params = [p for p in op.param_names if not keyword.iskeyword(p) and p not in op.input_names]
     if op.variadic is not None:
         src = (
@@ -29,7 +30,7 @@ def _make_symbol_function(name, op, invoke, module):
     else:
         inputs = list(op.input_names)
         args = ["%s=None" % i for i in inputs] + ["%s=_Null" % p for p in params]
-        args += ["name=None", "**kwargs"]
+        args += ["name=None", "out=None", "**kwargs"]
         src = (
             "def {name}({args}):\n"
             "    return _invoke(_op, _hint, ({inputs}), ({params}), name, kwargs)\n"

@@ -2,6 +2,7 @@
 
 from .. import _core
 from .ndarray import NDArray
+from ..util import is_np_shape
 
 
 def save(fname, data):
@@ -22,22 +23,22 @@ def save(fname, data):
                          "or a list of NDarrays.")
     if not all(isinstance(a, NDArray) for a in arrays):
         raise TypeError("save only accept dict str->NDArray or list of NDArray")
-    if any(a.stype != "default" for a in arrays):
-        _core.save_any(str(fname), arrays, names)
-    else:
-        _core.save(str(fname), arrays, names)
+    # As MXNet: under NumPy shape semantics (mx.np_shape) arrays are written in the
+    # format that only loads with them on, and sparse arrays cannot be saved.
+    _core.save_any(str(fname), arrays, names, is_np_shape())
 
 
 def load(fname):
     """Loads an array list (or a dict of str->array) from a file saved by ``save``
-    or by MXNet."""
+    or by MXNet. As in MXNet, arrays saved under NumPy shape semantics load only
+    with them on (``with mx.np_shape(True)``), and the others only with them off."""
     try:
         with open(str(fname), "rb") as f:
             buf = f.read()
     except OSError as e:
         from ..base import MXNetError
         raise MXNetError("cannot read %s: %s" % (fname, e)) from None
-    arrays, names = _core.load_any(buf)
+    arrays, names = _core.load_any(buf, is_np_shape())
     if names:
         return dict(zip(names, arrays))
     return arrays
@@ -45,7 +46,7 @@ def load(fname):
 
 def load_frombuffer(buf):
     """Loads an array list or dict from a bytes buffer in the ``.params`` format."""
-    arrays, names = _core.load_any(bytes(buf))
+    arrays, names = _core.load_any(bytes(buf), is_np_shape())
     if names:
         return dict(zip(names, arrays))
     return arrays

@@ -453,8 +453,10 @@ def _create_op(opname, hint, inputs, attrs, name=None, attr=None):
 
 
 def _symbol_invoke(op, hint, inputs, params, name, kwargs):
-    """What every generated ``mx.sym`` function calls."""
+    """What every generated ``mx.sym`` function calls. As in MXNet, an ``out``
+    keyword (meaningful for mx.nd only) is ignored."""
     attr = kwargs.pop("attr", None)
+    kwargs.pop("out", None)
     attrs = {}
     for pname, v in zip(op.param_names, params):
         if v is not _Null:

@@ -6,7 +6,8 @@
 //! composing symbols is cheap. This module owns the graph structure, names, the
 //! argument/auxiliary lists and composition; [`json`] reads and writes MXNet 1.9.1's
 //! JSON, [`infer`] runs shape and dtype inference, [`exec`] binds a graph to arrays
-//! and runs it through the engine, [`subgraph`] gives control-flow nodes
+//! and runs it through the engine, [`storage`] infers storage types and runs graphs
+//! on sparse storage, [`subgraph`] gives control-flow nodes
 //! (`_foreach`, `_while_loop`, `_cond`) their subgraphs. It must not know about Python.
 
 pub mod cached;
@@ -16,6 +17,7 @@ pub mod infer;
 pub mod json;
 pub mod partial;
 mod serial;
+pub mod storage;
 pub mod subgraph;
 
 use crate::error::{Error, Result};

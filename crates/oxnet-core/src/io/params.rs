@@ -50,9 +50,9 @@
 //!   everything else onto `cpu(0)`. [`ArrayInfo`] keeps the recorded context. Saving
 //!   writes the array's own context (`cpu(1)` is written as 1, 1), as MXNet does.
 //! - Shape semantics: MXNet refuses to load a V3 array unless NumPy shape semantics
-//!   are on, and a V1/V2 array when they are on. This module loads both and reports
-//!   each array's [`ArrayFormat`] in [`ArrayInfo`], so a caller that keeps a
-//!   semantics flag (the Python layer) can apply MXNet's check.
+//!   are on, and a V1/V2 array when they are on. [`load_any_from_bytes_with`] applies
+//!   that rule ([`check_shape_semantics`]; `mx.nd.load` uses it); the other loaders
+//!   load both and report each array's [`ArrayFormat`] in [`ArrayInfo`].
 //! - A 0-d array has no V2 form (ndim 0 would read back as "unknown"), so saving one
 //!   under [`ShapeSemantics::Legacy`] writes that array alone as V3.
 //! - Sparse arrays: oxnet has no sparse storage, so `row_sparse` and `csr` arrays are
@@ -536,6 +536,48 @@ fn read_array_any(r: &mut Reader, opts: &LoadOptions, keep_sparse: bool) -> Resu
     Ok((AnyArray::Dense(make_array(&shape, dtype, &dense, dev_type, dev_id)?), info))
 }
 
+/// Applies MXNet's rule for loading array `i`, stored in `format`, under the caller's
+/// shape semantics: arrays saved under NumPy shape semantics (V3) load only with
+/// them on, the others only with them off. The one exception is a V3 0-d array
+/// under legacy semantics: oxnet writes 0-d arrays that way when saving outside
+/// NumPy semantics (V2 cannot hold them; MXNet itself saves them unloadably).
+pub fn check_shape_semantics(i: usize, format: ArrayFormat, ndim: usize, sem: ShapeSemantics) -> Result<()> {
+    match (sem, format.is_np_shape()) {
+        (ShapeSemantics::Np, false) => Err(Error::new(format!(
+            "load: array {i} was saved without NumPy shape semantics and cannot be loaded with them on; \
+             load it inside `with mx.np_shape(False)`"
+        ))),
+        (ShapeSemantics::Legacy, true) if ndim != 0 => Err(Error::new(format!(
+            "load: array {i} was saved with NumPy shape semantics and cannot be loaded with them off; \
+             load it inside `with mx.np_shape(True)` (or under mx.npx.set_np())"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// [`load_any_from_bytes`] under shape semantics `sem`, as MXNet's `mx.nd.load`
+/// (see [`check_shape_semantics`]).
+pub fn load_any_from_bytes_with(bytes: &[u8], sem: ShapeSemantics) -> Result<(Vec<AnyArray>, Vec<String>)> {
+    let opts = LoadOptions::default();
+    let mut r = Reader::new(bytes);
+    let fail = |e: Error| corrupt("file", e.message());
+    let magic = r.u64("list magic").map_err(fail)?;
+    if magic != LIST_MAGIC {
+        return Err(corrupt("file", format!("list magic is 0x{magic:X}, expected 0x{LIST_MAGIC:X}")));
+    }
+    r.u64("reserved field").map_err(fail)?;
+    let count = r.u64("array count").map_err(fail)?;
+    let cap = (count as usize).min(r.remaining() / 8);
+    let mut arrays = Vec::with_capacity(cap);
+    for i in 0..count {
+        let (a, info) = read_array_any(&mut r, &opts, true).map_err(|e| fail(in_array(i, e)))?;
+        check_shape_semantics(i as usize, info.format, a.shape().len(), sem)?;
+        arrays.push(a);
+    }
+    let names = read_names(&mut r, count)?;
+    Ok((arrays, names))
+}
+
 /// Loads a list file from memory keeping sparse arrays sparse: the arrays and their
 /// names (empty for a list).
 pub fn load_any_from_bytes(bytes: &[u8]) -> Result<(Vec<AnyArray>, Vec<String>)> {
@@ -697,6 +739,20 @@ fn write_sparse<W: Write>(w: &mut W, a: &SparseArray) -> Result<()> {
 
 /// A list file in memory holding arrays of any storage type (MXNet's layout).
 pub fn save_any_to_bytes(arrays: &[(Option<&str>, &AnyArray)]) -> Result<Vec<u8>> {
+    save_any_to_bytes_with(arrays, ShapeSemantics::Legacy)
+}
+
+/// [`save_any_to_bytes`] writing dense arrays as `sem` says. As in MXNet, sparse
+/// arrays cannot be saved under NumPy shape semantics.
+pub fn save_any_to_bytes_with(arrays: &[(Option<&str>, &AnyArray)], sem: ShapeSemantics) -> Result<Vec<u8>> {
+    if sem == ShapeSemantics::Np {
+        if let Some((i, (_, a))) = arrays.iter().enumerate().find(|(_, (_, a))| a.stype() != SType::Default) {
+            bail!(
+                "save: array {i} is {}; only arrays of default storage can be saved under NumPy shape semantics",
+                a.stype().name()
+            );
+        }
+    }
     let named = arrays.iter().filter(|(n, _)| n.is_some()).count();
     if named != 0 && named != arrays.len() {
         bail!("cannot save named and unnamed arrays in one file: give every array a name (a dict) or none (a list)");
@@ -707,7 +763,7 @@ pub fn save_any_to_bytes(arrays: &[(Option<&str>, &AnyArray)]) -> Result<Vec<u8>
     w.extend_from_slice(&(arrays.len() as u64).to_le_bytes());
     for (_, a) in arrays {
         match a {
-            AnyArray::Dense(d) => write_array(&mut w, d, ShapeSemantics::Legacy)?,
+            AnyArray::Dense(d) => write_array(&mut w, d, sem)?,
             AnyArray::Sparse(s) => write_sparse(&mut w, s)?,
         }
     }
@@ -809,6 +865,29 @@ pub fn save_raw_bytes(a: &NDArray) -> Result<Vec<u8>> {
 mod tests {
     use super::*;
     use half::f16;
+
+    #[test]
+    fn shape_semantics_decide_what_loads() {
+        let ctx = Context::cpu(0);
+        let zero = AnyArray::Dense(NDArray::empty(&[2, 0, 1], ctx, DType::F32).unwrap());
+        let two = AnyArray::Dense(NDArray::from_vec(&[2, 1], &[1.0f32, 2.0], ctx).unwrap());
+        let list = [(None, &zero), (None, &two)];
+        let legacy = save_any_to_bytes_with(&list, ShapeSemantics::Legacy).unwrap();
+        let np = save_any_to_bytes_with(&list, ShapeSemantics::Np).unwrap();
+        assert!(load_any_from_bytes_with(&legacy, ShapeSemantics::Legacy).is_ok());
+        assert!(load_any_from_bytes_with(&np, ShapeSemantics::Np).is_ok());
+        let e = load_any_from_bytes_with(&np, ShapeSemantics::Legacy).unwrap_err().to_string();
+        assert!(e.contains("np_shape(True)"), "{e}");
+        let e = load_any_from_bytes_with(&legacy, ShapeSemantics::Np).unwrap_err().to_string();
+        assert!(e.contains("np_shape(False)"), "{e}");
+        // oxnet's legacy form of a 0-d array loads back under legacy semantics
+        let scalar = AnyArray::Dense(NDArray::from_vec(&[], &[3.0f32], ctx).unwrap());
+        let b = save_any_to_bytes_with(&[(None, &scalar)], ShapeSemantics::Legacy).unwrap();
+        assert_eq!(load_any_from_bytes_with(&b, ShapeSemantics::Legacy).unwrap().0[0].shape(), &[] as &[usize]);
+        // sparse arrays cannot be saved under NumPy semantics
+        let rsp = crate::op::sparse::cast_storage(&two, SType::RowSparse).unwrap();
+        assert!(save_any_to_bytes_with(&[(None, &rsp)], ShapeSemantics::Np).is_err());
+    }
 
     fn cpu() -> Context {
         Context::cpu(0)

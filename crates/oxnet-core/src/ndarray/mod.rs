@@ -43,6 +43,36 @@ impl NDArray {
         Ok(NDArray { chunk: Arc::new(Chunk { storage, var: Var::new() }), offset: 0, shape: Shape::from_slice(shape), dtype, ag: None })
     }
 
+    /// An array over foreign memory (a NumPy array's data, a DLPack tensor): `ptr`
+    /// holds the elements of `shape` row-major, and `owner` keeps them alive (see
+    /// [`Storage::foreign`]). `what` names the caller in errors. The address must be
+    /// aligned to the element size.
+    ///
+    /// # Safety
+    /// As [`Storage::foreign`]: `ptr` must hold `shape`'s elements of `dtype` on
+    /// `ctx` for as long as `owner` lives.
+    pub unsafe fn from_foreign(
+        what: &str,
+        ctx: Context,
+        ptr: *mut u8,
+        shape: &[usize],
+        dtype: DType,
+        owner: Box<dyn Send + Sync>,
+    ) -> Result<NDArray> {
+        let bytes = shape::size(shape)
+            .checked_mul(dtype.size())
+            .ok_or_else(|| Error::new(format!("{what}: an array of shape {} is too large", fmt_shape(shape))))?;
+        if (ptr as usize) % dtype.size() != 0 {
+            return Err(Error::new(format!(
+                "{what}: the data at address {ptr:p} is not aligned to its element size ({} bytes for {})",
+                dtype.size(),
+                dtype.name()
+            )));
+        }
+        let storage = Storage::foreign(ctx, ptr, bytes, owner).map_err(|e| Error::new(format!("{what}: {}", e.message())))?;
+        Ok(NDArray { chunk: Arc::new(Chunk { storage, var: Var::new() }), offset: 0, shape: Shape::from_slice(shape), dtype, ag: None })
+    }
+
     /// An array holding a copy of `data`.
     pub fn from_vec<T: Element>(shape: &[usize], data: &[T], ctx: Context) -> Result<NDArray> {
         if shape::size(shape) != data.len() {

@@ -131,6 +131,13 @@ fn clip(c: &mut OpCall) -> Result<()> {
 
 /// The binary op of a registry name and whether it is the reversed-scalar form.
 fn binary_of(name: &str) -> Option<(&'static gen::BinOp, Family, bool)> {
+    // The scatter ops are their dense counterparts on dense arrays.
+    let name = match name {
+        "_scatter_elemwise_div" => "elemwise_div",
+        "_scatter_plus_scalar" => "_plus_scalar",
+        "_scatter_minus_scalar" => "_minus_scalar",
+        n => n,
+    };
     gen::BINARY.iter().find_map(|b| {
         if b.elem == name {
             Some((b, Family::Binary, false))

@@ -301,6 +301,40 @@ pub(super) fn register(r: &mut Registry) {
     binary_family!(r, LogicalOr, "Logical or", "_logical_or", &[], "broadcast_logical_or", &[], "_logical_or_scalar", None);
     binary_family!(r, LogicalXor, "Logical xor", "_logical_xor", &[], "broadcast_logical_xor", &[], "_logical_xor_scalar", None);
 
+    // MXNet's scatter ops: on dense arrays exactly elemwise_div, _plus_scalar and
+    // _minus_scalar (same kernels and gradients); on a sparse left-hand input they
+    // compute only the stored values (op::sparse::elemwise).
+    r.add(
+        OpDef::new(
+            "_scatter_elemwise_div",
+            "Divides arguments element-wise. If the left-hand-side input is 'row_sparse', only the values stored in it are computed \
+             (the output keeps its rows); otherwise it is elemwise_div.",
+            LHS_RHS,
+            &[],
+            infer_same,
+            same_compute::<Div>,
+        )
+        .fill(super::fill_same_shape),
+    );
+    r.add(OpDef::new(
+        "_scatter_plus_scalar",
+        "Adds a scalar to a tensor element-wise. If the input is 'row_sparse' or 'csr', only its stored values are computed \
+         (the output keeps its storage); otherwise it is _plus_scalar.",
+        DATA,
+        SCALAR_PARAMS,
+        infer_like_first,
+        scalar_compute::<Add, false>,
+    ));
+    r.add(OpDef::new(
+        "_scatter_minus_scalar",
+        "Subtracts a scalar from a tensor element-wise. If the input is 'row_sparse' or 'csr', only its stored values are \
+         computed (the output keeps its storage); otherwise it is _minus_scalar.",
+        DATA,
+        SCALAR_PARAMS,
+        infer_like_first,
+        scalar_compute::<Sub, false>,
+    ));
+
     unary_op!(r, Neg, "negative", "Numerical negative of the argument, element-wise.");
     unary_op!(r, Abs, "abs", "Returns element-wise absolute value of the input.");
     unary_op!(r, Sign, "sign", "Returns element-wise sign of the input.");

@@ -93,12 +93,14 @@ pub fn erfinv_fn(x: f64) -> f64 {
 
 /// The digamma function ψ(x) = d/dx ln Γ(x): reflection for x < 0, recurrence up
 /// to x ≥ 10, then the asymptotic series (truncation error below 1e-13 there).
+/// At the poles (0, -1, -2, ...) it is +inf, as MXNet's (so the gradient of
+/// `gammaln` there is inf and that of `gamma` at 0 is inf, not nan).
 pub fn digamma(x: f64) -> f64 {
     if x.is_nan() || x == f64::NEG_INFINITY {
         return f64::NAN;
     }
     if x <= 0.0 && x == x.floor() {
-        return f64::NAN;
+        return f64::INFINITY;
     }
     if x < 0.0 {
         // ψ(1 - x) - ψ(x) = π cot(π x)
@@ -863,6 +865,11 @@ mod tests {
         // psi(1) = -Euler's gamma
         assert!((digamma(1.0) + 0.577_215_664_901_532_9).abs() < 1e-12);
         assert!((digamma(-0.5) - 0.036_489_973_978_576_5).abs() < 1e-10);
+        // poles give +inf (MXNet's value), so d/dx gamma at 0 is inf * inf = inf
+        for x in [0.0, -1.0, -7.0] {
+            assert_eq!(digamma(x), f64::INFINITY);
+        }
+        assert_eq!(d_gamma(0.0), f64::INFINITY);
     }
 
     #[test]

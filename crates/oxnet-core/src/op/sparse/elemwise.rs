@@ -2,10 +2,15 @@
 //! - zero-preserving unary ops (`abs`, `sqrt`, `relu`, `_mul_scalar`, ...) keep the
 //!   input's storage type and apply the dense kernel to the stored values;
 //! - `elemwise_add`/`elemwise_sub`: rsp±rsp = rsp, csr±csr = csr, sparse±dense = dense;
+//!   `_maximum`/`_minimum`/`_hypot`: rsp·rsp = rsp, csr·csr = csr (else dense fallback);
 //!   `elemwise_mul`: rsp·rsp = rsp, csr·csr = csr, rsp·dense = rsp, csr·dense = csr;
 //! - `add_n` of row_sparse arrays = row_sparse; `zeros_like`, `_copy` keep the type;
 //! - `_sparse_retain(rsp, indices)`: the rows listed; `slice` of a csr: csr;
-//! - `broadcast_mul`/`broadcast_div` of a csr by a dense vector: csr.
+//! - `broadcast_mul`/`broadcast_div` of a csr by a dense vector: csr;
+//! - the scatter ops compute only what the left-hand input stores:
+//!   `_scatter_elemwise_div(rsp, any)` = rsp with the left-hand rows (a missing
+//!   right-hand row divides by zero), `_scatter_plus_scalar` / `_scatter_minus_scalar`
+//!   of rsp or csr keep the input's storage and add to its stored values only.
 
 use super::cast::copy_parts;
 use super::{idx_array, parts_of, read_idx, run_kernel, SparseCall, SparseImpl};
@@ -48,8 +53,6 @@ const ZERO_PRESERVING: &[&str] = &[
     "_copy",
     "clip",
     "cbrt",
-    "erf",
-    "erfinv",
 ];
 
 fn unary_stype(p: &Params, ins: &[SType]) -> Option<Vec<SType>> {
@@ -110,13 +113,29 @@ enum Bin {
     Add,
     Sub,
     Mul,
+    Max,
+    Min,
+    Hypot,
 }
 
 fn bin_of(name: &str) -> Bin {
     match name {
         "elemwise_sub" => Bin::Sub,
         "elemwise_mul" => Bin::Mul,
+        "_maximum" => Bin::Max,
+        "_minimum" => Bin::Min,
+        "_hypot" => Bin::Hypot,
         _ => Bin::Add,
+    }
+}
+
+/// `_maximum`, `_minimum`, `_hypot` (f(0, 0) = 0): rsp·rsp = rsp, csr·csr = csr over
+/// the union of the stored entries; other combinations fall back to dense.
+fn same_sparse_stype(_: &Params, ins: &[SType]) -> Option<Vec<SType>> {
+    match (ins[0], ins[1]) {
+        (SType::RowSparse, SType::RowSparse) => Some(vec![SType::RowSparse]),
+        (SType::Csr, SType::Csr) => Some(vec![SType::Csr]),
+        _ => None,
     }
 }
 
@@ -143,6 +162,21 @@ fn apply(op: Bin, a: f64, b: f64) -> f64 {
         Bin::Add => a + b,
         Bin::Sub => a - b,
         Bin::Mul => a * b,
+        Bin::Max => {
+            if a > b || a.is_nan() {
+                a
+            } else {
+                b
+            }
+        }
+        Bin::Min => {
+            if a < b || a.is_nan() {
+                a
+            } else {
+                b
+            }
+        }
+        Bin::Hypot => a.hypot(b),
     }
 }
 
@@ -207,6 +241,13 @@ fn merge<T: Element>(a: &Rows<T>, b: &Rows<T>, op: Bin) -> Rows<T> {
     out
 }
 
+/// One csr row as `Rows` of width 1, in column order.
+fn sorted_row<T: Element>(idx: &[i64], vals: &[T]) -> Rows<T> {
+    let mut order: Vec<usize> = (0..idx.len()).collect();
+    order.sort_by_key(|&k| idx[k]);
+    Rows { idx: order.iter().map(|&k| idx[k]).collect(), vals: order.iter().map(|&k| vals[k]).collect(), width: 1 }
+}
+
 fn binary(c: &SparseCall) -> Result<()> {
     let op = bin_of(c.op.name);
     let (l, r) = (&c.inputs[0], &c.inputs[1]);
@@ -241,8 +282,10 @@ fn binary_t<T: Element>(c: &SparseCall, op: Bin) -> Result<()> {
             let (mut idx, mut vals) = (Vec::new(), Vec::new());
             for row in 0..rows {
                 let (a0, a1, b0, b1) = (ipl[row] as usize, ipl[row + 1] as usize, ipr[row] as usize, ipr[row + 1] as usize);
-                let a = Rows { idx: ixl[a0..a1].to_vec(), vals: vl[a0..a1].to_vec(), width: 1 };
-                let b = Rows { idx: ixr[b0..b1].to_vec(), vals: vr[b0..b1].to_vec(), width: 1 };
+                // A row's column indices need not be sorted (MXNet's csr arrays may be
+                // shuffled within rows): merge them in column order.
+                let a = sorted_row(&ixl[a0..a1], &vl[a0..a1]);
+                let b = sorted_row(&ixr[b0..b1], &vr[b0..b1]);
                 let m = merge(&a, &b, op);
                 idx.extend(m.idx);
                 vals.extend(m.vals);
@@ -330,6 +373,7 @@ fn binary_t<T: Element>(c: &SparseCall, op: Bin) -> Result<()> {
 
 static ADD: SparseImpl = SparseImpl { stype: add_stype, compute: binary };
 static MUL: SparseImpl = SparseImpl { stype: mul_stype, compute: binary };
+static MAX_MIN_HYPOT: SparseImpl = SparseImpl { stype: same_sparse_stype, compute: binary };
 
 // ---- add_n -------------------------------------------------------------------------
 
@@ -596,22 +640,100 @@ fn take_csr(c: &SparseCall) -> Result<()> {
 }
 static TAKE: SparseImpl = SparseImpl { stype: take_stype, compute: take_csr };
 
+// ---- scatter ops: only the values stored in the left-hand input are computed ----
+
+/// `_scatter_elemwise_div(row_sparse, any)`: row_sparse with the left-hand rows.
+fn scatter_div_stype(_: &Params, ins: &[SType]) -> Option<Vec<SType>> {
+    (ins[0] == SType::RowSparse).then(|| vec![SType::RowSparse])
+}
+
+fn scatter_div(c: &SparseCall) -> Result<()> {
+    let (l, r) = (&c.inputs[0], &c.inputs[1]);
+    if l.dtype() != r.dtype() {
+        return Err(c.err(format!("both inputs must have the same dtype, got {} and {}", l.dtype().name(), r.dtype().name())));
+    }
+    if l.shape() != r.shape() {
+        return Err(c.err(format!(
+            "both inputs must have the same shape, got {} and {}",
+            crate::shape::fmt_shape(l.shape()),
+            crate::shape::fmt_shape(r.shape())
+        )));
+    }
+    with_dtype!(l.dtype(), T, { scatter_div_t::<T>(c) })
+}
+
+fn scatter_div_t<T: Element>(c: &SparseCall) -> Result<()> {
+    let (l, r) = (&c.inputs[0], &c.inputs[1]);
+    let os = c.outputs[0].sparse().unwrap();
+    let shape = l.shape().to_vec();
+    let rows = shape.first().copied().unwrap_or(0);
+    let width = if rows == 0 { 0 } else { shape.iter().product::<usize>() / rows };
+    let lr = rsp_rows::<T>(&parts_of(l), width)?;
+    // The right-hand row `ri` as f64 values (zeros where it stores nothing).
+    let rhs_row: Box<dyn Fn(usize) -> Result<Vec<f64>>> = match r {
+        AnyArray::Dense(d) => {
+            // SAFETY: the engine gives this op its inputs for reading.
+            let v = unsafe { host_slice::<T>(d)? };
+            Box::new(move |ri| Ok(v[ri * width..(ri + 1) * width].iter().map(|x| x.to_f64()).collect()))
+        }
+        AnyArray::Sparse(_) if r.stype() == SType::RowSparse => {
+            let rr = rsp_rows::<T>(&parts_of(r), width)?;
+            Box::new(move |ri| {
+                Ok(match rr.idx.binary_search(&(ri as i64)) {
+                    Ok(k) => rr.vals[k * width..(k + 1) * width].iter().map(|x| x.to_f64()).collect(),
+                    Err(_) => vec![0.0; width],
+                })
+            })
+        }
+        AnyArray::Sparse(_) => {
+            let p = parts_of(r);
+            let (ip, ix) = (read_idx(&p.aux[0])?, read_idx(&p.aux[1])?);
+            // SAFETY: as above.
+            let v = unsafe { host_slice::<T>(&p.data)? }.to_vec();
+            Box::new(move |ri| {
+                let mut row = vec![0.0; width];
+                for k in ip[ri] as usize..ip[ri + 1] as usize {
+                    row[ix[k] as usize] = v[k].to_f64();
+                }
+                Ok(row)
+            })
+        }
+    };
+    let mut vals = Vec::with_capacity(lr.vals.len());
+    for (k, &ri) in lr.idx.iter().enumerate() {
+        let den = rhs_row(ri as usize)?;
+        vals.extend(lr.vals[k * width..(k + 1) * width].iter().zip(&den).map(|(x, y)| T::from_f64(x.to_f64() / y)));
+    }
+    let mut ds = shape.clone();
+    ds[0] = lr.idx.len();
+    os.set_parts(Parts { data: fresh_array(&ds, &vals, c.ctx)?, aux: vec![idx_array(&lr.idx, os.aux_types()[0], c.ctx)?] });
+    Ok(())
+}
+static SCATTER_DIV: SparseImpl = SparseImpl { stype: scatter_div_stype, compute: scatter_div };
+
+/// `_scatter_plus_scalar` / `_scatter_minus_scalar` of a sparse array: the scalar
+/// applied to the stored values only; the output keeps the input's storage.
+static SCATTER_SCALAR: SparseImpl = SparseImpl { stype: unary_stype, compute: unary };
+
 pub(super) fn lookup(name: &str) -> Option<&'static SparseImpl> {
     match name {
+        "_scatter_elemwise_div" => Some(&SCATTER_DIV),
+        "_scatter_plus_scalar" | "_scatter_minus_scalar" => Some(&SCATTER_SCALAR),
         "clip" => Some(&CLIP),
         n if ZERO_PRESERVING.contains(&n) => Some(&UNARY),
         "zeros_like" => Some(&ZEROS_LIKE),
         "elemwise_add" | "elemwise_sub" => Some(&ADD),
         "elemwise_mul" => Some(&MUL),
+        "_maximum" | "_minimum" | "_hypot" => Some(&MAX_MIN_HYPOT),
         "add_n" => Some(&ADD_N),
         "_sparse_retain" => Some(&RETAIN),
         "slice" => Some(&SLICE),
         "broadcast_mul" | "broadcast_div" => Some(&BCAST),
         "_equal_scalar" => Some(&SC_NONZERO),
         "_not_equal_scalar" | "_plus_scalar" | "_minus_scalar" | "_rminus_scalar" => Some(&SC_ZERO),
-        "_greater_scalar" | "_minimum_scalar" => Some(&SC_NONNEG),
-        "_greater_equal_scalar" | "_power_scalar" => Some(&SC_POS),
-        "_lesser_scalar" | "_maximum_scalar" => Some(&SC_NONPOS),
+        "_greater_scalar" => Some(&SC_NONNEG),
+        "_greater_equal_scalar" => Some(&SC_POS),
+        "_lesser_scalar" => Some(&SC_NONPOS),
         "_lesser_equal_scalar" => Some(&SC_NEG),
         "take" => Some(&TAKE),
         "_contrib_quadratic" => Some(&QUAD),
@@ -619,10 +741,10 @@ pub(super) fn lookup(name: &str) -> Option<&'static SparseImpl> {
     }
 }
 
-// ---- _contrib_quadratic (op::contrib_elemwise) keeps sparse storage when c == 0 ----
+// ---- _contrib_quadratic (op::contrib_elemwise) keeps csr storage when c == 0 ----
+// (MXNet 1.9.1 registers the csr form only; a row_sparse input falls back to dense.)
 
-static QUAD: SparseImpl =
-    SparseImpl { stype: |p, ins| (ins[0] != SType::Default && p.float("c") == 0.0).then(|| vec![ins[0]]), compute: unary };
+static QUAD: SparseImpl = SparseImpl { stype: |p, ins| (ins[0] == SType::Csr && p.float("c") == 0.0).then(|| vec![ins[0]]), compute: unary };
 
 pub(super) fn register(r: &mut Registry) {
     r.add(

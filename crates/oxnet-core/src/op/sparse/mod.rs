@@ -18,6 +18,7 @@ mod dot;
 mod elemwise;
 mod optim;
 mod reduce;
+pub mod stype;
 
 use super::{invoke, lookup as op_lookup, Blob, OpCall, OpDef, Params, Registry, Value};
 use crate::context::Context;
@@ -94,6 +95,7 @@ pub fn invoke_any(
     ctx: Option<Context>,
 ) -> Result<Vec<AnyArray>> {
     let in_st: Vec<SType> = inputs.iter().map(|a| a.stype()).collect();
+    stype::check_supported(op, &params, &in_st)?;
     let all_dense_out = out.map(|o| o.iter().all(|a| a.stype() == SType::Default)).unwrap_or(true);
     // While recording, an op whose inputs are in a graph takes the dense path (its
     // gradient is recorded); storage casts never are.
@@ -414,6 +416,28 @@ mod tests {
         let e = call("exp", &[a], &[]);
         assert_eq!(e.stype(), SType::Default);
         assert!((values(&e)[1] - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn csr_sum_with_unsorted_columns() {
+        // row 0 stores columns 2 then 0 (unsorted), the other operand column 0
+        let data = NDArray::from_vec(&[2], &[5.0f32, 1.0], Context::cpu(0)).unwrap();
+        let indptr = NDArray::from_vec(&[2], &[0i64, 2], Context::cpu(0)).unwrap();
+        let idx = NDArray::from_vec(&[2], &[2i64, 0], Context::cpu(0)).unwrap();
+        let a = AnyArray::Sparse(SparseArray::from_parts(SType::Csr, &[1, 3], &data, &[indptr, idx]).unwrap());
+        let b = cast_storage(&dense(&[1, 3], &[10.0, 0.0, 0.0]), SType::Csr).unwrap();
+        assert_eq!(values(&call("elemwise_add", &[a, b], &[])), vec![11.0, 0.0, 5.0]);
+    }
+
+    #[test]
+    fn maximum_of_row_sparse_arrays_is_row_sparse() {
+        let a = cast_storage(&dense(&[3, 1], &[1.0, 0.0, -2.0]), SType::RowSparse).unwrap();
+        let b = cast_storage(&dense(&[3, 1], &[0.0, -5.0, 3.0]), SType::RowSparse).unwrap();
+        let m = call("_maximum", &[a.clone(), b.clone()], &[]);
+        assert_eq!(m.stype(), SType::RowSparse);
+        assert_eq!(values(&m), vec![1.0, 0.0, 3.0]);
+        assert_eq!(values(&call("_minimum", &[a.clone(), b], &[])), vec![0.0, -5.0, -2.0]);
+        assert_eq!(call("_maximum", &[a, dense(&[3, 1], &[0.0; 3])], &[]).stype(), SType::Default);
     }
 
     #[test]
