@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --release --example predict -- model-symbol.json model-0000.params image.jpg \
-//!     [--size 224] [--synset synset.txt] [--top 5]
+//!     [--size 224] [--synset synset.txt] [--top 5] [--repeat N]
 //! ```
 //!
 //! The image is prepared as gluon's model-zoo networks expect: RGB, shorter side
@@ -13,6 +13,9 @@
 //! `cargo run --release --example predict -- data/mxnet-models/mobilenet0.25/model-symbol.json
 //! data/mxnet-models/mobilenet0.25/model-0000.params data/mxnet-models/mobilenet0.25/chelsea.jpg`
 //! (random weights: the classes mean nothing, the numbers match MXNet's).
+//!
+//! `--repeat N` times N more forward passes after the first (a warm-up) and prints
+//! their median and minimum (`benches/bench_predict.py` uses it).
 
 use oxnet_core::io::{image, imgproc};
 use oxnet_core::predict::Predictor;
@@ -40,15 +43,17 @@ fn prepare(path: &str, size: usize, ctx: Context) -> Result<oxnet_core::NDArray>
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = || Error::new("usage: predict <model-symbol.json> <model-0000.params> <image> [--size N] [--synset FILE] [--top K]");
+    let usage =
+        || Error::new("usage: predict <model-symbol.json> <model-0000.params> <image> [--size N] [--synset FILE] [--top K] [--repeat N]");
     let mut pos = Vec::new();
-    let (mut size, mut synset, mut top) = (224usize, None, 5usize);
+    let (mut size, mut synset, mut top, mut repeat) = (224usize, None, 5usize, 0usize);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--size" => size = it.next().and_then(|v| v.parse().ok()).ok_or_else(usage)?,
             "--top" => top = it.next().and_then(|v| v.parse().ok()).ok_or_else(usage)?,
             "--synset" => synset = Some(it.next().ok_or_else(usage)?.clone()),
+            "--repeat" => repeat = it.next().and_then(|v| v.parse().ok()).ok_or_else(usage)?,
             _ => pos.push(a.clone()),
         }
     }
@@ -72,6 +77,17 @@ fn main() -> Result<()> {
     for &k in order.iter().take(top) {
         let name = names.get(k).map(String::as_str).unwrap_or("");
         println!("  class {k:4}  p={:.5}  {name}", probs[k]);
+    }
+    if repeat > 0 {
+        let mut times = Vec::with_capacity(repeat);
+        for _ in 0..repeat {
+            let t = std::time::Instant::now();
+            let out = model.forward(&[("data", &x)])?;
+            out[0].wait_to_read()?;
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        times.sort_by(f64::total_cmp);
+        println!("latency over {repeat} runs: median {:.3} ms, min {:.3} ms", times[repeat / 2], times[0]);
     }
     oxnet_core::engine::wait_all()
 }
