@@ -136,7 +136,7 @@ impl Probe<'_> {
                 for k in self.outs {
                     if let Known::Full(s) = k {
                         let total: usize = s.iter().product();
-                        if total > 0 && total % known == 0 {
+                        if total > 0 && total.is_multiple_of(known) {
                             c.push(total / known);
                         }
                     }

@@ -103,7 +103,7 @@ fn multi(op: &str) -> bool {
 /// (batch, anchors, height, width) of `cls_prob`, with the other inputs checked.
 fn geometry(a: &InferArgs, c: &Cfg) -> Result<(usize, usize, usize, usize)> {
     let cs = a.shapes[0];
-    if cs.len() != 4 || cs[1] % 2 != 0 || cs[1] == 0 {
+    if cs.len() != 4 || !cs[1].is_multiple_of(2) || cs[1] == 0 {
         return Err(a.err(format!(
             "cls_prob must be 4-D (batch, 2 * num_anchors, height, width) with an even, nonzero channel count, got shape {}",
             fmt_shape(cs)
