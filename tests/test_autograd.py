@@ -150,8 +150,11 @@ def test_head_grad_shape_mismatch():
     with ag.record():
         y = x * 2
     with pytest.raises(MXNetError, match="head gradient 0 has shape"):
-        ag.backward(y, nd.ones(4, dtype="float64"))
+        ag.backward(y, nd.ones(2, dtype="float64"))
     assert_almost_equal(x.grad, np.zeros(3))
+    # a bigger one is read as MXNet reads it: its first elements
+    ag.backward(y, nd.array([1.0, 2.0, 3.0, 4.0], dtype="float64"))
+    assert_almost_equal(x.grad, np.array([2.0, 4.0, 6.0]))
     with pytest.raises(MXNetError, match="same length"):
         ag.backward([y], [nd.ones(3), nd.ones(3)])
 

@@ -310,5 +310,5 @@ def test_negative_step_slice_assign_starting_before_axis_writes_nothing():
 
 def test_assign_empty_array_to_empty_region():
     a = mx.nd.zeros((1, 1, 1))
-    a[0, :0] = mx.nd.zeros((0, 1))
+    a[0, :0] = mx.nd.array(np.zeros((0, 1), np.float32))
     np.testing.assert_array_equal(a.asnumpy(), np.zeros((1, 1, 1), np.float32))

@@ -247,8 +247,10 @@ def _check_numeric_gradient_symbol(sym, location, aux_states, numeric_eps, rtol,
                aux, ctx, reqs)
     outs = ex.forward(is_train=use_forward_train)
     if head_grads is None:
-        heads = [np.random.normal(0, 0.01, size=o.shape).astype(np.float64) * 100
-                 for o in outs]
+        # MXNet's random projection: uniform in [0.1, 1.1), never near zero, so that
+        # the projected gradients are not sums that cancel to a few ULPs of the
+        # finite differences (which the relative tolerance could not absorb)
+        heads = [np.random.rand(*o.shape) + 0.1 for o in outs]
     else:
         heads = [np.asarray(_as_np(h), np.float64) for h in head_grads]
     ex.backward([nd.array(h, ctx=ctx, dtype=o.dtype) for h, o in zip(heads, outs)])

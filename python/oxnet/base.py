@@ -22,6 +22,10 @@ class MXNetIndexError(MXNetError, IndexError):
     (MXNet 1.9 raises ``IndexError`` here; code catching either keeps working)."""
 
 
+# errors the core marks as index errors (gather_nd's out-of-range indices) raise this
+_core._set_index_error(MXNetIndexError)
+
+
 class MXNetValueError(MXNetError, ValueError):
     """A bad argument value where MXNet 1.9 raises ``ValueError`` (for example a
     missing array in ``Symbol.bind``): both an ``MXNetError`` and a ``ValueError``."""

@@ -471,6 +471,37 @@ class _CustomSpec(object):
         return [[_np_dtype(t, "custom operator '%s' infer_type" % self.op_type) for t in p]
                 for p in parts]
 
+    def _stypes(self, method, ret, lengths):
+        try:
+            parts = [list(p) for p in ret]
+        except TypeError:
+            parts = None
+        if parts is None or len(parts) != len(lengths):
+            raise self._error(method, "must return %d lists of storage types, got %r"
+                              % (len(lengths), ret))
+        for p, n in zip(parts, lengths):
+            if len(p) != n or any(t not in ('default', 'csr', 'row_sparse') for t in p):
+                raise self._error(method, "returned %r: expected %d storage types of "
+                                          "'default', 'csr', 'row_sparse'" % (p, n))
+        return parts
+
+    def infer_storage_type(self, in_stypes):
+        """Storage types of (arguments, outputs, aux states) from the arguments'."""
+        ret = self._call('infer_storage_type', self.prop.infer_storage_type, list(in_stypes))
+        ret = tuple(ret) if isinstance(ret, (list, tuple)) else ret
+        if isinstance(ret, tuple) and len(ret) == 2:
+            ret = ret + ([_DEFAULT_STYPE] * len(self.aux_states),)
+        return self._stypes('infer_storage_type', ret,
+                            (len(self.arguments), len(self.outputs), len(self.aux_states)))
+
+    def infer_storage_type_backward(self, ograd, in_, out, igrad, aux):
+        """Storage types of (output gradients, arguments, outputs, input gradients,
+        aux states) for the backward pass."""
+        ret = self._call('infer_storage_type_backward', self.prop.infer_storage_type_backward,
+                         list(ograd), list(in_), list(out), list(igrad), list(aux))
+        return self._stypes('infer_storage_type_backward', ret,
+                            (len(ograd), len(in_), len(out), len(igrad), len(aux)))
+
     def backward_dependency(self):
         """The ids (out_grad 0.., in_data, out_data after) backward reads."""
         n_out, n_in = len(self.outputs), len(self.arguments)
@@ -573,9 +604,13 @@ def _invoke_ndarray(data, kwargs):
             if tuple(o.shape) != s or np.dtype(o.dtype) != t:
                 raise spec._error('out', "output '%s' is %s %s, out array is %s %s"
                                   % (n, s, t, tuple(o.shape), np.dtype(o.dtype)))
-    else:
+    # storage types, as the prop infers them (its default accepts only dense arrays)
+    in_stypes = [x.stype for x in args]
+    _, out_stypes, _ = spec.infer_storage_type(in_stypes)
+    if out is None:
         from .ndarray.ndarray import zeros
-        outs = [zeros(s, ctx=ctx, dtype=t) for s, t in zip(out_shapes, out_types)]
+        outs = [zeros(s, ctx=ctx, dtype=t, stype=st)
+                for s, t, st in zip(out_shapes, out_types, out_stypes)]
 
     op = spec.create_operator(ctx, in_shapes + aux_shapes, in_types + aux_types)
     is_train = _core.is_training()
@@ -588,7 +623,15 @@ def _invoke_ndarray(data, kwargs):
 
         def backward_entry(*out_grads):
             from .ndarray.ndarray import zeros
-            in_grad = [zeros(x.shape, ctx=x.context, dtype=x.dtype) for x in in_data]
+            # the core's head gradients are dense; the gradients' storage types
+            # come from the prop (input gradients like the inputs by default)
+            og_st, _, _, ig_st, _ = spec.infer_storage_type_backward(
+                [_DEFAULT_STYPE] * len(out_grads), in_stypes, [o.stype for o in outs],
+                in_stypes, [a.stype for a in aux])
+            out_grads = [g if st == _DEFAULT_STYPE else g.tostype(st)
+                         for g, st in zip(out_grads, og_st)]
+            in_grad = [zeros(x.shape, ctx=x.context, dtype=x.dtype, stype=st)
+                       for x, st in zip(in_data, ig_st)]
             spec.backward(op, reqs, out_grads, in_data, out_data, in_grad, aux)
             return [g if r != 'null' else None for g, r in zip(in_grad, reqs)]
 

@@ -8,18 +8,37 @@ use std::fmt;
 #[derive(Clone, PartialEq, Eq)]
 pub struct Error {
     msg: String,
+    kind: ErrorKind,
+}
+
+/// Which Python exception an error is besides `MXNetError`, where MXNet 1.9.1 raises
+/// a built-in type (its C++ errors that start with `IndexError:` become Python's
+/// `IndexError`); the Python glue picks the class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ErrorKind {
+    #[default]
+    General,
+    /// An index out of range (`gather_nd`): Python's `IndexError` too.
+    Index,
 }
 
 impl Error {
     pub fn new(msg: impl Into<String>) -> Self {
-        Error { msg: msg.into() }
+        Error { msg: msg.into(), kind: ErrorKind::General }
     }
     /// An error raised while running operator `op`.
     pub fn op(op: &str, msg: impl fmt::Display) -> Self {
-        Error { msg: format!("Error in operator {op}: {msg}") }
+        Error { msg: format!("Error in operator {op}: {msg}"), kind: ErrorKind::General }
+    }
+    /// An index out of range in operator `op` (an `IndexError` in Python).
+    pub fn index(op: &str, msg: impl fmt::Display) -> Self {
+        Error { kind: ErrorKind::Index, ..Error::op(op, msg) }
     }
     pub fn message(&self) -> &str {
         &self.msg
+    }
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
     }
 }
 

@@ -133,7 +133,10 @@ fn detach(a: &PyND) -> PyND {
 /// True when the array is the output of a recorded op or a variable.
 #[pyfunction]
 fn in_graph(a: &PyND) -> bool {
-    a.ag.lock().as_ref().map(|e| e.is_live()).unwrap_or(false)
+    match &a.sparse {
+        Some(s) => s.ag_entry().map(|e| e.is_live()).unwrap_or(false),
+        None => a.ag.lock().as_ref().map(|e| e.is_live()).unwrap_or(false),
+    }
 }
 
 fn arrays(list: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<oxnet_core::NDArray>> {
@@ -141,9 +144,25 @@ fn arrays(list: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<oxnet_core::NDArr
     for item in list.try_iter()? {
         let item = item?;
         let a = item.cast::<PyND>().map_err(|_| err(Error::new(format!("{what} must be NDArrays"))))?;
-        v.push(a.get().with_entry());
+        v.push(graph_array(a.get())?);
     }
     Ok(v)
+}
+
+/// The array as autograd sees it: a dense array with its entry; for a csr or
+/// row_sparse array, a stand-in of its logical shape carrying the sparse array's
+/// entry (never read; the core does the same for sparse variables, see
+/// `op::sparse`), so sparse variables and sparse outputs of custom functions take
+/// part in backward.
+fn graph_array(a: &PyND) -> PyResult<oxnet_core::NDArray> {
+    match &a.sparse {
+        None => Ok(a.with_entry()),
+        Some(s) => {
+            let mut anchor = oxnet_core::NDArray::empty(s.shape(), s.ctx(), s.dtype()).py_err()?;
+            anchor.set_ag_entry(s.ag_entry());
+            Ok(anchor)
+        }
+    }
 }
 
 /// Runs backward from `heads`; `head_grads` items may be None (ones). With
@@ -216,7 +235,16 @@ impl CustomGrad for PyFunction {
                     let a = item
                         .cast::<PyND>()
                         .map_err(|_| Error::new(format!("custom function {}.backward must return NDArrays", self.name)))?;
-                    out.push(Some(a.get().inner.clone()));
+                    let a = a.get();
+                    // gradients flow dense; a sparse one is cast (a sparse variable's
+                    // buffer gets it cast back)
+                    out.push(Some(match &a.sparse {
+                        Some(sp) => {
+                            let d = op::sparse::cast_storage(&oxnet_core::AnyArray::Sparse(sp.clone()), oxnet_core::SType::Default)?;
+                            d.dense().cloned().ok_or_else(|| Error::new("cast to default storage gave a sparse array"))?
+                        }
+                        None => a.inner.clone(),
+                    }));
                 }
             }
             Ok(out)
@@ -235,12 +263,18 @@ fn record_custom(name: String, inputs: &Bound<'_, PyAny>, outputs: &Bound<'_, Py
     for item in outputs.try_iter()? {
         let item = item?;
         let a = item.cast::<PyND>().map_err(|_| err(Error::new("Function outputs must be NDArrays")))?.clone();
-        outs.push(a.get().inner.clone());
+        outs.push(match &a.get().sparse {
+            Some(s) => oxnet_core::NDArray::empty(s.shape(), s.ctx(), s.dtype()).py_err()?,
+            None => a.get().inner.clone(),
+        });
         handles.push(a);
     }
     ag::record_custom(Arc::new(PyFunction { name, func: backward_fn }), &ins, &mut outs);
     for (h, o) in handles.iter().zip(&outs) {
-        *h.get().ag.lock() = o.ag_entry().cloned();
+        match &h.get().sparse {
+            Some(s) => s.set_ag_entry(o.ag_entry().cloned()),
+            None => *h.get().ag.lock() = o.ag_entry().cloned(),
+        }
     }
     Ok(())
 }

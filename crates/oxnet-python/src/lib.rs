@@ -20,8 +20,28 @@ mod symbol;
 
 pyo3::create_exception!(_core, MXNetError, pyo3::exceptions::PyRuntimeError, "Error raised by oxnet (MXNet's MXNetError).");
 
-/// A core error as a Python `MXNetError`.
+/// The Python class of an index error (`oxnet.base.MXNetIndexError`: both an
+/// `MXNetError` and an `IndexError`), set by `oxnet.base` at import.
+static INDEX_ERROR: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+
+/// Registers the class raised for index errors (see [`err`]).
+#[pyfunction]
+fn _set_index_error(py: Python<'_>, cls: Py<PyAny>) {
+    let _ = INDEX_ERROR.set(py, cls);
+}
+
+/// A core error as a Python `MXNetError` (an `MXNetIndexError`, also an
+/// `IndexError`, for an index out of range, where MXNet raises `IndexError`).
 pub(crate) fn err(e: oxnet_core::Error) -> PyErr {
+    if e.kind() == oxnet_core::error::ErrorKind::Index {
+        let made = Python::attach(|py| {
+            let cls = INDEX_ERROR.get(py)?.bind(py);
+            cls.call1((e.message(),)).ok().map(|v| PyErr::from_value(v))
+        });
+        if let Some(pe) = made {
+            return pe;
+        }
+    }
     MXNetError::new_err(e.message().to_string())
 }
 
@@ -209,6 +229,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<array::NDArray>()?;
     m.add_class::<invoke::Op>()?;
     m.add_function(wrap_pyfunction!(waitall, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_index_error, m)?)?;
     m.add_function(wrap_pyfunction!(num_gpus, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_set_wheel_roots, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_libraries, m)?)?;

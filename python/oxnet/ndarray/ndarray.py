@@ -76,21 +76,53 @@ def empty(shape, ctx=None, dtype=None, stype=None):
     return _core.empty(tuple(shape), ctx.device_typeid, ctx.device_id, _dtype_name(_dtype(dtype)))
 
 
+def _check_legacy_shape(op, shape):
+    """Outside NumPy-shape semantics (``mx.np_shape``) a 0 in a shape means "unknown"
+    and ``()`` an unknown rank, as in MXNet 1.9.1: creating such an array fails
+    there, as MXNet's shape inference does."""
+    from ..util import is_np_shape
+    if is_np_shape():
+        return
+    shape = tuple(shape)
+    if not shape or any(int(d) == 0 for d in shape):
+        raise MXNetError("Operator %s inferring shapes failed: shape %s is unknown outside "
+                         "NumPy-shape semantics (0 and () mean an unknown dimension and "
+                         "rank there); use `with mx.np_shape():` for zero-size and scalar "
+                         "arrays" % (op, shape))
+
+
 def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
-    """Returns a new array filled with all zeros, with the given shape and type."""
+    """Returns a new array filled with all zeros, with the given shape and type.
+
+    Outside ``mx.np_shape()`` a shape with a 0 or ``()`` raises MXNetError (unknown
+    shape), as in MXNet."""
     if stype is not None and stype != "default":
         from . import sparse as _sp
         return _sp.zeros(stype, shape, ctx=ctx, dtype=dtype, **kwargs)
     if isinstance(shape, int):
         shape = (shape,)
-    return _internal._zeros(shape=shape, ctx=_ctx(ctx), dtype=_dtype_name(_dtype(dtype)), **kwargs)
+    _check_legacy_shape("_zeros", shape)
+    return _filled("_zeros", shape, ctx, dtype, kwargs)
 
 
 def ones(shape, ctx=None, dtype=None, stype=None, **kwargs):
-    """Returns a new array filled with all ones, with the given shape and type."""
+    """Returns a new array filled with all ones, with the given shape and type.
+
+    Outside ``mx.np_shape()`` a shape with a 0 or ``()`` raises MXNetError (unknown
+    shape), as in MXNet."""
     if isinstance(shape, int):
         shape = (shape,)
-    return _internal._ones(shape=shape, ctx=_ctx(ctx), dtype=_dtype_name(_dtype(dtype)), **kwargs)
+    _check_legacy_shape("_ones", shape)
+    return _filled("_ones", shape, ctx, dtype, kwargs)
+
+
+def _filled(op, shape, ctx=None, dtype=None, kwargs=None):
+    """``_zeros``/``_ones`` of any shape, zero-size and scalar included (``mx.np``'s
+    creation functions, which always have NumPy shapes, come here)."""
+    if isinstance(shape, int):
+        shape = (shape,)
+    return getattr(_internal, op)(shape=shape, ctx=_ctx(ctx), dtype=_dtype_name(_dtype(dtype)),
+                                  **(kwargs or {}))
 
 
 def full(shape, val, ctx=None, dtype=mx_real_t, out=None):

@@ -875,16 +875,16 @@ def zeros(shape, dtype=None, order="C", ctx=None):  # pylint: disable=redefined-
     """An array of zeros (float32 unless ``dtype``)."""
     if order != "C":
         raise NotImplementedError("zeros: only order='C' is supported")
-    return _wrap(_mx_nd.zeros(_np_shape_arg(shape), ctx=_ctx_of(ctx),
-                              dtype=_creation_dtype(dtype).name))
+    return _wrap(_mx_nd.ndarray._filled("_zeros", _np_shape_arg(shape), ctx=_ctx_of(ctx),
+                                        dtype=_creation_dtype(dtype).name))
 
 
 def ones(shape, dtype=None, order="C", ctx=None):  # pylint: disable=redefined-outer-name
     """An array of ones (float32 unless ``dtype``)."""
     if order != "C":
         raise NotImplementedError("ones: only order='C' is supported")
-    return _wrap(_mx_nd.ones(_np_shape_arg(shape), ctx=_ctx_of(ctx),
-                             dtype=_creation_dtype(dtype).name))
+    return _wrap(_mx_nd.ndarray._filled("_ones", _np_shape_arg(shape), ctx=_ctx_of(ctx),
+                                        dtype=_creation_dtype(dtype).name))
 
 
 def empty(shape, dtype=None, order="C", ctx=None):  # pylint: disable=redefined-outer-name

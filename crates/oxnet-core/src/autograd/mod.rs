@@ -375,6 +375,15 @@ fn topo_order(heads: &[&Entry]) -> Vec<Arc<Node>> {
     order
 }
 
+/// The first `prod(shape)` elements of `g` (row-major), as an array of `shape`.
+fn leading_elements(g: &NDArray, shape: &[usize]) -> Result<NDArray> {
+    let n: usize = shape.iter().product();
+    let tuple = |v: &[usize]| Value::Tuple(v.iter().map(|&x| x as i64).collect());
+    let flat = op::call1("Reshape", std::slice::from_ref(g), &[("shape", tuple(&[g.size()]))])?;
+    let head = op::call1("slice_axis", &[flat], &[("axis", Value::Int(0)), ("begin", Value::Int(0)), ("end", Value::Int(n as i64))])?;
+    op::call1("Reshape", &[head], &[("shape", tuple(shape))])
+}
+
 /// Runs backward from `heads` (MXNet's `autograd.backward`): `head_grads[i]` is the
 /// gradient of `heads[i]` (None: ones). Without `variables`, every variable reached
 /// gets its gradient written or added into its buffer per its grad_req, and None is
@@ -408,17 +417,28 @@ pub fn backward(
     for h in heads {
         head_entries.push(live_entry(h).ok_or_else(|| Error::new(NOT_IN_GRAPH_MSG))?);
     }
+    // A head gradient must have the head's shape, except that one with more elements
+    // is read as MXNet 1.9.1 reads it: its first `head.size()` elements in row-major
+    // order (MXNet hands the buffer to the backward kernels, which read the head's
+    // size from it; a smaller one is out of bounds there and an error here).
+    let mut fitted: Vec<Option<NDArray>> = Vec::with_capacity(head_grads.len());
     for (i, (h, g)) in heads.iter().zip(head_grads).enumerate() {
-        if let Some(g) = g {
-            if g.shape() != h.shape() {
-                return Err(Error::new(format!(
-                    "autograd.backward: head gradient {i} has shape {} but the head has shape {}",
-                    crate::shape::fmt_shape(g.shape()),
-                    crate::shape::fmt_shape(h.shape())
-                )));
+        fitted.push(match g {
+            Some(g) if g.shape() != h.shape() => {
+                let n: usize = h.shape().iter().product();
+                if g.size() < n {
+                    return Err(Error::new(format!(
+                        "autograd.backward: head gradient {i} has shape {} but the head has shape {}",
+                        crate::shape::fmt_shape(g.shape()),
+                        crate::shape::fmt_shape(h.shape())
+                    )));
+                }
+                Some(leading_elements(g, h.shape())?)
             }
-        }
+            g => g.clone(),
+        });
     }
+    let head_grads = &fitted[..];
     let var_keys: Option<Vec<(usize, usize)>> = match variables {
         Some(vs) => {
             let mut keys = Vec::with_capacity(vs.len());

@@ -426,6 +426,18 @@ impl Graph {
                     params.set_extra("shape", Value::Tuple(o.shape().iter().map(|&v| v as i64).collect()));
                 }
             }
+            // `arange(infer_range=True)`: `stop` from the length inference found.
+            if inputs.is_empty() && op::infers_range(&params) {
+                if let Some(o) = bufs.entries[ni].first() {
+                    let reps = params.int("repeat").max(1) as usize;
+                    let n = o.shape().first().copied().unwrap_or(0).div_ceil(reps);
+                    // half a step short of the n-th value: ceil((stop - start) / step)
+                    // is n whatever the rounding
+                    let stop = params.float("start") + (n as f64 - 0.5) * params.float("step");
+                    params.set_extra("stop", Value::Float(stop));
+                    params.set_extra("infer_range", Value::Bool(false));
+                }
+            }
             op::invoke(op, &inputs, params, Some(&bufs.entries[ni]), None)
                 .map_err(|e| Error::new(format!("{} (in node {})", e.message(), n.name)))?;
             if let Some((f, _)) = monitor.as_mut() {

@@ -224,6 +224,18 @@ fn infer_graph(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<S
                     }
                     changed = true;
                 }
+                // `arange(infer_range=True)` without `stop`: a 1-D output of unknown
+                // length, for the consumers to determine.
+                (Some(_), Some(_)) if ins.is_empty() && crate::op::infers_range(&n.params) => {
+                    if dt[ni][0].is_none() {
+                        dt[ni][0] = Some(n.params.dtype("dtype").unwrap_or(DType::F32));
+                        changed = true;
+                    }
+                    if part[ni][0].is_none() && sh[ni][0].is_none() {
+                        part[ni][0] = Some(Shape::from_slice(&[0]));
+                        changed = true;
+                    }
+                }
                 // An op without inputs (`zeros`, `ones`, the random samplers) whose
                 // `shape` has 0 dimensions: unknown dimensions in MXNet 1.x (the
                 // default begin states of `mx.rnn` cells are (0, H)), left partial

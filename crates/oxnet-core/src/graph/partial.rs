@@ -9,10 +9,12 @@
 //! the same in both runs does not depend on the unknowns and is known; one that
 //! differs stays unknown. Backward, the known dimensions of an op's outputs (set by
 //! its consumers) and of its other inputs are candidate values for its unknown input
-//! dimensions: an assignment is kept only where the op accepts it and rejects the
-//! probe values in its place, i.e. where the value is forced (`a + b` with `a` of
-//! shape (0, 10) and `b` of (12, 0) makes both (12, 10); `FullyConnected` with a
-//! known output batch gives its data that batch).
+//! dimensions (and, for an input with one unknown dimension, the size that keeps a
+//! known output's element count, for `Reshape`): an assignment is kept only where
+//! the op accepts it and rejects the probe values in its place, i.e. where the value
+//! is forced (`a + b` with `a` of shape (0, 10) and `b` of (12, 0) makes both
+//! (12, 10); `FullyConnected` with a known output batch gives its data that batch;
+//! `Reshape` to a known (2, 75) gives data (2, 0, 5, 5) its 3).
 //!
 //! Ops that give no partial result in MXNet (`where` needs its condition whole) are
 //! the ones whose registry inference rejects the probes; the pass never invents a
@@ -125,6 +127,20 @@ impl Probe<'_> {
         for k in self.outs {
             if let Some(s) = k.dims() {
                 c.extend(s.iter().copied().filter(|&v| v != 0));
+            }
+        }
+        // An op that keeps the element count (`Reshape`) fixes the only unknown
+        // dimension of an input to a known output's size over the input's known ones.
+        if self.unknown.iter().filter(|&&(j, _)| j == i).count() == 1 {
+            if let Some(known) = self.ins[i].dims().map(|s| s.iter().filter(|&&v| v != 0).product::<usize>()).filter(|&k| k > 0) {
+                for k in self.outs {
+                    if let Known::Full(s) = k {
+                        let total: usize = s.iter().product();
+                        if total > 0 && total.is_multiple_of(known) {
+                            c.push(total / known);
+                        }
+                    }
+                }
             }
         }
         let mut seen = Vec::new();

@@ -191,18 +191,12 @@ fn act_bwd(c: &mut OpCall) -> Result<()> {
     launch_src!(c, NAME, &kn("act_bwd", t), elems(dx.size()), [&gp, &xp, &yp, &dp, &n, &a, &s])
 }
 
-/// PReLU's (channels, inner) as the CPU's `prelu_channels`, with the outer count.
-fn prelu_layout(shape: &[usize], gamma_len: usize) -> (i64, i64, i64, i32) {
+/// PReLU's `(outer, groups, inner, one)` from the CPU's `prelu_layout`.
+fn prelu_layout(c: &OpCall, shape: &[usize], gamma: &[usize]) -> Result<(i64, i64, i64, i32)> {
+    let (ch, inner) = super::nn::prelu_layout(shape, gamma).map_err(|m| Error::op(c.op.name, m))?;
     let total: usize = shape.iter().product();
-    let (ch, inner) = if shape.len() >= 2 { (shape[1], shape[2..].iter().product()) } else { (1, 1) };
-    let one = (gamma_len == 1) as i32;
-    if one == 1 {
-        // One slope: a single channel covering everything.
-        (1, 1, total as i64, one)
-    } else {
-        let outer = total.checked_div(ch * inner).unwrap_or(0);
-        (outer as i64, ch as i64, inner as i64, one)
-    }
+    let outer = total.checked_div(ch * inner).unwrap_or(0);
+    Ok((outer as i64, ch as i64, inner as i64, (ch == 1) as i32))
 }
 
 fn lrelu(c: &mut OpCall) -> Result<()> {
@@ -219,7 +213,7 @@ fn lrelu(c: &mut OpCall) -> Result<()> {
             if n == 0 {
                 return Ok(());
             }
-            let (_, ch, inner, one) = prelu_layout(&x.shape, gm.size());
+            let (_, ch, inner, one) = prelu_layout(c, &x.shape, &gm.shape)?;
             let (xp, gp, yp) = (ptr(x), ptr(gm), ptr(y));
             launch_src!(c, NAME, &kn("prelu_fwd", t), elems(y.size()), [&xp, &gp, &yp, &n, &ch, &inner, &one])
         }
@@ -248,7 +242,7 @@ fn lrelu_bwd(c: &mut OpCall) -> Result<()> {
             let (g, x, gm, dx, dgm) = (&c.inputs[0], &c.inputs[1], &c.inputs[3], &c.outputs[0], &c.outputs[1]);
             all_same(c, &[x, gm, dx, dgm], g.dtype)?;
             let t = tag(c, g.dtype)?;
-            let (outer, ch, inner, _) = prelu_layout(&x.shape, gm.size());
+            let (outer, ch, inner, _) = prelu_layout(c, &x.shape, &gm.shape)?;
             if dx.size() == 0 && dgm.size() == 0 {
                 return Ok(());
             }
@@ -903,8 +897,13 @@ fn up_check(c: &OpCall, s: &[usize], oh: usize) -> Result<()> {
 }
 
 fn up(c: &mut OpCall) -> Result<()> {
+    if c.params.str("sample_type") == "bilinear" {
+        // A deconvolution: the Deconvolution op's CUDA kernels.
+        let f = super::lookup("Deconvolution")?.cuda.ok_or_else(|| Error::op(c.op.name, "Deconvolution has no CUDA kernel"))?;
+        return super::nn_extra::bilinear_compute(c, Some(f));
+    }
     if c.params.str("sample_type") != "nearest" {
-        return Err(Error::op(c.op.name, "only sample_type='nearest' is supported"));
+        return Err(Error::op(c.op.name, "only sample_type='nearest' or 'bilinear' is supported"));
     }
     need(c, 1, 1)?;
     let y = &c.outputs[0];
@@ -1107,8 +1106,18 @@ mod tests {
 
     #[test]
     fn prelu_layouts() {
-        assert_eq!(prelu_layout(&[2, 3, 4], 3), (2, 3, 4, 0));
-        assert_eq!(prelu_layout(&[2, 3, 4], 1), (1, 1, 24, 1));
-        assert_eq!(prelu_layout(&[5], 1), (1, 1, 5, 1));
+        use super::super::nn::prelu_layout as pl;
+        assert_eq!(pl(&[2, 3, 4], &[3]), Ok((3, 4)));
+        assert_eq!(pl(&[2, 3, 4], &[1]), Ok((1, 24)));
+        assert_eq!(pl(&[5], &[1]), Ok((1, 5)));
+        assert_eq!(pl(&[5], &[5]), Ok((5, 1)));
+        // per sample and channel, per sample, per channel as (1, C)
+        assert_eq!(pl(&[2, 3, 4], &[2, 3]), Ok((6, 4)));
+        assert_eq!(pl(&[2, 3, 4], &[2, 1]), Ok((2, 12)));
+        assert_eq!(pl(&[2, 3, 4], &[1, 3]), Ok((3, 4)));
+        // (N,) on 2-D data whose channels differ: one slope per sample, as MXNet
+        assert_eq!(pl(&[2, 3], &[2]), Ok((2, 3)));
+        assert!(pl(&[2, 3, 4], &[4]).is_err());
+        assert!(pl(&[2, 3, 4], &[2, 3, 1]).is_err());
     }
 }

@@ -265,7 +265,7 @@ fn nd_rows(op: &str, idx: &[i64], m: usize, shape: &[usize]) -> Result<Vec<usize
             let v = idx[d * y + j];
             let n = dim as i64;
             if v < -n || v >= n {
-                return Err(Error::op(op, format!("index {v} is out of bounds for axis {d} with size {dim}")));
+                return Err(Error::index(op, format!("index {v} is out of bounds for axis {d} with size {dim}")));
             }
             *row = *row * dim + (if v < 0 { v + n } else { v }) as usize;
         }

@@ -1,5 +1,5 @@
-//! Creation ops: `_zeros`, `_ones`, `_full`, `_arange`, `_eye`, `zeros_like`,
-//! `ones_like`. (`mx.nd.zeros` and friends are thin Python conveniences over these.)
+//! Creation ops: `_zeros`, `_ones`, `_full`, `_arange`, `_contrib_arange_like`,
+//! `_eye`, `zeros_like`, `ones_like`. (`mx.nd.zeros` and friends are thin Python conveniences over these.)
 
 use super::{infer_like_first, Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Registry};
 use crate::dtype::{DType, Element};
@@ -56,7 +56,19 @@ fn arange_bounds(p: &super::Params) -> (f64, f64, f64) {
     (start, stop, p.float("step"))
 }
 
+/// `infer_range=True` without `stop`: the length is unknown until a symbol's
+/// consumers determine it (graph inference leaves the output partial and the
+/// executor runs the op with `stop` set from the inferred length).
+pub fn infers_range(p: &super::Params) -> bool {
+    p.bool("infer_range") && p.opt_float("stop").is_none()
+}
+
 fn infer_arange(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
+    if infers_range(a.params) {
+        return Err(
+            a.err("infer_range=True without stop: the output size is unknown (in a symbol the consumers determine it; give stop here)")
+        );
+    }
     let (start, stop, step) = arange_bounds(a.params);
     if step == 0.0 {
         return Err(a.err("step can not be 0"));
@@ -70,9 +82,13 @@ fn infer_arange(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
 }
 
 fn arange_compute(c: &mut OpCall) -> Result<()> {
-    let o = &c.outputs[0];
     let (start, _, step) = arange_bounds(c.params);
-    let repeat = c.params.int("repeat") as usize;
+    fill_arange(&c.outputs[0], start, step, c.params.int("repeat").max(1) as usize);
+    Ok(())
+}
+
+/// `o[i] = start + (i / repeat) * step`, in the output's type.
+fn fill_arange(o: &super::Blob, start: f64, step: f64, repeat: usize) {
     // As MXNet, start and step are first cast to the output type (truncated for
     // integers, whose values then wrap around as C arithmetic does).
     let int = !o.dtype.is_float();
@@ -97,6 +113,38 @@ fn arange_compute(c: &mut OpCall) -> Result<()> {
             };
         }
     });
+}
+
+const ARANGE_LIKE_PARAMS: &[ParamSpec] = &[
+    ParamSpec::new("start", PType::Float, Some("0"), "Start of interval. The interval includes this value. The default start value is 0."),
+    ParamSpec::new("step", PType::Float, Some("1"), "Spacing between values."),
+    ParamSpec::new("repeat", PType::Int, Some("1"), "The repeating time of all elements. E.g repeat=3, the element a will be repeated three times --> a, a, a."),
+    ParamSpec::new("ctx", PType::Ctx, Some("cpu(0)"), "Context of output, in format [cpu|gpu|cpu_pinned](n).Only used for imperative calls (the output lives with the input)."),
+    ParamSpec::new("axis", PType::OptInt, Some("None"), "Arange elements according to the size of a certain axis of input array. The negative numbers are interpreted counting from the backward. If not provided, will arange elements according to the input shape."),
+];
+
+fn infer_arange_like(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
+    let s = a.shapes[0];
+    let repeat = a.params.int("repeat");
+    if repeat <= 0 {
+        return Err(a.err(format!("repeat must be positive, got {repeat}")));
+    }
+    let out = match a.params.opt_int("axis") {
+        None => Shape::from_slice(s),
+        Some(ax) => {
+            let nd = s.len() as i64;
+            if ax < -nd || ax >= nd {
+                return Err(a.err(format!("axis {ax} is out of range for data of shape {}", crate::shape::fmt_shape(s))));
+            }
+            Shape::from_slice(&[s[ax.rem_euclid(nd) as usize]])
+        }
+    };
+    Ok(vec![(out, a.dtypes[0])])
+}
+
+fn arange_like_compute(c: &mut OpCall) -> Result<()> {
+    let p = c.params;
+    fill_arange(&c.outputs[0], p.float("start"), p.float("step"), p.int("repeat").max(1) as usize);
     Ok(())
 }
 
@@ -148,6 +196,17 @@ pub(super) fn register(r: &mut Registry) {
         infer_arange,
         arange_compute,
     ));
+    r.add(
+        OpDef::new(
+            "_contrib_arange_like",
+            "Return an array with evenly spaced values: with the input's shape when `axis` is not given, else 1-D with the size of that axis. Values `start + (i // repeat) * step`, in the input's dtype.",
+            DATA,
+            ARANGE_LIKE_PARAMS,
+            infer_arange_like,
+            arange_like_compute,
+        )
+        .grad(|_, i, _, _| Ok(vec![None; i.len()])),
+    );
     r.add(OpDef::new(
         "_eye",
         "Return a 2-D array with ones on the diagonal and zeros elsewhere.",

@@ -172,6 +172,10 @@ fn block_infer(a: &InferArgs) -> Out {
     if b <= 0 {
         return Err(a.err(format!("block_size must be positive, got {b}")));
     }
+    // As in MXNet, no dimension may be zero (even under NumPy shapes).
+    if let Some(d) = s.iter().position(|&v| v == 0) {
+        return Err(a.err(format!("dimension {d} of data shape {} must not be 0", fmt_shape(s))));
+    }
     let b = b as usize;
     let (n, ch, h, w) = (s[0], s[1], s[2], s[3]);
     let out = if a.op.name == "depth_to_space" {
@@ -506,8 +510,10 @@ const RAVEL_PARAMS: &[ParamSpec] =
 fn ravel_infer(a: &InferArgs) -> Out {
     let s = a.shapes[0];
     let shape = a.params.opt_tuple("shape").ok_or_else(|| a.err("shape is required"))?;
-    if shape.is_empty() || shape.iter().any(|&d| d <= 0) {
-        return Err(a.err(format!("shape must be a non-empty tuple of positive sizes, got {shape:?}")));
+    // The leading size never enters the arithmetic: as in MXNet it may be -1 (or
+    // anything) when unknown.
+    if shape.is_empty() || shape[1..].iter().any(|&d| d <= 0) {
+        return Err(a.err(format!("shape must be a non-empty tuple of positive sizes (the first may be -1), got {shape:?}")));
     }
     if a.op.name == "ravel_multi_index" {
         if s.is_empty() || s[0] != shape.len() {

@@ -19,6 +19,7 @@ mod contrib_elemwise;
 mod contrib_index;
 mod contrib_mask;
 mod contrib_multibox;
+mod contrib_proposal;
 pub mod control_flow;
 mod copy;
 mod correlation;
@@ -62,7 +63,9 @@ pub mod shape;
 mod softmax;
 pub mod sparse;
 mod spatial;
+mod sync_batch_norm;
 
+pub use init::infers_range;
 pub use optimizer::blockwise_update;
 pub use params::{PType, ParamSpec, Params, Value};
 pub use util::*;
@@ -523,6 +526,8 @@ impl Registry {
         roi::register(&mut r);
         resize::register(&mut r);
         rnn::register(&mut r);
+        sync_batch_norm::register(&mut r);
+        contrib_proposal::register(&mut r);
         r
     }
     /// Adds an op (called by the families' `register`).

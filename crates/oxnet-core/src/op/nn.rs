@@ -9,7 +9,6 @@
 //! Where oxnet differs from MXNet 1.9.1 on purpose:
 //! - The third BatchNorm output (`output_mean_var=True`) is the inverse standard
 //!   deviation `1/sqrt(var + eps)`, as MXNet returns it.
-//! - `Dropout(p=1)` outputs zeros (MXNet outputs NaN).
 //! - `LeakyReLU(act_type='rrelu')` returns `[out, mask]` as MXNet does; outside
 //!   training the mask holds the mean slope `(lower_bound + upper_bound) / 2`.
 //! - `SoftmaxOutput(out_grad=True)` multiplies its gradient by the head gradient.
@@ -30,23 +29,23 @@ use crate::with_float;
 // ---- helpers -------------------------------------------------------------------------
 
 /// # Safety: see [`Blob::slice`].
-fn rd<T>(b: &Blob) -> &[T] {
+pub(super) fn rd<T>(b: &Blob) -> &[T] {
     // SAFETY: the engine operation owning this call orders every access to the blob.
     unsafe { b.slice::<T>() }
 }
 #[allow(clippy::mut_from_ref)]
-fn wr<T>(b: &Blob) -> &mut [T] {
+pub(super) fn wr<T>(b: &Blob) -> &mut [T] {
     // SAFETY: outputs (and mutate inputs) are written only by this call.
     unsafe { b.slice_mut::<T>() }
 }
 
 /// Any blob's values as f64.
-fn to_f64(b: &Blob) -> Vec<f64> {
+pub(super) fn to_f64(b: &Blob) -> Vec<f64> {
     with_dtype!(b.dtype, T, { rd::<T>(b).iter().map(|v| crate::dtype::Element::to_f64(*v)).collect() })
 }
 
 /// Writes f64 values into a float blob.
-fn from_f64(b: &Blob, v: &[f64]) {
+pub(super) fn from_f64(b: &Blob, v: &[f64]) {
     with_float!(b.dtype, T, {
         for (o, x) in wr::<T>(b).iter_mut().zip(v) {
             *o = <T as crate::dtype::Element>::from_f64(*x);
@@ -54,7 +53,7 @@ fn from_f64(b: &Blob, v: &[f64]) {
     })
 }
 
-fn float_input(a: &InferArgs, i: usize, name: &str) -> Result<DType> {
+pub(super) fn float_input(a: &InferArgs, i: usize, name: &str) -> Result<DType> {
     let d = a.dtypes[i];
     if !d.is_float() {
         return Err(a.err(format!("input '{name}' must be a floating point array (float16, float32 or float64), got {}", d.name())));
@@ -62,7 +61,7 @@ fn float_input(a: &InferArgs, i: usize, name: &str) -> Result<DType> {
     Ok(d)
 }
 
-fn expect_shape(a: &InferArgs, i: usize, name: &str, want: &[usize], why: &str) -> Result<()> {
+pub(super) fn expect_shape(a: &InferArgs, i: usize, name: &str, want: &[usize], why: &str) -> Result<()> {
     if a.shapes[i] != want {
         return Err(a.err(format!("input '{name}' has shape {} but {why} requires {}", fmt_shape(a.shapes[i]), fmt_shape(want))));
     }
@@ -70,7 +69,7 @@ fn expect_shape(a: &InferArgs, i: usize, name: &str, want: &[usize], why: &str) 
 }
 
 /// Fills unknown shapes `idx` with `want`; a known different shape is an error.
-fn fill_known(op: &str, shapes: &mut [Option<Shape>], idx: &[(usize, &str)], want: &[usize]) -> Result<()> {
+pub(super) fn fill_known(op: &str, shapes: &mut [Option<Shape>], idx: &[(usize, &str)], want: &[usize]) -> Result<()> {
     for &(i, name) in idx {
         if let Some(slot) = shapes.get_mut(i) {
             match slot {
@@ -87,18 +86,18 @@ fn fill_known(op: &str, shapes: &mut [Option<Shape>], idx: &[(usize, &str)], wan
 
 /// Runs backward op `name` with the forward's parameters (backward ops declare the
 /// same parameter list as their forward op).
-fn run_bwd(name: &str, inputs: &[NDArray], p: &Params) -> Result<Vec<NDArray>> {
+pub(super) fn run_bwd(name: &str, inputs: &[NDArray], p: &Params) -> Result<Vec<NDArray>> {
     invoke(lookup(name)?, inputs, p.clone(), None, None)
 }
 
-fn need_outputs(op: &str, outputs: &[NDArray], n: usize) -> Result<()> {
+pub(super) fn need_outputs(op: &str, outputs: &[NDArray], n: usize) -> Result<()> {
     if outputs.len() < n {
         return Err(Error::op(op, format!("gradient needs the forward's {n} outputs (hidden ones included), got {}", outputs.len())));
     }
     Ok(())
 }
 
-fn head(op: &str, og: &[NDArray]) -> Result<NDArray> {
+pub(super) fn head(op: &str, og: &[NDArray]) -> Result<NDArray> {
     og.first().cloned().ok_or_else(|| Error::op(op, "gradient called without an output gradient"))
 }
 
@@ -106,7 +105,7 @@ fn outer_inner(shape: &[usize], ax: usize) -> (usize, usize, usize) {
     (shape[..ax].iter().product(), shape[ax], shape[ax + 1..].iter().product())
 }
 
-fn same_first(a: &InferArgs) -> (Shape, DType) {
+pub(super) fn same_first(a: &InferArgs) -> (Shape, DType) {
     (Shape::from_slice(a.shapes[0]), a.dtypes[0])
 }
 
@@ -216,28 +215,47 @@ fn lrelu_visible(p: &Params) -> usize {
     }
 }
 
-/// Channels of PReLU's gamma: axis 1 (1 for 1-D data).
-fn prelu_channels(shape: &[usize]) -> (usize, usize) {
-    if shape.len() >= 2 {
-        (shape[1], shape[2..].iter().product())
-    } else {
-        (1, 1)
+/// How PReLU's `gamma` of shape `gamma` spreads over data of shape `data`, as MXNet
+/// 1.9.1 broadcasts it: gamma's axes align from the right with the data's first two
+/// axes (a slope per channel `(C,)`, per sample and channel `(N, C)`, per sample
+/// `(N, 1)`, or one slope), each equal to the data's size or 1. The result
+/// `(groups, inner)`: element `i` of the data uses slope `(i / inner) % groups`
+/// (one group: slope 0 everywhere). Err: gamma does not broadcast so.
+pub(super) fn prelu_layout(data: &[usize], gamma: &[usize]) -> std::result::Result<(usize, usize), String> {
+    let total: usize = data.iter().product();
+    let nd = data.len();
+    let mut e = vec![1usize; nd];
+    let mut s = gamma.len() as isize - 1;
+    for i in (0..nd).rev() {
+        if s >= 0 && i <= 1 && (data[i] == gamma[s as usize] || gamma[s as usize] == 1) {
+            e[i] = gamma[s as usize];
+            s -= 1;
+        }
     }
+    if s != -1 {
+        return Err(format!(
+            "gamma of shape {} does not broadcast to data of shape {}: its axes must match the data's first two axes (from the right), \
+             each equal to the data's size or 1, e.g. ({},) for one slope per channel",
+            fmt_shape(gamma),
+            fmt_shape(data),
+            data.get(1).copied().unwrap_or(1)
+        ));
+    }
+    let (e0, e1) = (e.first().copied().unwrap_or(1), e.get(1).copied().unwrap_or(1));
+    let rest: usize = data.iter().skip(2).product();
+    Ok(match (e0 > 1, e1 > 1) {
+        (true, true) => (data[0] * data[1], rest),
+        (true, false) => (data[0], total.checked_div(data[0]).unwrap_or(0)),
+        (false, true) => (data[1], rest),
+        (false, false) => (1, total),
+    })
 }
 
 fn lrelu_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     let d = float_input(a, 0, "data")?;
     let p = a.params;
     if p.str("act_type") == "prelu" {
-        let (ch, _) = prelu_channels(a.shapes[0]);
-        let gs = a.shapes[1];
-        if gs != [ch] && gs != [1] {
-            return Err(a.err(format!(
-                "input 'gamma' has shape {} but data of shape {} needs ({ch},) (one slope per channel on axis 1) or (1,)",
-                fmt_shape(gs),
-                fmt_shape(a.shapes[0])
-            )));
-        }
+        prelu_layout(a.shapes[0], a.shapes[1]).map_err(|m| a.err(m))?;
         if a.dtypes[1] != d {
             return Err(a.err(format!("gamma has dtype {} but data has dtype {}", a.dtypes[1].name(), d.name())));
         }
@@ -252,15 +270,12 @@ fn lrelu_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     Ok(vec![same_first(a)])
 }
 
+/// An unknown gamma is one slope per channel (axis 1; one slope for 1-D data), as
+/// MXNet infers it; a known one is checked by inference.
 fn lrelu_fill(p: &Params, shapes: &mut [Option<Shape>]) -> Result<()> {
     if p.str("act_type") == "prelu" {
-        if let Some(Some(d)) = shapes.first().cloned() {
-            if let Some(Some(g)) = shapes.get(1) {
-                if g[..] == [1] {
-                    return Ok(());
-                }
-            }
-            let (ch, _) = prelu_channels(&d);
+        if let (Some(Some(d)), Some(None)) = (shapes.first().cloned(), shapes.get(1)) {
+            let ch = if d.len() >= 2 { d[1] } else { 1 };
             fill_known("LeakyReLU", shapes, &[(1, "gamma")], &[ch])?;
         }
     }
@@ -273,7 +288,7 @@ fn lrelu_compute(c: &mut OpCall) -> Result<()> {
     let p = c.params;
     match p.str("act_type") {
         "prelu" => {
-            let (ch, inner) = prelu_channels(&x.shape);
+            let (ch, inner) = prelu_layout(&x.shape, &c.inputs[1].shape).map_err(|m| Error::op(c.op.name, m))?;
             with_float!(x.dtype, T, { k::prelu_forward::<T>(rd(x), rd(&c.inputs[1]), wr(y), ch, inner) });
         }
         "rrelu" => {
@@ -322,7 +337,7 @@ fn lrelu_bwd_compute(c: &mut OpCall) -> Result<()> {
     let (g, x, y, dx) = (&c.inputs[0], &c.inputs[1], &c.inputs[2], &c.outputs[0]);
     match c.params.str("act_type") {
         "prelu" => {
-            let (ch, inner) = prelu_channels(&x.shape);
+            let (ch, inner) = prelu_layout(&x.shape, &c.inputs[3].shape).map_err(|m| Error::op(c.op.name, m))?;
             with_float!(x.dtype, T, { k::prelu_backward::<T>(rd(g), rd(x), rd(&c.inputs[3]), wr(dx), wr(&c.outputs[1]), ch, inner) });
         }
         "rrelu" => with_float!(x.dtype, T, { k::rrelu_backward::<T>(rd(g), rd(x), rd(&c.inputs[3]), wr(dx)) }),
@@ -398,7 +413,7 @@ fn bn_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
 /// Unknown parameter dtypes from the data's, as MXNet infers them: float32 under
 /// float16 or bfloat16 data, the data's own type otherwise; unknown data from the
 /// parameters.
-fn bn_dtype_fill(_: &Params, dtypes: &mut [Option<DType>]) {
+pub(super) fn bn_dtype_fill(_: &Params, dtypes: &mut [Option<DType>]) {
     match dtypes.first().copied().flatten() {
         Some(d) => {
             let p = if matches!(d, DType::F16 | DType::BF16) { DType::F32 } else { d };
@@ -428,7 +443,7 @@ fn bn_fill(p: &Params, shapes: &mut [Option<Shape>]) -> Result<()> {
 
 /// In training, `fix_gamma` makes the forward write ones into gamma (MXNet 1.9.1
 /// does; the scale used is one either way).
-fn bn_train_writes(p: &Params) -> &'static [usize] {
+pub(super) fn bn_train_writes(p: &Params) -> &'static [usize] {
     if p.bool("fix_gamma") {
         &[1]
     } else {
@@ -436,29 +451,57 @@ fn bn_train_writes(p: &Params) -> &'static [usize] {
     }
 }
 
-fn bn_compute(c: &mut OpCall) -> Result<()> {
-    let p = c.params;
+/// What BatchNorm and SyncBatchNorm share: the channel axis and the parameters.
+pub(super) struct BnCfg {
+    pub ax: usize,
+    pub eps: f64,
+    pub momentum: f64,
+    pub fix_gamma: bool,
+    pub use_global_stats: bool,
+}
+
+/// The forward of a batch norm on `c` (inputs data, gamma, beta, moving_mean,
+/// moving_var): writes output 0 (and ones into gamma with `fix_gamma` in training);
+/// returns the mean and variance used (the batch's in training) and the inverse
+/// standard deviation.
+pub(super) fn bn_forward(c: &OpCall, cfg: &BnCfg) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let x = &c.inputs[0];
-    let ax = norm_axis(p.int("axis"), x.shape.len(), c.op.name)?;
-    let (outer, ch, inner) = outer_inner(&x.shape, ax);
-    let eps = p.float("eps");
-    let gamma = if p.bool("fix_gamma") { vec![1.0; ch] } else { to_f64(&c.inputs[1]) };
+    let (outer, ch, inner) = outer_inner(&x.shape, cfg.ax);
+    let gamma = if cfg.fix_gamma { vec![1.0; ch] } else { to_f64(&c.inputs[1]) };
     let beta = to_f64(&c.inputs[2]);
-    let training = c.is_train && !p.bool("use_global_stats");
+    let training = c.is_train && !cfg.use_global_stats;
     let (mean, var) = if training {
         with_float!(x.dtype, T, { k::bn_stats::<T>(rd(x), outer, ch, inner) })
     } else {
         (to_f64(&c.inputs[3]), to_f64(&c.inputs[4]))
     };
-    if c.is_train && p.bool("fix_gamma") {
+    if c.is_train && cfg.fix_gamma {
         from_f64(&c.inputs[1], &gamma);
     }
-    let invstd: Vec<f64> = var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
+    let invstd: Vec<f64> = var.iter().map(|v| 1.0 / (v + cfg.eps).sqrt()).collect();
     let scale: Vec<f64> = (0..ch).map(|j| gamma[j] * invstd[j]).collect();
     with_float!(x.dtype, T, { k::bn_apply::<T>(rd(x), wr(&c.outputs[0]), ch, inner, &mean, &scale, &beta) });
+    (mean, var, invstd)
+}
+
+fn bn_compute(c: &mut OpCall) -> Result<()> {
+    let p = c.params;
+    let ax = norm_axis(p.int("axis"), c.inputs[0].shape.len(), c.op.name)?;
+    let cfg = bn_cfg(p, ax);
+    let (mean, _, invstd) = bn_forward(c, &cfg);
     from_f64(&c.outputs[1], &mean);
     from_f64(&c.outputs[2], &invstd);
     Ok(())
+}
+
+pub(super) fn bn_cfg(p: &Params, ax: usize) -> BnCfg {
+    BnCfg {
+        ax,
+        eps: p.float("eps"),
+        momentum: p.float("momentum"),
+        fix_gamma: p.bool("fix_gamma"),
+        use_global_stats: p.bool("use_global_stats"),
+    }
 }
 
 fn bn_bwd_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
@@ -475,31 +518,40 @@ fn bn_bwd_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     Ok(vec![same_first(a), v.clone(), v])
 }
 
-fn bn_bwd_compute(c: &mut OpCall) -> Result<()> {
-    let p = c.params;
+/// The backward of a batch norm on `c` (inputs out_grad, data, gamma, then three
+/// the caller read, then moving_mean and moving_var at 5 and 6): the gradients of
+/// data, gamma and beta from the `mean` and `invstd` the forward used; in training,
+/// the moving statistics follow the batch's (`var`, the biased batch variance)
+/// here, in the backward pass, as MXNet's CPU kernel does.
+pub(super) fn bn_backward(c: &OpCall, cfg: &BnCfg, mean: &[f64], invstd: &[f64], var: &[f64]) {
     let (g, x) = (&c.inputs[0], &c.inputs[1]);
-    let ax = norm_axis(p.int("axis"), x.shape.len(), c.op.name)?;
-    let (outer, ch, inner) = outer_inner(&x.shape, ax);
-    let gamma = if p.bool("fix_gamma") { vec![1.0; ch] } else { to_f64(&c.inputs[2]) };
-    let mean = to_f64(&c.inputs[3]);
-    let invstd = to_f64(&c.inputs[4]);
-    let batch = c.is_train && !p.bool("use_global_stats");
+    let (outer, ch, inner) = outer_inner(&x.shape, cfg.ax);
+    let gamma = if cfg.fix_gamma { vec![1.0; ch] } else { to_f64(&c.inputs[2]) };
+    let batch = c.is_train && !cfg.use_global_stats;
     let sums =
-        with_float!(x.dtype, T, { k::bn_backward::<T>(rd(g), rd(x), wr(&c.outputs[0]), outer, ch, inner, &mean, &invstd, &gamma, batch) });
-    let dgamma: Vec<f64> = if p.bool("fix_gamma") { vec![0.0; ch] } else { sums.iter().map(|s| s.1).collect() };
+        with_float!(x.dtype, T, { k::bn_backward::<T>(rd(g), rd(x), wr(&c.outputs[0]), outer, ch, inner, mean, invstd, &gamma, batch) });
+    let dgamma: Vec<f64> = if cfg.fix_gamma { vec![0.0; ch] } else { sums.iter().map(|s| s.1).collect() };
     let dbeta: Vec<f64> = sums.iter().map(|s| s.0).collect();
     from_f64(&c.outputs[1], &dgamma);
     from_f64(&c.outputs[2], &dbeta);
     if batch {
-        // The moving statistics follow the batch's here, in the backward pass, as
-        // MXNet's CPU kernel does; the batch variance comes back from invstd.
-        let (m, eps) = (p.float("momentum"), p.float("eps"));
-        let var = invstd.iter().map(|s| (1.0 / (s * s) - eps).max(0.0));
-        let mm: Vec<f64> = to_f64(&c.inputs[5]).iter().zip(&mean).map(|(a, b)| a * m + b * (1.0 - m)).collect();
+        let m = cfg.momentum;
+        let mm: Vec<f64> = to_f64(&c.inputs[5]).iter().zip(mean).map(|(a, b)| a * m + b * (1.0 - m)).collect();
         let mv: Vec<f64> = to_f64(&c.inputs[6]).iter().zip(var).map(|(a, b)| a * m + b * (1.0 - m)).collect();
         from_f64(&c.inputs[5], &mm);
         from_f64(&c.inputs[6], &mv);
     }
+}
+
+fn bn_bwd_compute(c: &mut OpCall) -> Result<()> {
+    let p = c.params;
+    let ax = norm_axis(p.int("axis"), c.inputs[1].shape.len(), c.op.name)?;
+    let cfg = bn_cfg(p, ax);
+    let mean = to_f64(&c.inputs[3]);
+    let invstd = to_f64(&c.inputs[4]);
+    // the batch variance comes back from invstd
+    let var: Vec<f64> = invstd.iter().map(|s| (1.0 / (s * s) - cfg.eps).max(0.0)).collect();
+    bn_backward(c, &cfg, &mean, &invstd, &var);
     Ok(())
 }
 
@@ -772,6 +824,13 @@ fn dropout_bwd_compute(c: &mut OpCall) -> Result<()> {
 fn dropout_grad(p: &Params, _: &[NDArray], o: &[NDArray], og: &[NDArray]) -> Result<Vec<Option<NDArray>>> {
     need_outputs("Dropout", o, 2)?;
     Ok(run_bwd("_backward_Dropout", &[head("Dropout", og)?, o[1].clone()], p)?.into_iter().map(Some).collect())
+}
+
+/// The gradient of `_backward_Dropout(out_grad, mask) = out_grad * mask`: linear in
+/// `out_grad` with the same mask; the mask holds random draws, no gradient.
+fn dropout_bwd_grad(p: &Params, i: &[NDArray], _: &[NDArray], og: &[NDArray]) -> Result<Vec<Option<NDArray>>> {
+    let g = run_bwd("_backward_Dropout", &[head("_backward_Dropout", og)?, i[1].clone()], p)?;
+    Ok(vec![g.into_iter().next(), None])
 }
 
 // ---- Embedding -------------------------------------------------------------------------
@@ -1447,6 +1506,7 @@ training and test time.",
             two_same_infer,
             dropout_bwd_compute,
         )
+        .grad(dropout_bwd_grad)
         .inplace(),
     );
 

@@ -1,5 +1,6 @@
 //! Smaller NN layers and training utilities: `L2Normalization`, `LRN`, `UpSampling`
-//! (nearest), `SVMOutput`, `softmax_cross_entropy`, `all_finite`,
+//! (nearest; bilinear is the fixed-stride grouped `Deconvolution` it is in MXNet,
+//! run through that op's kernels), `SVMOutput`, `softmax_cross_entropy`, `all_finite`,
 //! `multi_all_finite`, `multi_sum_sq`, `reset_arrays`, `amp_cast`, `amp_multicast`,
 //! with the backward ops their gradients need. The kernels compute in f64 and store
 //! in the element type: these layers are not on any hot path.
@@ -216,7 +217,7 @@ fn g_lrn(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
     Ok(vec![Some(bwd("_backward_LRN", &[g[0].clone(), i[0].clone()], p)?)])
 }
 
-// ---- UpSampling (nearest) -------------------------------------------------------------
+// ---- UpSampling -------------------------------------------------------------------------
 
 const UP_PARAMS: &[ParamSpec] = &[
     ParamSpec::new("scale", PType::Int, None, "Up sampling scale"),
@@ -227,9 +228,82 @@ const UP_PARAMS: &[ParamSpec] = &[
     ParamSpec::new("workspace", PType::Int, Some("512"), "Tmp workspace for deconvolution (MB)"),
 ];
 
+fn bilinear(p: &Params) -> bool {
+    p.str("sample_type") == "bilinear"
+}
+
+/// The `Deconvolution` that bilinear UpSampling is, as in MXNet: kernel
+/// `2*scale - scale%2`, stride `scale`, pad `ceil((scale-1)/2)`, `num_filter` groups
+/// (one filter per channel), no bias; its weight (the interpolation filter, an input)
+/// has shape `(channels, 1, kernel, kernel)`.
+fn bilinear_deconv(p: &Params) -> Result<(&'static OpDef, Params)> {
+    let op = "UpSampling";
+    let (scale, nf) = (p.int("scale"), p.int("num_filter"));
+    if scale < 1 {
+        return Err(Error::op(op, format!("scale must be at least 1, got {scale}")));
+    }
+    if nf < 1 {
+        return Err(Error::op(op, format!("sample_type='bilinear' needs num_filter (the channel count) >= 1, got {nf}")));
+    }
+    if p.int("num_args") != 2 {
+        return Err(Error::op(
+            op,
+            format!("sample_type='bilinear' takes two inputs, the data and the weight: num_args must be 2, got {}", p.int("num_args")),
+        ));
+    }
+    // pad = ceil((scale - 1) / 2)
+    let (k, pad) = (2 * scale - scale % 2, scale / 2);
+    let de = super::lookup("Deconvolution")?;
+    let t = |v: i64| Value::Tuple(vec![v, v]);
+    let dp = de.parse(vec![
+        ("kernel".into(), t(k)),
+        ("stride".into(), t(scale)),
+        ("pad".into(), t(pad)),
+        ("num_filter".into(), Value::Int(nf)),
+        ("num_group".into(), Value::Int(nf)),
+        ("no_bias".into(), Value::Bool(true)),
+        ("workspace".into(), Value::Int(p.int("workspace"))),
+    ])?;
+    Ok((de, dp))
+}
+
+/// Errors of the underlying Deconvolution, named for UpSampling.
+fn as_up(e: Error) -> Error {
+    let m = e.message();
+    let m = m.strip_prefix("Error in operator Deconvolution: ").unwrap_or(m);
+    Error::op("UpSampling", format!("sample_type='bilinear' (a deconvolution): {m}"))
+}
+
+/// Bilinear UpSampling's forward on `c`'s device: the Deconvolution kernels (its CPU
+/// compute, or `cuda` on a GPU).
+pub(super) fn bilinear_compute(c: &mut OpCall, cuda: Option<super::ComputeFn>) -> Result<()> {
+    let (de, dp) = bilinear_deconv(c.params)?;
+    let f = match cuda {
+        Some(f) => f,
+        None => de.cpu,
+    };
+    let mut call = OpCall { op: de, params: &dp, inputs: c.inputs, outputs: c.outputs, ctx: c.ctx, rng: None, is_train: c.is_train };
+    f(&mut call).map_err(as_up)
+}
+
+fn up_fill(p: &Params, shapes: &mut [Option<Shape>]) -> Result<()> {
+    if !bilinear(p) || shapes.len() != 2 {
+        return Ok(());
+    }
+    let (de, dp) = bilinear_deconv(p)?;
+    match de.fill {
+        Some(f) => f(&dp, shapes).map_err(as_up),
+        None => Ok(()),
+    }
+}
+
 fn up_infer(a: &InferArgs) -> Out {
-    if a.params.str("sample_type") != "nearest" {
-        return Err(a.err("sample_type='bilinear' (a fixed deconvolution) is not implemented in oxnet yet; use sample_type='nearest'"));
+    if bilinear(a.params) {
+        let (de, dp) = bilinear_deconv(a.params)?;
+        if a.shapes[0].len() != 4 {
+            return Err(a.err(format!("inputs must be 4-D (N, C, H, W), got shape {}", fmt_shape(a.shapes[0]))));
+        }
+        return de.infer(&dp, a.shapes, a.dtypes).map_err(as_up);
     }
     let scale = a.params.int("scale");
     if scale < 1 || a.shapes.is_empty() {
@@ -258,6 +332,9 @@ fn up_infer(a: &InferArgs) -> Out {
 }
 
 fn up_compute(c: &mut OpCall) -> Result<()> {
+    if bilinear(c.params) {
+        return bilinear_compute(c, None);
+    }
     let o = &c.outputs[0];
     let (n, och, oh, ow) = (o.shape[0], o.shape[1], o.shape[2], o.shape[3]);
     let sum = c.params.str("multi_input_mode") == "sum";
@@ -317,6 +394,13 @@ fn up_backward_compute(c: &mut OpCall) -> Result<()> {
 }
 
 fn g_up(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
+    if bilinear(p) {
+        // The deconvolution's data and weight gradients.
+        let (_, dp) = bilinear_deconv(p)?;
+        let bw = super::lookup("_backward_Deconvolution")?;
+        let r = super::invoke(bw, &[g[0].clone(), i[0].clone(), i[1].clone()], dp, None, None).map_err(as_up)?;
+        return Ok(r.into_iter().map(Some).collect());
+    }
     let mut ins = vec![g[0].clone()];
     ins.extend(i.iter().cloned());
     let mut attrs = pass(p);
@@ -628,12 +712,21 @@ pub(super) fn register(r: &mut Registry) {
     r.add(
         OpDef::new(
             "UpSampling",
-            "Upsamples the given input data by nearest neighbour: several inputs are each scaled to the first's size times `scale` and concatenated along the channels (or summed).",
+            "Upsamples the given input data.
+
+Nearest neighbour (``sample_type='nearest'``): several inputs are each scaled to the
+first's size times ``scale`` and concatenated along the channels (or summed).
+
+Bilinear (``sample_type='bilinear'``): two inputs, the data ``(N, C, H, W)`` and a
+weight ``(C, 1, k, k)`` with ``k = 2*scale - scale%2`` (usually initialised with
+``mx.init.Bilinear``), ``num_args=2`` and ``num_filter=C``: a deconvolution with stride
+``scale``, one filter per channel, giving ``(N, C, H*scale, W*scale)``.",
             Arity::Variadic { name: "data", count: "num_args" },
             UP_PARAMS,
             up_infer,
             up_compute,
         )
+        .fill(up_fill)
         .grad(g_up),
     );
     r.add(

@@ -778,12 +778,13 @@ pub fn instance_norm_backward<T: Store>(
 
 /// Fills the dropout mask (`1/(1-p)` where kept, 0 where dropped) and `y = x * mask`.
 /// `draw(i)` is the uniform number deciding element `i` (elements sharing a mask
-/// position along the broadcast axes get the same number).
+/// position along the broadcast axes get the same number). With `p = 1` every
+/// element is dropped and the mask is `0 * (1/0)`, NaN, as MXNet 1.9.1 computes it.
 pub fn dropout<T: Store>(x: &[T], y: &mut [T], mask: &mut [T], p: f64, draw: impl Fn(usize) -> f64 + Sync) {
-    let scale = if p >= 1.0 { 0.0 } else { 1.0 / (1.0 - p) };
+    let scale = 1.0 / (1.0 - p);
     let yp = SendPtr(y.as_mut_ptr());
     let mp = SendPtr(mask.as_mut_ptr());
-    let (keep, zero) = (<T::R as Real>::c(scale), <T::R as Real>::ZERO);
+    let (keep, zero) = (<T::R as Real>::c(scale), <T::R as Real>::c(0.0 * scale));
     par_for(x.len(), GRAIN, |s, e| {
         for i in s..e {
             let m = if draw(i) >= p { keep } else { zero };

@@ -187,7 +187,9 @@ template <typename S> __device__ void rrelu_bwd(const S* g, const S* x, const S*
    sh.shape = the data's shape, sh.stride = its strides with 0 on the shared axes. */
 template <typename S> __device__ void dropout_fwd(const S* x, S* y, S* mask, unsigned long long n, unsigned long long key, double p, OxStrided sh) {
   typedef typename Ox<S>::C C;
-  const C keep = (C)(p >= 1.0 ? 0.0 : 1.0 / (1.0 - p));
+  /* p = 1: every element dropped, mask 0 * (1/0) = NaN, as MXNet computes it. */
+  const double scale = 1.0 / (1.0 - p);
+  const C keep = (C)scale, dropped = (C)(0.0 * scale);
   OX_LOOP(i, n) {
     unsigned long long ki = i;
     if (sh.ndim > 0) {
@@ -198,7 +200,7 @@ template <typename S> __device__ void dropout_fwd(const S* x, S* y, S* mask, uns
         ki += q * (unsigned long long)sh.stride[d];
       }
     }
-    const C m = ox_uniform01(key, ki) >= p ? keep : (C)0;
+    const C m = ox_uniform01(key, ki) >= p ? keep : dropped;
     mask[i] = Ox<S>::st(m);
     y[i] = Ox<S>::st(Ox<S>::ld(x[i]) * m);
   }

@@ -96,7 +96,9 @@ class SyncBatchNorm(_nn.BatchNorm):
     """Batch normalization (on axis 1) whose mean and variance are computed over the
     batches of all ``num_devices`` devices of a data-parallel step, as if the whole
     batch were on one device (MXNet's ``contrib.SyncBatchNorm``; ``key``, the block's
-    prefix, pairs the per-device calls). With one device it is ``BatchNorm``.
+    prefix, pairs the per-device calls). With one device it is ``BatchNorm``; oxnet
+    does not share statistics across devices, so ``num_devices > 1`` raises
+    MXNetError at the first call.
 
     Parameters
     ----------
@@ -132,19 +134,9 @@ class SyncBatchNorm(_nn.BatchNorm):
                         "key": self.prefix}
 
     def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
-        sync = getattr(F.contrib, "SyncBatchNorm", None)
-        if sync is not None:
-            return sync(x, gamma, beta, running_mean, running_var, name="fwd",
-                        **self._kwargs)
-        if self._num_devices != 1:
-            raise MXNetError("SyncBatchNorm '%s': sharing batch statistics across %d devices "
-                             "needs the operator contrib.SyncBatchNorm, which this build "
-                             "does not have; use num_devices=1 (BatchNorm on each device)"
-                             % (self.name, self._num_devices))
-        # one device: the synchronised statistics are the local ones
-        kwargs = {k: v for k, v in self._kwargs.items() if k not in ("ndev", "key")}
-        return F.BatchNorm(x, gamma, beta, running_mean, running_var, axis=1, name="fwd",
-                           **kwargs)
+        # the registry's contrib.SyncBatchNorm; ndev > 1 is an error there
+        return F.contrib.SyncBatchNorm(x, gamma, beta, running_mean, running_var, name="fwd",
+                                       **self._kwargs)
 
 
 class _PixelShuffle(_nn.HybridBlock):
