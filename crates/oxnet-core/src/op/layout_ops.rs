@@ -769,6 +769,7 @@ pub(super) fn register(r: &mut Registry) {
             shape_array_infer,
             shape_array_compute,
         )
+        .unnamed_inputs()
         .grad(no_grad),
     );
     r.add(
@@ -780,6 +781,7 @@ pub(super) fn register(r: &mut Registry) {
             shape_array_infer,
             shape_array_compute,
         )
+        .unnamed_inputs()
         .grad(no_grad),
     );
     r.add(
@@ -869,6 +871,7 @@ pub(super) fn register(r: &mut Registry) {
             onehot_infer,
             onehot_compute,
         )
+        .unnamed_inputs()
         .grad(no_grad),
     );
     r.add(
@@ -880,6 +883,7 @@ pub(super) fn register(r: &mut Registry) {
             fill0_infer,
             fill0_compute,
         )
+        .unnamed_inputs()
         .grad(no_grad),
     );
 }

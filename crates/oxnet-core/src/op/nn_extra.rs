@@ -741,6 +741,7 @@ pub(super) fn register(r: &mut Registry) {
             amp_cast_infer,
             amp_cast_compute,
         )
+        .unnamed_inputs()
         .grad(g_amp_cast),
     );
     r.add(
