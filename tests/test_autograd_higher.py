@@ -233,13 +233,32 @@ def test_hybridized_block_backward_is_not_differentiable_again():
     net = mx.gluon.nn.HybridSequential()
     net.add(mx.gluon.nn.Dense(3, in_units=3))
     net.initialize()
-    net.hybridize()
+    net.hybridize(inline_limit=0)  # recorded as one cached-graph node
     x = var(X.reshape(1, 3), dtype="float32")
     with ag.record():
         y = nd.sin(net(x))
         g = ag.grad(y, [x], create_graph=True)[0]
     with pytest.raises(MXNetError, match="_backward_.* is non-differentiable"):
         g.backward()
+
+
+def test_inlined_hybridized_block_differentiates_twice():
+    # A graph of at most inline_limit ops (2 by default) is recorded op by op, so
+    # its gradient is differentiable again (MXNet 1.9.1 gives zeros here, as its
+    # FullyConnected backward has no gradient).
+    net = mx.gluon.nn.HybridSequential()
+    net.add(mx.gluon.nn.Dense(3, in_units=3))
+    net.initialize()
+    net.hybridize()
+    x = var(X.reshape(1, 3), dtype="float32")
+    with ag.record():
+        y = nd.sin(net(x))
+        g = ag.grad(y, [x], create_graph=True)[0]
+    g.backward()
+    w, b = net[0].weight.data().asnumpy(), net[0].bias.data().asnumpy()
+    z = X.reshape(1, 3) @ w.T + b
+    assert_almost_equal(g, np.cos(z) @ w, rtol=1e-5, atol=1e-6)
+    assert_almost_equal(x.grad, -(np.sin(z) * w.sum(1)) @ w, rtol=1e-4, atol=1e-6)
 
 
 def test_gradient_not_depending_on_variable():

@@ -40,15 +40,23 @@ def test_monitor_callback_sees_outputs_then_inputs_with_monitor_all():
     seen.clear()
     ex.set_monitor_callback(lambda name, arr: seen.append((name, arr.shape)), monitor_all=True)
     ex.forward(is_train=True)
-    assert [n for n, _ in seen] == ["fc1_data", "fc1_weight", "fc1_bias", "fc1_output", "relu1_data",
-                                    "relu1_output", "sl_data", "sl_output0", "sl_output1", "sl_output2",
-                                    "add0_lhs", "add0_rhs", "add0_output"]
+    # as MXNet 1.9.1: a variable input under its own name, then as the node's input
+    # (Activation has no input names: input0)
+    assert [n for n, _ in seen] == ["data", "fc1_data", "fc1_weight", "fc1_weight", "fc1_bias", "fc1_bias",
+                                    "fc1_output", "relu1_input0", "relu1_output", "sl_data", "sl_output0",
+                                    "sl_output1", "sl_output2", "add0_lhs", "add0_rhs", "add0_output"]
     assert dict(seen)["fc1_weight"] == (3, 4)
-    # backward calls nothing
+    # backward: the gradients each node's backward gives its inputs. (MXNet's
+    # elemwise_add passes its gradient on without a backward node, and it names
+    # SliceChannel's `sl_backward_data`; here every node's backward is named alike.)
     seen.clear()
     ex.backward([mx.nd.ones((2, 1)), mx.nd.ones((2, 1))])
-    assert seen == []
+    assert seen == [("add0_backward_output0", (2, 1)), ("add0_backward_output1", (2, 1)),
+                    ("sl_backward_output", (2, 3)), ("relu1_backward_output", (2, 3)),
+                    ("fc1_backward_output0", (2, 4)), ("fc1_backward_output1", (3, 4)),
+                    ("fc1_backward_output2", (3,))]
     # None removes the callback
+    seen.clear()
     ex.set_monitor_callback(None)
     ex.forward()
     assert seen == []

@@ -4,6 +4,7 @@ graph complete the unknown ones, forward and backward, as MXNet 1.9.1 does."""
 
 import warnings
 
+import numpy as np
 import pytest
 
 import oxnet as mx
@@ -110,3 +111,43 @@ def test_partial_then_full_bind():
     y = mx.sym.FullyConnected(x, num_hidden=2, name="fc")
     ex = y.simple_bind(mx.cpu(), x=(4, 3))
     assert ex.outputs[0].shape == (4, 2)
+
+
+def test_partial_shape_flows_back_through_cast():
+    d = mx.sym.var("data", shape=(2, 0, 8, 8))
+    w = mx.sym.var("w")
+    c = mx.sym.Convolution(mx.sym.cast(d, dtype="float16"), weight=mx.sym.cast(w, dtype="float16"),
+                           num_filter=4, kernel=(3, 3), no_bias=True)
+    a, o, _ = c.infer_shape_partial()
+    assert dict(zip(c.list_arguments(), a)) == {"data": (2, 0, 8, 8), "w": (4, 0, 3, 3)}
+    assert o == [(2, 4, 6, 6)]
+
+
+def test_slices_of_unknown_axes_stay_unknown():
+    v = mx.sym.var("v", shape=(0, 8))
+    assert mx.sym.slice(v, begin=(1, 2), end=(4, 6)).infer_shape_partial()[1] == [(0, 4)]
+    assert mx.sym.slice_axis(v, axis=0, begin=1, end=3).infer_shape_partial()[1] == [(0, 8)]
+    assert mx.sym.slice_axis(v, axis=1, begin=1, end=3).infer_shape_partial()[1] == [(0, 2)]
+
+
+def test_shape_parameters_with_unknown_dims_take_the_consumers_shape():
+    b = mx.sym.transpose(mx.sym.ones(shape=(-1, -1))) + mx.sym.zeros(shape=(3, 4))
+    out = b.bind(mx.cpu(), {}).forward()[0]
+    assert out.shape == (3, 4)
+    np.testing.assert_array_equal(out.asnumpy(), np.ones((3, 4)))
+    b = mx.sym.ones(shape=(-1, 4)) * mx.sym.var("x")
+    out = b.bind(mx.cpu(), {"x": mx.nd.array(np.full((2, 4), 3.0))}).forward()[0]
+    np.testing.assert_array_equal(out.asnumpy(), np.full((2, 4), 3.0))
+    m = mx.sym.transpose(mx.sym.ones(shape=(3, -1))) + mx.sym.ones(shape=(2, -1))
+    assert m.bind(mx.cpu(), {}).forward()[0].shape == (2, 3)
+
+
+def test_bound_zero_size_arrays():
+    x = mx.sym.var("x")
+    with mx.np_shape(True):
+        for sym, shape, want in [(mx.sym.contrib.index_array(x), (0, 0, 0), (0, 0, 0, 3)),
+                                 (mx.sym.contrib.index_array(x), (2, 0), (2, 0, 2)),
+                                 (mx.sym.sum(x, axis=1), (0, 3), (0,)),
+                                 (x * 2, (0, 3), (0, 3))]:
+            ex = sym.bind(mx.cpu(), {"x": mx.nd.array(np.zeros(shape))})
+            assert ex.forward()[0].shape == want

@@ -2,6 +2,7 @@
 that marks an argument the caller did not give, and the numeric type aliases."""
 
 import atexit  # noqa: F401
+import ctypes
 import inspect  # noqa: F401
 import numbers
 import os  # noqa: F401
@@ -15,6 +16,11 @@ from . import _core
 
 #: The error every failing oxnet operation raises (MXNet's ``MXNetError``).
 MXNetError = _core.MXNetError
+
+#: MXNet's type of an array handle. A monitor callback gets the NDArray itself;
+#: ``NDArray(ctypes.cast(arr, NDArrayHandle))`` (the MXNet idiom for the raw handle a
+#: callback got) gives back an array sharing its memory.
+NDArrayHandle = ctypes.c_void_p
 
 
 class MXNetIndexError(MXNetError, IndexError):

@@ -293,10 +293,16 @@ class Executor:
     # ---- running ------------------------------------------------------------------
     def set_monitor_callback(self, callback, monitor_all=False):
         """Calls ``callback(name, array)`` during every later ``forward`` for each
-        node's outputs (``fc1_output``, ``sl_output0``, ...) and, with
-        ``monitor_all``, its inputs (``fc1_data``, ``fc1_weight``, ...). (MXNet hands
-        the callback a raw handle; here it is the NDArray itself.) An exception from
-        the callback stops the forward with an MXNetError naming the node."""
+        node's outputs, hidden ones included (``fc1_output``, ``sl_output0``,
+        ``drop_mask``, ...) and, with ``monitor_all``, its inputs first (a variable
+        input under its own name, then ``fc1_data``, ``fc1_weight``, ... with the
+        operator's input names, or ``act_input0`` for operators MXNet registers
+        without them); during ``backward``, the gradient each node's backward gives
+        its inputs (``fc1_backward_output0``, ...; ``act_backward_output`` for one
+        input). MXNet hands the callback a raw handle; here it is the NDArray itself,
+        and ``NDArray(ctypes.cast(array, NDArrayHandle))`` gives it back as MXNet
+        code expects. An exception from the callback stops the run with an
+        MXNetError naming the node."""
         if callback is not None and not callable(callback):
             raise MXNetError("set_monitor_callback: callback must be callable, got %s" % type(callback).__name__)
         self._monitor_callback = callback
@@ -361,7 +367,10 @@ class Executor:
             return
         if self._pending_dense is not None:
             self._dense_forward(self._pending_dense)
-        self._handle.backward(grads)
+        if self._monitor_callback is None:
+            self._handle.backward(grads)
+        else:
+            self._handle.backward(grads, self._monitor_callback, self._monitor_all)
         for g, d in self._sparse_grads:
             if g.stype != "default":
                 d.copyto(g)
@@ -417,6 +426,13 @@ class Executor:
     def planned_bytes(self):
         """(bytes of the planned intermediate buffers, bytes without reuse)."""
         return self._handle.planned_bytes()
+
+    def get_optimized_symbol(self):
+        """The graph the executor runs: the bound symbol after common subexpression
+        elimination (merged when ``MXNET_ELIMINATE_COMMON_EXPR`` is not ``0`` at bind
+        time, as in MXNet; heads left on one entry get ``_copy`` nodes)."""
+        from .symbol import Symbol
+        return Symbol(self._handle.optimized_symbol())
 
     def debug_str(self):
         """A summary of the bound graph. As in MXNet, the third line from the end is

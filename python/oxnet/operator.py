@@ -26,6 +26,7 @@ thread; until it exists there is no ``mx.sym.Custom`` and the legacy ops'
 """
 
 import collections
+import ctypes
 import re
 import traceback
 import warnings
@@ -33,7 +34,7 @@ import warnings
 import numpy as np
 
 from . import _core
-from .base import MXNetError
+from .base import MXNetError, NDArrayHandle
 from .base import dtype_name, np_type
 from .context import current_context
 from .ndarray.ndarray import (NDArray, _DTYPE_MX_TO_NP, _DTYPE_NP_TO_MX,
@@ -960,6 +961,10 @@ class _LegacyOp(CustomOp):
         self._run(self.legacy.backward, [out_grad, in_data, out_data], in_grad, req)
 
 
-# Keep the module's star-import to MXNet's public names.
+# Keep the module's star-import to MXNet's public names. MXNet's module has no
+# __all__, so its star-import also gives ctypes, NDArray and NDArrayHandle, which
+# MXNet code uses to turn a callback's handle into an array
+# (``NDArray(ctypes.cast(arr, NDArrayHandle))``).
 __all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators",
-           "get_operator_arguments", "OperatorArguments", "PythonOp", "NumpyOp", "NDArrayOp"]
+           "get_operator_arguments", "OperatorArguments", "PythonOp", "NumpyOp", "NDArrayOp",
+           "ctypes", "NDArray", "NDArrayHandle"]

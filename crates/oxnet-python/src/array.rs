@@ -14,6 +14,12 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
 use std::sync::OnceLock;
 
+/// Arrays whose raw handle was taken (see `NDArray._as_parameter_`), by handle.
+fn raw_handles(_py: Python<'_>) -> &'static parking_lot::Mutex<std::collections::HashMap<usize, Py<pyo3::types::PyWeakrefReference>>> {
+    static TABLE: OnceLock<parking_lot::Mutex<std::collections::HashMap<usize, Py<pyo3::types::PyWeakrefReference>>>> = OnceLock::new();
+    TABLE.get_or_init(Default::default)
+}
+
 #[pyclass(name = "NDArray", module = "oxnet.ndarray", subclass, weakref, frozen)]
 pub struct NDArray {
     /// The array, without its autograd entry (kept in `ag`).
@@ -268,14 +274,49 @@ fn to_numpy<'py>(py: Python<'py>, a: &oxnet_core::NDArray) -> PyResult<Bound<'py
 #[pymethods]
 impl NDArray {
     /// `NDArray(handle)`: the array a sparse handle holds (how the Python sparse
-    /// classes are built); dense arrays come from `mx.nd.array` and the ops.
+    /// classes are built), or the array behind a raw handle: MXNet code turns the
+    /// handle a callback gets back into an array with
+    /// `NDArray(ctypes.cast(arr, NDArrayHandle))`, and the value `ctypes` takes from
+    /// an array (its `_as_parameter_`) leads back to it here (the new object shares
+    /// the array's memory). Dense arrays come from `mx.nd.array` and the ops.
     #[new]
     #[pyo3(signature = (handle=None, writable=true))]
-    fn py_new(handle: Option<PyRef<'_, crate::sparse::SparseHandle>>, writable: bool) -> PyResult<Self> {
+    fn py_new(py: Python<'_>, handle: Option<Bound<'_, PyAny>>, writable: bool) -> PyResult<Self> {
         let h = handle.ok_or_else(|| err(Error::new("NDArray() needs a handle; create arrays with mx.nd.array, mx.nd.zeros, ...")))?;
-        let s = h.inner.clone();
-        let placeholder = oxnet_core::NDArray::empty(&[0], s.ctx(), s.dtype()).py_err()?;
-        Ok(NDArray { inner: placeholder, writable, ag: parking_lot::Mutex::new(None), sparse: Some(s) })
+        if let Ok(sh) = h.cast::<crate::sparse::SparseHandle>() {
+            let s = sh.borrow().inner.clone();
+            let placeholder = oxnet_core::NDArray::empty(&[0], s.ctx(), s.dtype()).py_err()?;
+            return Ok(NDArray { inner: placeholder, writable, ag: parking_lot::Mutex::new(None), sparse: Some(s) });
+        }
+        // A ctypes pointer (c_void_p) holds the value in `.value`; a plain int is one.
+        let value = if h.is_instance_of::<PyInt>() { h.clone() } else { h.getattr("value").unwrap_or_else(|_| h.clone()) };
+        let bad = || {
+            err(Error::new(format!(
+                "NDArray(handle): {} is not the handle of a live NDArray (handles come from an array's _as_parameter_, as ctypes.cast(arr, NDArrayHandle) takes it)",
+                h.repr().map(|r| r.to_string()).unwrap_or_default()
+            )))
+        };
+        let key: usize = value.extract().map_err(|_| bad())?;
+        let target = raw_handles(py).lock().get(&key).and_then(|w| w.bind(py).upgrade()).ok_or_else(bad)?;
+        let a = target.cast::<NDArray>().map_err(|_| bad())?.get();
+        let ag = a.ag.lock().clone();
+        Ok(NDArray { inner: a.inner.clone(), writable, ag: parking_lot::Mutex::new(ag), sparse: a.sparse.clone() })
+    }
+    /// The raw handle `ctypes` takes from this array (`ctypes.cast(arr,
+    /// NDArrayHandle)`, an argument of a ctypes function): a number that
+    /// `NDArray(handle)` turns back into the array while it lives.
+    #[getter]
+    fn _as_parameter_(slf: &Bound<'_, Self>) -> PyResult<usize> {
+        let key = slf.as_ptr() as usize;
+        let weak = pyo3::types::PyWeakrefReference::new(slf.as_any())?.unbind();
+        let py = slf.py();
+        let mut table = raw_handles(py).lock();
+        // Forget the arrays that died (their numbers may be reused).
+        if table.len() >= 1024 {
+            table.retain(|_, w| w.bind(py).upgrade().is_some());
+        }
+        table.insert(key, weak);
+        Ok(key)
     }
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {

@@ -78,10 +78,23 @@ impl SymbolHandle {
     fn output_nodes(&self) -> Vec<(String, String)> {
         self.inner.outputs.iter().map(|e| (e.node.name.clone(), e.node.op.map(|o| o.name).unwrap_or("null").to_string())).collect()
     }
-    fn compose(&self, positional: Vec<PyRef<'_, SymbolHandle>>, named: Vec<(String, PyRef<'_, SymbolHandle>)>) -> PyResult<SymbolHandle> {
+    /// A copy with variables replaced; an atomic symbol becomes a node named
+    /// `name` applied to the inputs.
+    #[pyo3(signature = (positional, named, name=None))]
+    fn compose(
+        &self,
+        positional: Vec<PyRef<'_, SymbolHandle>>,
+        named: Vec<(String, PyRef<'_, SymbolHandle>)>,
+        name: Option<String>,
+    ) -> PyResult<SymbolHandle> {
         let pos: Vec<graph::Symbol> = positional.iter().map(|s| s.inner.clone()).collect();
         let nam: Vec<(String, graph::Symbol)> = named.iter().map(|(k, s)| (k.clone(), s.inner.clone())).collect();
-        self.inner.compose(&pos, &nam).py_err().map(wrap)
+        self.inner.compose_named(&pos, &nam, name.as_deref()).py_err().map(wrap)
+    }
+    /// The head node's op and attributes without inputs (MXNet's
+    /// `_gen_atomic_symbol`).
+    fn gen_atomic_symbol(&self) -> PyResult<SymbolHandle> {
+        self.inner.gen_atomic_symbol().py_err().map(wrap)
     }
     /// Cuts the subgraph marked by `__subgraph_name__` (MXNet's
     /// `MXSymbolCutSubgraph`): (the subgraph, the outside entries it now takes).
@@ -252,18 +265,38 @@ impl ExecutorHandle {
                 })
                 .py_err();
         };
-        let mut f = |name: &str, a: &oxnet_core::NDArray| -> oxnet_core::Result<()> {
+        let mut f = |name: &str, _op: &str, a: &oxnet_core::NDArray| -> oxnet_core::Result<()> {
             cb.call1(py, (name, PyND::new(a.clone()))).map(|_| ()).map_err(|e| oxnet_core::Error::new(e.to_string()))
         };
-        self.inner.lock().forward_monitored(is_train, Some((&mut f, monitor_all))).py_err()
+        self.inner.lock().forward_monitored(is_train, Some(&mut graph::exec::Monitor::executor(&mut f, monitor_all))).py_err()
     }
-    fn backward(&self, py: Python<'_>, out_grads: Vec<Option<PyRef<'_, PyND>>>) -> PyResult<()> {
+    /// Back-propagates; with `callback`, calls `callback(name, array)` with the
+    /// gradients each node's backward gives its inputs (`fc_backward_output0`, ...).
+    #[pyo3(signature = (out_grads, callback=None, monitor_all=false))]
+    fn backward(
+        &self,
+        py: Python<'_>,
+        out_grads: Vec<Option<PyRef<'_, PyND>>>,
+        callback: Option<Py<PyAny>>,
+        monitor_all: bool,
+    ) -> PyResult<()> {
         let g: Vec<Option<oxnet_core::NDArray>> = out_grads.iter().map(|g| g.as_ref().map(|g| g.inner.clone())).collect();
-        py.detach(|| {
-            oxnet_core::engine::throttle();
-            self.inner.lock().backward(&g)
-        })
-        .py_err()
+        let Some(cb) = callback else {
+            return py
+                .detach(|| {
+                    oxnet_core::engine::throttle();
+                    self.inner.lock().backward(&g)
+                })
+                .py_err();
+        };
+        let mut f = |name: &str, _op: &str, a: &oxnet_core::NDArray| -> oxnet_core::Result<()> {
+            cb.call1(py, (name, PyND::new(a.clone()))).map(|_| ()).map_err(|e| oxnet_core::Error::new(e.to_string()))
+        };
+        self.inner.lock().backward_monitored(&g, Some(&mut graph::exec::Monitor::executor(&mut f, monitor_all))).py_err()
+    }
+    /// The graph the executor runs (after common subexpression elimination).
+    fn optimized_symbol(&self) -> SymbolHandle {
+        wrap(self.inner.lock().optimized_symbol())
     }
     fn outputs(&self) -> Vec<PyND> {
         self.inner.lock().outputs.iter().map(|a| PyND::new(a.clone())).collect()
@@ -287,9 +320,12 @@ pub struct CachedOpHandle {
 
 #[pymethods]
 impl CachedOpHandle {
+    /// `inline_limit`: a recorded call of a graph of at most that many ops is
+    /// recorded op by op (MXNet's inlining); None never inlines.
     #[new]
-    fn new(sym: &SymbolHandle) -> PyResult<CachedOpHandle> {
-        Ok(CachedOpHandle { inner: graph::CachedOp::new(&sym.inner).py_err()? })
+    #[pyo3(signature = (sym, inline_limit=None))]
+    fn new(sym: &SymbolHandle, inline_limit: Option<usize>) -> PyResult<CachedOpHandle> {
+        Ok(CachedOpHandle { inner: graph::CachedOp::with_inline_limit(&sym.inner, inline_limit).py_err()? })
     }
     /// Input names in call order: arguments, then auxiliary states.
     fn input_names(&self) -> Vec<String> {
@@ -299,14 +335,25 @@ impl CachedOpHandle {
         self.inner.num_compiled()
     }
     /// Runs the graph on `inputs`; recorded as one node while autograd records.
-    fn forward(&self, py: Python<'_>, inputs: Vec<PyRef<'_, PyND>>) -> PyResult<Vec<PyND>> {
+    /// With `callback` (gluon's op hook), calls `callback(name, op_name, array)`
+    /// for every node output (and input, with `monitor_all`) as the node runs.
+    #[pyo3(signature = (inputs, callback=None, monitor_all=false))]
+    fn forward(&self, py: Python<'_>, inputs: Vec<PyRef<'_, PyND>>, callback: Option<Py<PyAny>>, monitor_all: bool) -> PyResult<Vec<PyND>> {
         let ins: Vec<oxnet_core::NDArray> = inputs.iter().map(|a| a.arr()).collect();
-        let outs = py
-            .detach(|| {
-                oxnet_core::engine::throttle();
-                self.inner.forward(&ins)
-            })
-            .py_err()?;
+        let outs = match callback {
+            None => py
+                .detach(|| {
+                    oxnet_core::engine::throttle();
+                    self.inner.forward(&ins)
+                })
+                .py_err()?,
+            Some(cb) => {
+                let mut f = |name: &str, op: &str, a: &oxnet_core::NDArray| -> oxnet_core::Result<()> {
+                    cb.call1(py, (name, op, PyND::new(a.clone()))).map(|_| ()).map_err(|e| oxnet_core::Error::new(e.to_string()))
+                };
+                self.inner.forward_monitored(&ins, Some(&mut graph::exec::Monitor::hook(&mut f, monitor_all))).py_err()?
+            }
+        };
         Ok(outs.into_iter().map(PyND::new).collect())
     }
     /// The ops an inference call on `inputs` runs, after fusion (for tests).

@@ -30,6 +30,7 @@ from .. import ndarray
 from .. import symbol
 from ..base import MXNetError
 from ..ndarray import NDArray
+from ..ndarray.cached_op import _inline_limit
 from ..ndarray.ndarray import _STORAGE_TYPE_STR_TO_ID
 from ..symbol import Symbol
 from .parameter import DeferredInitializationError, Parameter, ParameterDict, _indent
@@ -554,7 +555,10 @@ class HybridBlock(Block):
 
     def hybridize(self, active=True, **kwargs):
         """Marks this block (and its children) for graph execution. ``kwargs``
-        (static_alloc, static_shape, ...) are recorded for the executor."""
+        (static_alloc, static_shape, ...) are recorded for the executor;
+        ``inline_limit`` (default 2): while autograd records, a call of a graph of at
+        most that many operators is recorded operator by operator rather than as one
+        node (not with ``static_alloc``), as in MXNet."""
         self._active = active
         self._flags = list(kwargs.items())
         self._clear_cached_op()
@@ -662,7 +666,7 @@ class HybridBlock(Block):
     def _build_cache(self, *args):
         inputs, out = self._get_graph(*args)
         flat = [a for a in _flatten(args, "input")[0] if a is not None]
-        op = _core.CachedOpHandle(out.handle)
+        op = _core.CachedOpHandle(out.handle, _inline_limit(self._flags))
         data_pos = {sym.name: i for i, sym in enumerate(inputs)}
         params = {p.name: p for p in self.collect_params().values()}
         op_args = []
@@ -714,42 +718,28 @@ class HybridBlock(Block):
         # MXNet's storage fallback (cast to dense) on the way in.
         flat = [a if a.stype == "default" else a.tostype("default") for a in flat]
         arrays = [flat[v] if is_arg else v.data(ctx) for is_arg, v in self._cached_op_args]
+        callback = getattr(self, "_callback", None)
         try:
-            outs = self._cached_op.forward(arrays)
+            if callback is None:
+                outs = self._cached_op.forward(arrays)
+            else:
+                outs = self._cached_op.forward(arrays, callback, bool(self._monitor_all))
         except MXNetError as e:
             raise MXNetError("%s (in hybridized block %s)" % (e, self.name)) from None
-        if getattr(self, "_callback", None) is not None:
-            self._run_op_hook(arrays, ctx)
         return _regroup(outs, self._out_format)[0]
 
     def register_op_hook(self, callback, monitor_all=False):
-        """Calls ``callback(node_name, op_name, array)`` with the output of every
+        """Calls ``callback(node_name, op_name, array)`` with the outputs of every
         operator of the hybridized graph as it runs (and, with ``monitor_all``, its
-        inputs), e.g. ``('dense0_fwd_output', 'FullyConnected', arr)``. Set on this
-        block and its direct children, as MXNet does."""
+        inputs first: ``dense0_fwd_data``, ``dense0_fwd_weight``, ... with the
+        operator's input names, ``relu0_fwd_input0`` for operators MXNet registers
+        without them), e.g. ``('dense0_fwd_output', 'FullyConnected', arr)``. Set on
+        this block and its direct children, as MXNet does."""
         self._callback = callback
         self._monitor_all = monitor_all
         for child in self._children.values():
             child._callback = callback
             child._monitor_all = monitor_all
-
-    def _run_op_hook(self, arrays, ctx):
-        """Runs the traced graph once more through an executor that reports each
-        node's arrays to the op hook."""
-        import json
-        out = self._cached_graph[1]
-        op_of = {n["name"]: n["op"] for n in json.loads(out.tojson())["nodes"]
-                 if n["op"] != "null"}
-        names = list(self._cached_op.input_names())
-        exe = out.bind(ctx, dict(zip(names, arrays)), grad_req="null")
-        callback = self._callback
-
-        def monitor(name, arr):
-            node = max((n for n in op_of if name.startswith(n + "_")), key=len, default=name)
-            callback(name, op_of.get(node, ""), arr)
-
-        exe.set_monitor_callback(monitor, self._monitor_all)
-        exe.forward(is_train=False)
 
     def export(self, path, epoch=0, remove_amp_cast=True):
         """Writes the traced graph to ``path-symbol.json`` and the parameters to

@@ -6,14 +6,33 @@ from ..base import MXNetError
 from .ndarray import NDArray
 
 
+def _inline_limit(flags):
+    """The ``inline_limit`` of a cached op's flags, as MXNet's CachedOp reads them:
+    2 unless given, and no inlining (None) with ``static_alloc``."""
+    flags = dict(flags)
+    static = flags.get("static_alloc", False)
+    if isinstance(static, str):
+        static = static.strip().lower() in ("1", "true")
+    if static:
+        return None
+    try:
+        limit = int(flags.get("inline_limit", 2))
+    except (TypeError, ValueError):
+        raise MXNetError("CachedOp: inline_limit must be an integer, got %r"
+                         % (flags.get("inline_limit"),)) from None
+    return max(limit, 0)
+
+
 class CachedOp:
     """``CachedOp(sym, flags=())``; call it with one NDArray per ``sym.list_inputs()``
-    (in that order); returns an NDArray, or a list for several outputs."""
+    (in that order); returns an NDArray, or a list for several outputs. While
+    autograd records, a graph of at most ``inline_limit`` operators (a flag, 2 by
+    default; none with ``static_alloc``) is recorded operator by operator."""
 
     def __init__(self, sym, flags=()):
         self._sym = sym
         self._flags = dict(flags)
-        self._handle = _core.CachedOpHandle(sym.handle)
+        self._handle = _core.CachedOpHandle(sym.handle, _inline_limit(flags))
         pos = {n: i for i, n in enumerate(sym.list_inputs())}
         self._order = [pos[n] for n in self._handle.input_names()]
         self._n = len(pos)

@@ -156,13 +156,23 @@ class Symbol:
     # ---- composition ------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         """A copy of the graph with arguments replaced by other symbols
-        (``net(data=other)``; positional arguments follow ``list_arguments``)."""
-        kwargs.pop("name", None)
+        (``net(data=other)``; positional arguments follow ``list_arguments``). An
+        atomic symbol (``_gen_atomic_symbol``) becomes a node applied to the inputs
+        (positional in order, keywords by input name; the others become variables
+        ``{name}_{input}``), named ``name``."""
+        name = kwargs.pop("name", None)
         for s in list(args) + list(kwargs.values()):
             if not isinstance(s, Symbol):
                 raise TypeError("Compose expects Symbol arguments, got %s" % type(s).__name__)
         return Symbol(self.handle.compose([a.handle for a in args],
-                                          [(k, v.handle) for k, v in kwargs.items()]))
+                                          [(k, v.handle) for k, v in kwargs.items()],
+                                          name))
+
+    def _gen_atomic_symbol(self):
+        """A symbol of one node with this symbol's operator and attributes and no
+        inputs, named '' (MXNet's ``_gen_atomic_symbol``); call it with inputs to
+        build a new node. Every output of the symbol must come from one node."""
+        return Symbol(self.handle.gen_atomic_symbol())
 
     def __copy__(self):
         return Symbol(self.handle.compose([], []))

@@ -80,6 +80,12 @@ impl GradReq {
 pub trait CustomGrad: Send + Sync {
     fn name(&self) -> &str;
     fn backward(&self, out_grads: &[NDArray], is_train: bool) -> Result<Vec<Option<NDArray>>>;
+    /// The graph the recorded call ran, when it has one (a hybridized block's
+    /// cached op): the symbol and the names of its variables in the order of the
+    /// node's inputs. [`get_symbol`] shows such a node as a `_CachedOp`.
+    fn graph(&self) -> Option<(crate::graph::Symbol, Vec<String>)> {
+        None
+    }
 }
 
 enum Kind {
@@ -652,8 +658,10 @@ pub fn backward(
 /// (`attach_grad`) are `var0`, `var1`, ... in the order reached, and the inputs
 /// recorded without a graph of their own (constants, one variable per array) go on
 /// counting from there as `null{k}`. Op attributes are the parameters that differ
-/// from their defaults. A Python `autograd.Function` or a hybridized block in the
-/// history has no symbol form: that is an error naming it.
+/// from their defaults. A hybridized block's call recorded as one node is a
+/// `_CachedOp` node holding the block's graph (a call recorded op by op, MXNet's
+/// inlining, shows its ops). A Python `autograd.Function` in the history has no
+/// symbol form: that is an error naming it.
 pub fn get_symbol(head: &NDArray) -> Result<crate::graph::Symbol> {
     use crate::graph::{Entry as GEntry, Node as GNode, Symbol};
     let Some(e) = live_entry(head) else {
@@ -722,24 +730,30 @@ pub fn get_symbol(head: &NDArray) -> Result<crate::graph::Symbol> {
     let mut nop = 0;
     for item in &order {
         let Item::Tape(node) = item else { continue };
-        let (op, params) = match &node.kind {
-            Kind::Var => continue,
-            Kind::Op { op, params } => (*op, params),
-            Kind::Custom(_) | Kind::NoGrad(_) => {
-                return Err(Error::new(format!(
-                "get_symbol: the recorded history contains {}, a Python autograd.Function or a hybridized block, which has no symbol form",
-                node.name()
-            )))
-            }
-        };
         let inputs: Vec<NDArray> = node.state.lock().inputs.clone();
-        let ins = inputs
+        let ins: Vec<GEntry> = inputs
             .iter()
             .map(|a| match live_entry(a) {
                 Some(e) => GEntry { node: built[&(Arc::as_ptr(&e.node) as usize)].clone(), index: e.index },
                 None => GEntry { node: leaves[&leaf_key(a)].clone(), index: 0 },
             })
             .collect();
+        if let Some((sub, names)) = if let Kind::Custom(c) = &node.kind { c.graph() } else { None } {
+            let g = Symbol::cached_op_node(&format!("node_{nop}"), sub, &names, &ins)?;
+            nop += 1;
+            built.insert(Arc::as_ptr(node) as usize, g);
+            continue;
+        }
+        let (op, params) = match &node.kind {
+            Kind::Var => continue,
+            Kind::Op { op, params } => (*op, params),
+            Kind::Custom(_) | Kind::NoGrad(_) => {
+                return Err(Error::new(format!(
+                    "get_symbol: the recorded history contains {}, a Python autograd.Function, which has no symbol form",
+                    node.name()
+                )))
+            }
+        };
         let g = GNode {
             op: Some(op),
             name: format!("node_{nop}"),

@@ -16,9 +16,15 @@
 //! A symbol holding an op whose output shape depends on input values
 //! (`boolean_mask`, see `OpDef::dynamic`) cannot be planned ahead: like MXNet's
 //! dynamic-shape CachedOp, each call then runs the nodes one by one through
-//! [`crate::op::invoke`], and autograd records each of them.
+//! [`crate::op::invoke`], and autograd records each of them. So does a recorded
+//! call of a graph of at most `inline_limit` ops (MXNet's inlining, 2 by default in
+//! gluon's `hybridize`; none with `static_alloc`): autograd then holds its ops, not
+//! one node.
+//!
+//! A [`Monitor`] (gluon's `register_op_hook`) sees the outputs of every node (and
+//! with `monitor_all` its inputs) as the call runs; such a call runs unfused.
 
-use super::exec::{Buffers, Graph};
+use super::exec::{Buffers, Graph, Monitor};
 use super::Symbol;
 use crate::autograd::{self, CustomGrad};
 use crate::dtype::DType;
@@ -37,6 +43,8 @@ pub struct CachedOp {
     names: Vec<String>,
     /// Some node has a data-dependent output shape: run node by node.
     dynamic: bool,
+    /// A recorded call runs node by node (see the module docs).
+    inline: bool,
     graphs: Mutex<HashMap<Signature, Arc<Graph>>>,
     /// The symbol with its inference fusions, when it has any.
     fused: Option<Symbol>,
@@ -51,6 +59,9 @@ fn fusion_enabled() -> bool {
 /// The saved state of one recorded call: what its backward needs.
 struct Recorded {
     name: String,
+    /// The symbol and its input names in call order (for `get_symbol`).
+    sym: Symbol,
+    names: Vec<String>,
     graph: Arc<Graph>,
     vars: Vec<Option<NDArray>>,
     bufs: Buffers,
@@ -61,16 +72,30 @@ struct Recorded {
 }
 
 impl CachedOp {
+    /// A cached op that never inlines.
     pub fn new(sym: &Symbol) -> Result<CachedOp> {
+        Self::with_inline_limit(sym, None)
+    }
+
+    /// A cached op whose recorded calls run node by node when the graph has at most
+    /// `inline_limit` ops (see the module docs).
+    pub fn with_inline_limit(sym: &Symbol, inline_limit: Option<usize>) -> Result<CachedOp> {
         sym.check_unique_names()?;
         let (a, x) = sym.var_nodes();
         let names = a.iter().chain(&x).map(|n| n.name.clone()).collect();
-        let dynamic = sym.topo().iter().any(|n| n.op.map(|o| o.dynamic.is_some()).unwrap_or(false));
+        let topo = sym.topo();
+        let dynamic = topo.iter().any(|n| n.op.map(|o| o.dynamic.is_some()).unwrap_or(false));
+        let ops = topo.iter().filter(|n| !n.is_var()).count();
+        // A node whose shape inference fills in (`zeros(shape=(0, H))`) needs the
+        // whole graph: such a graph is not inlined.
+        let unknown_shapes = topo.iter().any(|n| n.inputs.is_empty() && n.params.tuple("shape").iter().any(|&d| d <= 0));
+        let inline = inline_limit.map(|l| ops <= l).unwrap_or(false) && !unknown_shapes;
         let fused = if dynamic || !fusion_enabled() { None } else { super::fuse::fuse_inference(sym) };
         Ok(CachedOp {
             sym: sym.clone(),
             names,
             dynamic,
+            inline,
             graphs: Mutex::new(HashMap::new()),
             fused,
             fused_graphs: Mutex::new(HashMap::new()),
@@ -133,14 +158,22 @@ impl CachedOp {
     /// Runs the graph on `inputs` (in [`CachedOp::input_names`] order) in the
     /// current training mode; while recording, the call is put on the tape.
     pub fn forward(&self, inputs: &[NDArray]) -> Result<Vec<NDArray>> {
+        self.forward_monitored(inputs, None)
+    }
+
+    /// [`CachedOp::forward`] reporting the nodes' arrays to `monitor`.
+    pub fn forward_monitored(&self, inputs: &[NDArray], mut monitor: Option<&mut Monitor<'_>>) -> Result<Vec<NDArray>> {
         if self.dynamic {
-            return self.forward_nodes(inputs);
+            return self.forward_nodes(inputs, monitor);
         }
         let wants: Vec<bool> =
             if autograd::is_recording() { inputs.iter().map(autograd::is_in_graph).collect() } else { vec![false; inputs.len()] };
         let record = wants.iter().any(|&w| w);
+        if record && self.inline {
+            return self.forward_nodes(inputs, monitor);
+        }
         // (The fused op has host kernels only: device graphs run unfused.)
-        if !record && !autograd::is_training() && inputs.iter().all(|a| a.ctx().is_host()) {
+        if !record && monitor.is_none() && !autograd::is_training() && inputs.iter().all(|a| a.ctx().is_host()) {
             if let Some(fused) = &self.fused {
                 return self.forward_fused(fused, inputs);
             }
@@ -154,13 +187,15 @@ impl CachedOp {
         }
         let mut outputs = graph.head_arrays(&vars, &bufs)?;
         let prev = autograd::set_recording(false);
-        let r = graph.forward(&vars, &bufs, &outputs, None);
+        let r = graph.forward(&vars, &bufs, &outputs, monitor.as_deref_mut());
         autograd::set_recording(prev);
         r?;
         if record {
             let name = self.sym.outputs.first().map(|e| e.node.name.clone()).unwrap_or_default();
             let saved = Recorded {
                 name: format!("CachedOp({name})"),
+                sym: self.sym.clone(),
+                names: self.names.clone(),
                 graph: graph.clone(),
                 vars,
                 bufs,
@@ -197,7 +232,7 @@ impl CachedOp {
 
     /// Runs the symbol node by node (see the module docs); each op call is
     /// recorded by autograd as an imperative call would be.
-    fn forward_nodes(&self, inputs: &[NDArray]) -> Result<Vec<NDArray>> {
+    fn forward_nodes(&self, inputs: &[NDArray], mut monitor: Option<&mut Monitor<'_>>) -> Result<Vec<NDArray>> {
         if inputs.len() != self.names.len() {
             return Err(Error::new(format!(
                 "CachedOp: {} inputs given, the graph takes {} ({})",
@@ -223,8 +258,19 @@ impl CachedOp {
                         .map(|e| values.get(&key(&e.node)).and_then(|v| v.get(e.index)).cloned())
                         .collect::<Option<Vec<NDArray>>>()
                         .ok_or_else(|| Error::new(format!("CachedOp: an input of node '{}' was not computed", n.name)))?;
-                    crate::op::invoke(op, &ins, n.params.clone(), None, None)
-                        .map_err(|e| Error::new(format!("{} (in node {})", e.message(), n.name)))?
+                    if let Some(m) = monitor.as_deref_mut().filter(|m| m.all) {
+                        for (name, a) in op.monitor_input_names(&n.params).into_iter().zip(&ins) {
+                            m.report(&format!("{}_{name}", n.name), &n, a)?;
+                        }
+                    }
+                    let outs = crate::op::invoke(op, &ins, n.params.clone(), None, None)
+                        .map_err(|e| Error::new(format!("{} (in node {})", e.message(), n.name)))?;
+                    if let Some(m) = monitor.as_deref_mut() {
+                        for (k, a) in outs.iter().enumerate().take(n.num_visible()) {
+                            m.report(&n.output_name(k), &n, a)?;
+                        }
+                    }
+                    outs
                 }
             };
             values.insert(key(&n), outs);
@@ -250,6 +296,10 @@ impl CustomGrad for Recorded {
         &self.name
     }
 
+    fn graph(&self) -> Option<(Symbol, Vec<String>)> {
+        Some((self.sym.clone(), self.names.clone()))
+    }
+
     fn backward(&self, out_grads: &[NDArray], _is_train: bool) -> Result<Vec<Option<NDArray>>> {
         if out_grads.len() != self.outputs.len() {
             return Err(Error::new(format!("{}: {} output gradients for {} outputs", self.name, out_grads.len(), self.outputs.len())));
@@ -270,7 +320,7 @@ impl CustomGrad for Recorded {
         }
         let needs = self.graph.needs(&wants);
         let og: Vec<Option<NDArray>> = out_grads.iter().cloned().map(Some).collect();
-        let mut acc = self.graph.backward(&self.vars, &self.bufs, &self.outputs, &og, &needs)?;
+        let mut acc = self.graph.backward(&self.vars, &self.bufs, &self.outputs, &og, &needs, None)?;
         Ok(self.input_nodes.iter().zip(&self.wants).map(|(ni, &w)| if w { acc.remove(ni) } else { None }).collect())
     }
 }

@@ -4,18 +4,25 @@
 //! the nodes in order, an output takes a free buffer of its dtype (best fit, grown
 //! if none is large enough) and the buffers of inputs seen for the last time are
 //! freed. Without gradients every dead intermediate is reused; with gradients the
-//! forward values are kept for the backward pass. `forward` pushes every node
-//! through [`crate::op::invoke`] with the training flag set; `backward` runs the
-//! registry's gradient functions in reverse order, sums gradients that meet, and
-//! writes or adds them into the gradient arrays as `grad_req` says.
+//! values the backward pass reads (the inputs and outputs of the nodes a gradient
+//! flows through, see [`Graph::grad_flow`]) are kept and the others reused, so a
+//! graph whose heads are all `BlockGrad` plans as if it had no gradients. Before
+//! that, unless `MXNET_ELIMINATE_COMMON_EXPR=0`, common subexpressions are merged
+//! ([`super::cse`]); [`Executor::optimized_symbol`] is the graph that runs.
+//! `forward` pushes every node through [`crate::op::invoke`] with the training flag
+//! set; `backward` runs the registry's gradient functions in reverse order, sums
+//! gradients that meet, and writes or adds them into the gradient arrays as
+//! `grad_req` says.
 //!
 //! With a `group2ctx` map, nodes carrying a `ctx_group` attribute run on the mapped
 //! context: their buffers are planned there and their inputs from other contexts
-//! are copied over before they run (gradients flow back the same way). A monitor
-//! callback passed to [`Executor::forward_monitored`] sees every node's outputs
-//! (and with `monitor_all` its inputs) right after the node is pushed.
+//! are copied over before they run (gradients flow back the same way). A
+//! [`Monitor`] passed to [`Executor::forward_monitored`] sees every node's outputs
+//! (and with `monitor_all` its inputs) right after the node is pushed, and, passed
+//! to [`Executor::backward_monitored`], the gradients each node's backward gives
+//! its inputs (`{node}_backward_output{i}`, as MXNet names its backward nodes).
 
-use super::infer::{infer, Inferred};
+use super::infer::{infer_bound, Inferred};
 use super::{Node, Symbol};
 use crate::autograd;
 use crate::dtype::DType;
@@ -44,15 +51,23 @@ struct Plan {
     slots: Vec<(DType, usize, usize)>,
 }
 
+/// Which node outputs keep their buffers after their last forward reader.
+pub enum Keep<'a> {
+    /// None: every dead intermediate is reused (inference).
+    Nothing,
+    /// All of them (a cached op recorded for an unknown backward).
+    All,
+    /// Per node, per output (an executor's backward, see [`Graph::kept_for_backward`]).
+    These(&'a [Vec<bool>]),
+}
+
 /// `dev[ni]`: the device of node `ni`; a buffer only serves nodes of its device.
-fn plan(
-    topo: &[Arc<Node>],
-    info: &[Vec<(Shape, DType)>],
-    srcs: &[Vec<Src>],
-    heads: &[(usize, usize)],
-    keep_all: bool,
-    dev: &[usize],
-) -> Plan {
+fn plan(topo: &[Arc<Node>], info: &[Vec<(Shape, DType)>], srcs: &[Vec<Src>], heads: &[(usize, usize)], keep: Keep, dev: &[usize]) -> Plan {
+    let kept = |n: usize, k: usize| match keep {
+        Keep::Nothing => false,
+        Keep::All => true,
+        Keep::These(m) => m[n].get(k).copied().unwrap_or(false),
+    };
     const FOREVER: usize = usize::MAX;
     let mut last: Vec<Vec<Option<usize>>> = info.iter().map(|o| vec![None; o.len()]).collect();
     for (ni, ins) in srcs.iter().enumerate() {
@@ -102,19 +117,17 @@ fn plan(
             };
             slot[ni][k] = b;
         }
-        if keep_all {
-            continue;
-        }
-        // Outputs nobody reads die at once; inputs read for the last time die now.
+        // Outputs nobody reads die at once; inputs read for the last time die now
+        // (unless the backward pass reads them).
         for k in 0..info[ni].len() {
-            if last[ni][k].is_none() {
+            if last[ni][k].is_none() && !kept(ni, k) {
                 free.push(slot[ni][k]);
             }
         }
         let mut done: Vec<(usize, usize)> = Vec::new();
         for s in &srcs[ni] {
             if let Src::Out(n, k) = *s {
-                if last[n][k] == Some(ni) && !done.contains(&(n, k)) {
+                if last[n][k] == Some(ni) && !kept(n, k) && !done.contains(&(n, k)) {
                     done.push((n, k));
                     free.push(slot[n][k]);
                 }
@@ -144,6 +157,8 @@ pub struct Graph {
     var_info: Vec<Option<(Shape, DType)>>,
     /// The buffer plans, made once: [reusing dead buffers, keeping every value].
     plans: [OnceLock<Plan>; 2],
+    /// The symbol compiled (after the executor's rewrites).
+    sym: Symbol,
 }
 
 /// The arrays one run of a graph writes.
@@ -154,9 +169,40 @@ pub struct Buffers {
     xfer: Vec<Vec<Option<NDArray>>>,
 }
 
-/// A monitor callback: `(name, array)` for node outputs (`node_output`,
-/// `node_output1`, ...) and, when `monitor_all`, node inputs (`node_data`, ...).
-pub type MonitorFn<'a> = &'a mut dyn FnMut(&str, &NDArray) -> Result<()>;
+/// A monitor callback: `(name, operator, array)`: the name of an output
+/// (`node_output`, `node_output1`, `node_mask`, ...), of an input (`node_data`,
+/// `node_input0`, a variable's own name) or of a gradient
+/// (`node_backward_output0`), the node's operator, and the array.
+pub type MonitorFn<'a> = &'a mut dyn FnMut(&str, &str, &NDArray) -> Result<()>;
+
+/// What a run reports to a monitor callback.
+pub struct Monitor<'a> {
+    pub f: MonitorFn<'a>,
+    /// Inputs too (MXNet's `monitor_all`): `{node}_{input}` with the op's input
+    /// names, `input0`, `input1`, ... for ops MXNet registers without them.
+    pub all: bool,
+    /// As MXNet's executor reports (rather than its cached op, gluon's op hook):
+    /// every output, the hidden ones (Dropout's `mask`) included, and, before
+    /// `{node}_{input}`, an input that is a variable under its own name.
+    pub executor: bool,
+}
+
+impl<'a> Monitor<'a> {
+    /// An executor's monitor (see [`Monitor::executor`]).
+    pub fn executor(f: MonitorFn<'a>, all: bool) -> Monitor<'a> {
+        Monitor { f, all, executor: true }
+    }
+    /// A cached op's monitor (gluon's `register_op_hook`).
+    pub fn hook(f: MonitorFn<'a>, all: bool) -> Monitor<'a> {
+        Monitor { f, all, executor: false }
+    }
+    /// Calls the callback for array `a` of node `n` under `name`.
+    pub fn report(&mut self, name: &str, n: &Node, a: &NDArray) -> Result<()> {
+        let op = n.op.map(|o| o.name).unwrap_or("null");
+        (self.f)(name, op, a)
+            .map_err(|e| Error::new(format!("monitor callback failed on '{name}' of node '{}' (operator {op}): {}", n.name, e.message())))
+    }
+}
 
 /// `a` itself when it lives on `ctx`, else a copy there.
 fn to_ctx(a: NDArray, ctx: Context) -> Result<NDArray> {
@@ -188,7 +234,8 @@ impl Graph {
         group2ctx: &HashMap<String, Context>,
     ) -> Result<Graph> {
         let (arg_vars, aux_vars) = sym.var_nodes();
-        let inf: Inferred = infer(sym, shapes, dtypes, true)?;
+        // The shapes are those of the arrays bound: a 0 is an empty dimension.
+        let inf: Inferred = infer_bound(sym, shapes, dtypes)?;
         for n in arg_vars.iter().chain(&aux_vars) {
             if let (Some(s), Some(given)) = (inf.var(n).0, shapes.get(&n.name)) {
                 if s != given {
@@ -290,6 +337,7 @@ impl Graph {
             ctxs,
             var_info,
             plans: [OnceLock::new(), OnceLock::new()],
+            sym: sym.clone(),
         })
     }
 
@@ -307,11 +355,27 @@ impl Graph {
         self.topo.iter().filter_map(|n| n.op.map(|o| o.name)).collect()
     }
 
+    /// The symbol this graph was compiled from.
+    pub fn symbol(&self) -> &Symbol {
+        &self.sym
+    }
+
     /// Plans the intermediate buffers (`keep_all`: every output keeps its own, for a
     /// backward pass) and allocates them on the nodes' contexts: the buffers, the
     /// planned bytes and the bytes without reuse.
     pub fn allocate(&self, keep_all: bool) -> Result<(Buffers, usize, usize)> {
-        let p = self.plans[keep_all as usize].get_or_init(|| plan(&self.topo, &self.info, &self.srcs, &self.heads, keep_all, &self.dev));
+        let keep = if keep_all { Keep::All } else { Keep::Nothing };
+        let p = self.plans[keep_all as usize].get_or_init(|| plan(&self.topo, &self.info, &self.srcs, &self.heads, keep, &self.dev));
+        self.allocate_plan(p)
+    }
+
+    /// [`Graph::allocate`] keeping exactly the outputs `keep` marks.
+    pub fn allocate_keeping(&self, keep: &[Vec<bool>]) -> Result<(Buffers, usize, usize)> {
+        let p = plan(&self.topo, &self.info, &self.srcs, &self.heads, Keep::These(keep), &self.dev);
+        self.allocate_plan(&p)
+    }
+
+    fn allocate_plan(&self, p: &Plan) -> Result<(Buffers, usize, usize)> {
         let mut buffers = Vec::with_capacity(p.slots.len());
         let mut planned = 0;
         for (d, n, dv) in &p.slots {
@@ -396,7 +460,7 @@ impl Graph {
         vars: &[Option<NDArray>],
         bufs: &Buffers,
         outputs: &[NDArray],
-        mut monitor: Option<(MonitorFn<'_>, bool)>,
+        mut monitor: Option<&mut Monitor<'_>>,
     ) -> Result<()> {
         let copy = op::lookup("_copyto")?;
         for (ni, n) in self.topo.iter().enumerate() {
@@ -408,20 +472,18 @@ impl Graph {
                 }
             }
             let inputs = self.input_arrays(ni, vars, bufs)?;
-            let call = |f: &mut MonitorFn<'_>, what: String, a: &NDArray| {
-                f(&what, a).map_err(|e| {
-                    Error::new(format!("monitor callback failed on '{what}' of node '{}' (operator {}): {}", n.name, op.name, e.message()))
-                })
-            };
-            if let Some((f, true)) = monitor.as_mut() {
-                for (name, a) in n.input_names().into_iter().zip(&inputs) {
-                    call(f, format!("{}_{name}", n.name), a)?;
+            if let Some(m) = monitor.as_deref_mut().filter(|m| m.all) {
+                for (i, (name, a)) in op.monitor_input_names(&n.params).into_iter().zip(&inputs).enumerate() {
+                    if let (true, Some(Src::Var(v))) = (m.executor, self.srcs[ni].get(i)) {
+                        m.report(&self.topo[*v].name, &self.topo[*v], a)?;
+                    }
+                    m.report(&format!("{}_{name}", n.name), n, a)?;
                 }
             }
             let mut params = n.params.clone();
             // An input-less op whose `shape` had unknown (0) dimensions runs with the
             // shape inference found (see infer::infer_graph).
-            if inputs.is_empty() && params.tuple("shape").contains(&0) {
+            if inputs.is_empty() && params.tuple("shape").iter().any(|&d| d <= 0) {
                 if let Some(o) = bufs.entries[ni].first() {
                     params.set_extra("shape", Value::Tuple(o.shape().iter().map(|&v| v as i64).collect()));
                 }
@@ -440,9 +502,10 @@ impl Graph {
             }
             op::invoke(op, &inputs, params, Some(&bufs.entries[ni]), None)
                 .map_err(|e| Error::new(format!("{} (in node {})", e.message(), n.name)))?;
-            if let Some((f, _)) = monitor.as_mut() {
-                for k in 0..n.num_visible().min(bufs.entries[ni].len()) {
-                    call(f, n.output_name(k), &bufs.entries[ni][k])?;
+            if let Some(m) = monitor.as_deref_mut() {
+                let shown = if m.executor { bufs.entries[ni].len() } else { n.num_visible().min(bufs.entries[ni].len()) };
+                for k in 0..shown {
+                    m.report(&n.output_name(k), n, &bufs.entries[ni][k])?;
                 }
             }
         }
@@ -486,6 +549,49 @@ impl Graph {
         Ok(())
     }
 
+    /// Which nodes a gradient flows through, given which variables want one: those
+    /// that depend on such a variable ([`Graph::needs`]) and that a gradient reaches
+    /// from a head without crossing a `BlockGrad` (whose gradient is zero). A
+    /// variable is marked when it wants a gradient and one reaches it.
+    pub fn grad_flow(&self, wants: &[bool]) -> Vec<bool> {
+        let needs = self.needs(wants);
+        let mut reached = vec![false; self.topo.len()];
+        for &(h, _) in &self.heads {
+            reached[h] = true;
+        }
+        for ni in (0..self.topo.len()).rev() {
+            let Some(op) = self.topo[ni].op else { continue };
+            if !reached[ni] || !needs[ni] || op.name == "BlockGrad" {
+                reached[ni] = false;
+                continue;
+            }
+            for s in &self.srcs[ni] {
+                let (Src::Var(v) | Src::Out(v, _)) = *s;
+                reached[v] = true;
+            }
+        }
+        needs.iter().zip(&reached).map(|(&n, &r)| n && r).collect()
+    }
+
+    /// The node outputs the backward pass reads, given [`Graph::grad_flow`]: the
+    /// inputs and outputs of every node a gradient flows through (its gradient
+    /// function gets both).
+    pub fn kept_for_backward(&self, flow: &[bool]) -> Vec<Vec<bool>> {
+        let mut keep: Vec<Vec<bool>> = self.info.iter().map(|o| vec![false; o.len()]).collect();
+        for ni in 0..self.topo.len() {
+            if self.topo[ni].is_var() || !flow[ni] {
+                continue;
+            }
+            keep[ni].iter_mut().for_each(|k| *k = true);
+            for s in &self.srcs[ni] {
+                if let Src::Out(n, k) = *s {
+                    keep[n][k] = true;
+                }
+            }
+        }
+        keep
+    }
+
     /// Which nodes a gradient must flow through, given which variables want one.
     pub fn needs(&self, wants: &[bool]) -> Vec<bool> {
         let mut needs = wants.to_vec();
@@ -520,7 +626,10 @@ impl Graph {
 
     /// Back-propagates `out_grads` (one per head; ones where None) through the
     /// registry's gradients; returns the gradient of each variable node reached
-    /// (by node index). The caller sets the autograd flags.
+    /// (by node index). `monitor` sees, for each node, the gradient its backward
+    /// gives each input (zeros where it gives none) as `{node}_backward_output{i}`
+    /// (`{node}_backward_output` for a one-input node), every input's gradient then
+    /// computed whether used or not. The caller sets the autograd flags.
     pub fn backward(
         &self,
         vars: &[Option<NDArray>],
@@ -528,6 +637,7 @@ impl Graph {
         outputs: &[NDArray],
         out_grads: &[Option<NDArray>],
         needs: &[bool],
+        mut monitor: Option<&mut Monitor<'_>>,
     ) -> Result<HashMap<usize, NDArray>> {
         if !out_grads.is_empty() && out_grads.len() != self.heads.len() {
             return Err(Error::new(format!("backward: {} head gradients given for {} outputs", out_grads.len(), self.heads.len())));
@@ -589,11 +699,26 @@ impl Graph {
             }
             let gf = op.grad.ok_or_else(|| Error::op(op.name, format!("no gradient is defined for this operator (node {})", node.name)))?;
             let inputs = self.input_arrays(ni, vars, bufs)?;
+            let watched = monitor.is_some();
             let wanted = self.srcs[ni].iter().map(|s| match *s {
-                Src::Var(v) | Src::Out(v, _) => needs[v],
+                Src::Var(v) | Src::Out(v, _) => needs[v] || watched,
             });
             let gin = op::with_unwanted_grads(wanted, || gf(&node.params, &inputs, outs, &ograds))
                 .map_err(|e| Error::new(format!("{} (in the backward of node {})", e.message(), node.name)))?;
+            if let Some(m) = monitor.as_deref_mut() {
+                for (i, a) in inputs.iter().enumerate() {
+                    let g = match gin.get(i).cloned().flatten() {
+                        Some(g) => g,
+                        None => op::call1("zeros_like", std::slice::from_ref(a), &[])?,
+                    };
+                    let name = if inputs.len() == 1 {
+                        format!("{}_backward_output", node.name)
+                    } else {
+                        format!("{}_backward_output{i}", node.name)
+                    };
+                    m.report(&name, node, &g)?;
+                }
+            }
             for (i, g) in gin.into_iter().enumerate() {
                 let (Some(g), Some(src)) = (g, self.srcs[ni].get(i)) else { continue };
                 let key = match *src {
@@ -619,7 +744,10 @@ pub struct Executor {
     pub aux: Vec<NDArray>,
     pub outputs: Vec<NDArray>,
     bufs: Buffers,
-    keep_all: bool,
+    /// Some argument wants a gradient.
+    has_grads: bool,
+    /// The nodes a gradient flows through ([`Graph::grad_flow`]).
+    flow: Vec<bool>,
     planned_bytes: usize,
     naive_bytes: usize,
     trained: bool,
@@ -673,6 +801,15 @@ impl Executor {
         group2ctx: &HashMap<String, Context>,
     ) -> Result<Executor> {
         sym.check_unique_names()?;
+        // MXNet merges common subexpressions when binding unless told not to; the
+        // merge keeps the variables (and their order), so the arrays still match.
+        let optimized;
+        let sym = if super::cse::enabled() {
+            optimized = super::cse::eliminate_common_expr(sym);
+            &optimized
+        } else {
+            sym
+        };
         let grouped = !group2ctx.is_empty();
         let (arg_vars, aux_vars) = sym.var_nodes();
         if args.len() != arg_vars.len() {
@@ -714,21 +851,22 @@ impl Executor {
             }
         }
         let graph = Graph::compile(sym, &shapes, &dtypes, ctx, &var_ctx, group2ctx)?;
-        let keep_all = reqs.iter().any(|r| *r != GradReq::Null);
-        if keep_all {
-            let mut wants = vec![false; graph.num_nodes()];
-            for (&ni, r) in graph.arg_nodes.iter().zip(&reqs) {
-                wants[ni] = *r != GradReq::Null;
-            }
+        let has_grads = reqs.iter().any(|r| *r != GradReq::Null);
+        let mut wants = vec![false; graph.num_nodes()];
+        for (&ni, r) in graph.arg_nodes.iter().zip(&reqs) {
+            wants[ni] = *r != GradReq::Null;
+        }
+        if has_grads {
             graph.check_differentiable(&wants)?;
         }
-        let (bufs, planned_bytes, naive_bytes) = graph.allocate(keep_all)?;
+        let flow = graph.grad_flow(&wants);
+        let (bufs, planned_bytes, naive_bytes) = graph.allocate_keeping(&graph.kept_for_backward(&flow))?;
         let mut vars = vec![None; graph.num_nodes()];
         for (&ni, a) in graph.arg_nodes.iter().zip(&args).chain(graph.aux_nodes.iter().zip(&aux)) {
             vars[ni] = Some(a.clone());
         }
         let outputs = graph.head_arrays(&vars, &bufs)?;
-        Ok(Executor { graph, vars, args, grads, reqs, aux, outputs, bufs, keep_all, planned_bytes, naive_bytes, trained: false })
+        Ok(Executor { graph, vars, args, grads, reqs, aux, outputs, bufs, has_grads, flow, planned_bytes, naive_bytes, trained: false })
     }
 
     /// Makes each output write into the first elements of `base[i]`, as the outputs
@@ -749,6 +887,12 @@ impl Executor {
         Ok(())
     }
 
+    /// The graph the executor runs: the bound symbol after common subexpression
+    /// elimination (MXNet's `get_optimized_symbol`).
+    pub fn optimized_symbol(&self) -> Symbol {
+        self.graph.symbol().clone()
+    }
+
     /// Bytes of intermediate buffers after planning, and without reuse.
     pub fn planned_bytes(&self) -> (usize, usize) {
         (self.planned_bytes, self.naive_bytes)
@@ -763,7 +907,7 @@ impl Executor {
     /// every node's outputs right after the node is pushed, and with its inputs
     /// before, when `monitor_all`. An error from the callback stops the forward and
     /// is returned naming the node, its operator and the array.
-    pub fn forward_monitored(&mut self, is_train: bool, monitor: Option<(MonitorFn<'_>, bool)>) -> Result<()> {
+    pub fn forward_monitored(&mut self, is_train: bool, monitor: Option<&mut Monitor<'_>>) -> Result<()> {
         // For the profiler, an executor's ops are symbolic ones (as in MXNet).
         let _symbolic = crate::engine::profiler::graph_scope();
         let r = with_flags(is_train, || self.graph.forward(&self.vars, &self.bufs, &self.outputs, monitor));
@@ -774,16 +918,18 @@ impl Executor {
     /// Back-propagates `out_grads` (one per output; ones where not given) and
     /// stores the arguments' gradients as their `grad_req` says.
     pub fn backward(&mut self, out_grads: &[Option<NDArray>]) -> Result<()> {
-        if !self.keep_all {
+        self.backward_monitored(out_grads, None)
+    }
+
+    /// [`Executor::backward`] reporting each node's input gradients to `monitor`
+    /// (see [`Graph::backward`]).
+    pub fn backward_monitored(&mut self, out_grads: &[Option<NDArray>], monitor: Option<&mut Monitor<'_>>) -> Result<()> {
+        if !self.has_grads {
             return Err(Error::new("backward: the executor was bound with grad_req='null' for every argument"));
         }
         let _symbolic = crate::engine::profiler::graph_scope();
-        let mut wants = vec![false; self.graph.num_nodes()];
-        for (j, &ni) in self.graph.arg_nodes.iter().enumerate() {
-            wants[ni] = self.reqs[j] != GradReq::Null;
-        }
-        let needs = self.graph.needs(&wants);
-        let mut acc = with_flags(true, || self.graph.backward(&self.vars, &self.bufs, &self.outputs, out_grads, &needs))?;
+        let flow = &self.flow;
+        let mut acc = with_flags(true, || self.graph.backward(&self.vars, &self.bufs, &self.outputs, out_grads, flow, monitor))?;
         let copy = op::lookup("_copyto")?;
         let plus = op::lookup("elemwise_add")?;
         for (j, &ni) in self.graph.arg_nodes.iter().enumerate() {
@@ -890,22 +1036,64 @@ mod tests {
         let a = NDArray::from_vec(&[2], &[0.0f32, 0.0], ctx).unwrap();
         let mut ex = Executor::bind(&s, ctx, vec![a], vec![None], vec![GradReq::Null], vec![]).unwrap();
         let mut seen = Vec::new();
-        let mut f = |n: &str, _: &NDArray| -> Result<()> {
+        let mut f = |n: &str, _: &str, _: &NDArray| -> Result<()> {
             seen.push(n.to_string());
             Ok(())
         };
-        ex.forward_monitored(false, Some((&mut f, true))).unwrap();
-        assert_eq!(seen[..3], ["e0_data".to_string(), "e0_output".into(), "e1_data".into()]);
-        assert_eq!(seen.len(), 8);
-        let mut bad = |n: &str, _: &NDArray| -> Result<()> {
+        ex.forward_monitored(false, Some(&mut Monitor::executor(&mut f, true))).unwrap();
+        // exp has no input names in MXNet: its input is `input0`; a variable input
+        // is reported under its own name first.
+        assert_eq!(seen[..4], ["a".to_string(), "e0_input0".into(), "e0_output".into(), "e1_input0".into()]);
+        assert_eq!(seen.len(), 9);
+        let mut bad = |n: &str, _: &str, _: &NDArray| -> Result<()> {
             if n == "e2_output" {
                 Err(Error::new("boom"))
             } else {
                 Ok(())
             }
         };
-        let e = ex.forward_monitored(false, Some((&mut bad, false))).unwrap_err();
+        let e = ex.forward_monitored(false, Some(&mut Monitor::executor(&mut bad, false))).unwrap_err();
         assert!(e.message().contains("'e2_output' of node 'e2' (operator exp): boom"), "{}", e.message());
+    }
+
+    #[test]
+    fn stopped_heads_plan_without_backward_memory_and_backward_writes_zeros() {
+        let ctx = Context::default();
+        let a = || NDArray::from_vec(&[2, 2], &[0.5f32; 4], ctx).unwrap();
+        let bind = |s: &Symbol, req: GradReq| {
+            let g = NDArray::from_vec(&[2, 2], &[9f32; 4], ctx).unwrap();
+            let ex = Executor::bind(s, ctx, vec![a()], vec![Some(g.clone())], vec![req], vec![]).unwrap();
+            (ex, g)
+        };
+        let s = chain();
+        let stopped = Symbol::create(lookup("BlockGrad").unwrap(), "bg", vec![], vec![("data".into(), Some(s.clone()))]).unwrap();
+        let (with_grad, _) = bind(&s, GradReq::Write);
+        let (no_grad, _) = bind(&s, GradReq::Null);
+        let (mut blocked, g) = bind(&stopped, GradReq::Write);
+        // 4 kept values against 2 reused buffers
+        assert_eq!(with_grad.planned_bytes().0, 4 * 16);
+        assert_eq!(no_grad.planned_bytes().0, 2 * 16);
+        assert_eq!(blocked.planned_bytes().0, 2 * 16);
+        blocked.forward(true).unwrap();
+        blocked.backward(&[]).unwrap();
+        assert_eq!(g.to_vec::<f32>().unwrap(), vec![0f32; 4]);
+    }
+
+    #[test]
+    fn backward_monitor_names_each_nodes_input_gradients() {
+        let s = chain();
+        let ctx = Context::default();
+        let a = NDArray::from_vec(&[2], &[0.0f32, 0.0], ctx).unwrap();
+        let g = NDArray::from_vec(&[2], &[0.0f32, 0.0], ctx).unwrap();
+        let mut ex = Executor::bind(&s, ctx, vec![a], vec![Some(g)], vec![GradReq::Write], vec![]).unwrap();
+        ex.forward(true).unwrap();
+        let mut seen = Vec::new();
+        let mut f = |n: &str, op: &str, _: &NDArray| -> Result<()> {
+            seen.push(format!("{n}:{op}"));
+            Ok(())
+        };
+        ex.backward_monitored(&[], Some(&mut Monitor::executor(&mut f, false))).unwrap();
+        assert_eq!(seen, ["e3_backward_output:exp", "e2_backward_output:exp", "e1_backward_output:exp", "e0_backward_output:exp"]);
     }
 
     #[test]

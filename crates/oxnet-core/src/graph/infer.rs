@@ -121,26 +121,70 @@ fn conflict(n: &Node, fill: crate::op::FillFn, known: &[Option<Shape>], ins: &[(
     None
 }
 
-/// Runs inference. `shapes`/`dtypes` give variables by name. With `shapes_needed`
+/// Runs inference. `shapes`/`dtypes` give variables by name; a 0 in a given shape
+/// is an unknown dimension (MXNet 1.x's `infer_shape`). With `shapes_needed`
 /// false (infer_type), outputs of ops whose shapes are unknown take the dtype of
 /// their first input (or of their `dtype` parameter).
 pub fn infer(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<String, DType>, shapes_needed: bool) -> Result<Inferred> {
+    guarded(sym, shapes, dtypes, shapes_needed, false)
+}
+
+/// [`infer`] for arrays being bound: the given shapes are the arrays' own, so a 0
+/// is a dimension of size zero (an empty array), not an unknown one.
+pub fn infer_bound(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<String, DType>) -> Result<Inferred> {
+    guarded(sym, shapes, dtypes, true, true)
+}
+
+fn guarded(
+    sym: &Symbol,
+    shapes: &HashMap<String, Shape>,
+    dtypes: &HashMap<String, DType>,
+    shapes_needed: bool,
+    bound: bool,
+) -> Result<Inferred> {
     // An op's inference function that panics is a bug; it must still reach the
     // caller as an error, never as a panic.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| infer_graph(sym, shapes, dtypes, shapes_needed))).unwrap_or_else(|p| {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| infer_graph(sym, shapes, dtypes, shapes_needed, bound))).unwrap_or_else(|p| {
         let what = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
         Err(Error::new(format!("shape/type inference failed (internal error: {what})")))
     })
 }
 
-fn infer_graph(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<String, DType>, shapes_needed: bool) -> Result<Inferred> {
+/// The `shape` parameter of an op without inputs when some of its dimensions are
+/// unknown (0, or negative as MXNet writes them too): the shape with 0 for them.
+fn unknown_dims_shape(n: &Node) -> Option<Vec<i64>> {
+    let t = n.params.tuple("shape");
+    t.iter().any(|&d| d <= 0).then(|| t.iter().map(|&d| d.max(0)).collect())
+}
+
+fn infer_graph(
+    sym: &Symbol,
+    shapes: &HashMap<String, Shape>,
+    dtypes: &HashMap<String, DType>,
+    shapes_needed: bool,
+    bound: bool,
+) -> Result<Inferred> {
     let topo = sym.topo();
+    for n in &topo {
+        if n.is_atomic() {
+            return Err(Error::new(format!(
+                "operator {} of node '{}' has no inputs yet: call the atomic symbol with its inputs first",
+                n.op.map(|o| o.name).unwrap_or(""),
+                n.name
+            )));
+        }
+    }
     let index: HashMap<usize, usize> = topo.iter().enumerate().map(|(i, n)| (Arc::as_ptr(n) as usize, i)).collect();
     let mut sh: Vec<Vec<Option<Shape>>> = topo.iter().map(|n| vec![None; n.num_outputs()]).collect();
     let mut dt: Vec<Vec<Option<DType>>> = topo.iter().map(|n| vec![None; n.num_outputs()]).collect();
     let mut part: Vec<Vec<Option<Shape>>> = topo.iter().map(|n| vec![None; n.num_outputs()]).collect();
     for (i, n) in topo.iter().enumerate() {
         if n.is_var() {
+            if let (true, Some(s)) = (bound, shapes.get(&n.name)) {
+                sh[i][0] = Some(s.clone());
+                dt[i][0] = dtypes.get(&n.name).copied().or_else(|| attr_dtype(n));
+                continue;
+            }
             part[i][0] = shapes.get(&n.name).cloned().filter(|s| s.contains(&0)).or_else(|| attr_dims(n).filter(|s| s.contains(&0)));
             sh[i][0] = shapes.get(&n.name).cloned().filter(|s| !s.contains(&0)).or_else(|| attr_shape(n));
             dt[i][0] = dtypes.get(&n.name).copied().or_else(|| attr_dtype(n));
@@ -237,12 +281,14 @@ fn infer_graph(sym: &Symbol, shapes: &HashMap<String, Shape>, dtypes: &HashMap<S
                     }
                 }
                 // An op without inputs (`zeros`, `ones`, the random samplers) whose
-                // `shape` has 0 dimensions: unknown dimensions in MXNet 1.x (the
-                // default begin states of `mx.rnn` cells are (0, H)), left partial
-                // for the consumers to determine; the executor then runs the op with
-                // the inferred shape.
-                (Some(_), Some(d)) if ins.is_empty() && n.params.tuple("shape").contains(&0) => {
-                    let out = op.infer(&n.params, &[], &d).map_err(|e| Error::new(format!("{} (in node {})", e.message(), n.name)))?;
+                // `shape` has 0 (or negative) dimensions: unknown dimensions in MXNet
+                // 1.x (the default begin states of `mx.rnn` cells are (0, H);
+                // `ones(shape=(-1, -1))`), left partial for the consumers to
+                // determine; the executor then runs the op with the inferred shape.
+                (Some(_), Some(d)) if ins.is_empty() && unknown_dims_shape(n).is_some() => {
+                    let mut params = n.params.clone();
+                    params.set_extra("shape", crate::op::Value::Tuple(unknown_dims_shape(n).unwrap_or_default()));
+                    let out = op.infer(&params, &[], &d).map_err(|e| Error::new(format!("{} (in node {})", e.message(), n.name)))?;
                     for (k, (s, d)) in out.into_iter().enumerate().take(sh[ni].len()) {
                         if dt[ni][k].is_none() {
                             dt[ni][k] = Some(d);

@@ -11,6 +11,7 @@
 //! (`_foreach`, `_while_loop`, `_cond`) their subgraphs. It must not know about Python.
 
 pub mod cached;
+pub mod cse;
 pub mod exec;
 pub mod fuse;
 pub mod infer;
@@ -68,17 +69,31 @@ impl Node {
             Some(op) => op.num_visible(&self.params, self.num_outputs()),
         }
     }
-    /// The name of output `i` as `list_outputs` shows it.
+    /// The name of output `i` as `list_outputs` shows it: `{node}_{name}` with the
+    /// op's output names, else `{node}_output` for an op with one output and
+    /// `{node}_output{i}` for several (hidden ones counted, as in MXNet). A node
+    /// without a name (an atomic symbol) gives the bare suffix.
     pub fn output_name(&self, i: usize) -> String {
         if self.is_var() {
-            self.name.clone()
-        } else if let Some(n) = self.op.and_then(|o| o.output_names).and_then(|f| f(&self.params).get(i).cloned()) {
-            format!("{}_{n}", self.name)
-        } else if self.num_visible() == 1 {
-            format!("{}_output", self.name)
-        } else {
-            format!("{}_output{i}", self.name)
+            return self.name.clone();
         }
+        let suffix = if let Some(n) = self.op.and_then(|o| o.output_names).and_then(|f| f(&self.params).get(i).cloned()) {
+            n
+        } else if self.num_outputs() == 1 {
+            "output".to_string()
+        } else {
+            format!("output{i}")
+        };
+        if self.name.is_empty() {
+            suffix
+        } else {
+            format!("{}_{suffix}", self.name)
+        }
+    }
+    /// An op node not yet given its inputs (MXNet's atomic symbol, see
+    /// [`Symbol::gen_atomic_symbol`]).
+    pub fn is_atomic(&self) -> bool {
+        self.op.map(|op| self.inputs.is_empty() && op.num_inputs(&self.params) > 0).unwrap_or(false)
     }
     /// The names of this op's inputs (`data`, `weight`, ... or `arg0`, ...).
     pub fn input_names(&self) -> Vec<String> {
@@ -192,7 +207,8 @@ impl Symbol {
                 match given.get(n.as_str()) {
                     Some(s) => entries.push(one(s, n)?),
                     None => {
-                        let v = Symbol::var(&format!("{name}_{n}"), map.iter().map(|(k, v)| (k.clone(), v.clone())).collect())?;
+                        let vname = if name.is_empty() { n.clone() } else { format!("{name}_{n}") };
+                        let v = Symbol::var(&vname, map.iter().map(|(k, v)| (k.clone(), v.clone())).collect())?;
                         entries.push(v.outputs[0].clone());
                     }
                 }
@@ -201,6 +217,38 @@ impl Symbol {
         let node = Arc::new(Node { op: Some(op), name: name.to_string(), params, attrs: RwLock::new(map), inputs: entries });
         let n = node.num_visible();
         Ok(Symbol { outputs: (0..n).map(|i| Entry { node: node.clone(), index: i }).collect() })
+    }
+
+    /// A symbol of one node with the op and attributes of this symbol's node and no
+    /// inputs, named '' (MXNet's `_gen_atomic_symbol`); calling it with inputs
+    /// ([`Symbol::compose_named`]) builds a new node. Its outputs are the visible
+    /// outputs of the op. Every output of this symbol must come from that node.
+    pub fn gen_atomic_symbol(&self) -> Result<Symbol> {
+        let Some(n) = self.outputs.first().map(|e| &e.node) else {
+            return Err(Error::new("cannot generate an atomic symbol from a symbol without outputs"));
+        };
+        if self.outputs.iter().any(|e| !Arc::ptr_eq(&e.node, n)) {
+            return Err(Error::new("Generating atomic symbol from other symbol only works for nongrouped symbol."));
+        }
+        if n.is_var() {
+            return Err(Error::new(format!("cannot generate an atomic symbol from variable '{}': it has no operator", n.name)));
+        }
+        let node = Arc::new(Node {
+            op: n.op,
+            name: String::new(),
+            params: n.params.clone(),
+            attrs: RwLock::new(n.attrs.read().clone()),
+            inputs: vec![],
+        });
+        let k = node.num_visible();
+        Ok(Symbol { outputs: (0..k).map(|i| Entry { node: node.clone(), index: i }).collect() })
+    }
+
+    /// The atomic node of this symbol, when it is one (every output from one op node
+    /// that has no inputs yet).
+    fn atomic_node(&self) -> Option<&Arc<Node>> {
+        let first = &self.outputs.first()?.node;
+        (first.is_atomic() && self.outputs.iter().all(|e| Arc::ptr_eq(&e.node, first))).then_some(first)
     }
 
     /// Several symbols' outputs as one symbol.
@@ -396,6 +444,37 @@ impl Symbol {
     /// A copy of the graph with variables replaced: `positional` in
     /// `list_arguments` order, `named` by variable name.
     pub fn compose(&self, positional: &[Symbol], named: &[(String, Symbol)]) -> Result<Symbol> {
+        self.compose_named(positional, named, None)
+    }
+
+    /// [`Symbol::compose`]; an atomic symbol ([`Symbol::gen_atomic_symbol`]) instead
+    /// becomes a node named `name` (else keeping its name) whose inputs are
+    /// `positional` in order, then `named` by input name; inputs not given are new
+    /// variables `{name}_{input}`, as [`Symbol::create`] makes them.
+    pub fn compose_named(&self, positional: &[Symbol], named: &[(String, Symbol)], name: Option<&str>) -> Result<Symbol> {
+        if let Some(n) = self.atomic_node() {
+            let op = n.op.ok_or_else(|| Error::new("compose: the atomic symbol has no operator"))?;
+            let name = name.map(|s| s.to_string()).unwrap_or_else(|| n.name.clone());
+            let names = op.input_names(&n.params);
+            if positional.len() > names.len() {
+                return Err(Error::op(op.name, format!("{} inputs given, the operator takes {}", positional.len(), names.len())));
+            }
+            let mut inputs: Vec<(String, Option<Symbol>)> = names.iter().map(|k| (k.clone(), None)).collect();
+            for (slot, s) in inputs.iter_mut().zip(positional) {
+                slot.1 = Some(s.clone());
+            }
+            for (k, s) in named {
+                let slot = inputs.iter_mut().find(|(n, _)| n == k).ok_or_else(|| {
+                    Error::op(op.name, format!("input '{k}' is not an input of the operator; its inputs are: {}", names.join(", ")))
+                })?;
+                if slot.1.is_some() {
+                    return Err(Error::op(op.name, format!("input '{k}' is given twice")));
+                }
+                slot.1 = Some(s.clone());
+            }
+            let attrs: Vec<(String, String)> = n.attrs.read().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            return Symbol::create(op, &name, attrs, inputs);
+        }
         let (args, _) = self.var_nodes();
         if positional.len() > args.len() {
             return Err(Error::new(format!(
@@ -507,6 +586,30 @@ mod tests {
                 .err()
                 .unwrap();
         assert!(err.message().contains("foo"));
+    }
+
+    #[test]
+    fn atomic_symbols_compose_into_nodes() {
+        let fc = Symbol::create(
+            lookup("FullyConnected").unwrap(),
+            "fc",
+            vec![("num_hidden".into(), "3".into())],
+            vec![("data".into(), Some(v("x")))],
+        )
+        .unwrap();
+        let a = fc.gen_atomic_symbol().unwrap();
+        assert_eq!(a.list_outputs(), vec!["output"]);
+        assert!(a.list_arguments().is_empty());
+        let c = a.compose_named(&[v("d")], &[], Some("f2")).unwrap();
+        assert_eq!(c.list_arguments(), vec!["d", "f2_weight", "f2_bias"]);
+        assert_eq!(c.list_outputs(), vec!["f2_output"]);
+        let c = a.compose_named(&[], &[("weight".into(), v("w"))], None).unwrap();
+        assert_eq!(c.list_arguments(), vec!["data", "w", "bias"]);
+        assert!(a.compose_named(&[], &[("nope".into(), v("w"))], None).is_err());
+        assert!(Symbol::group(&[fc.clone(), fc]).gen_atomic_symbol().is_err());
+        assert!(v("x").gen_atomic_symbol().is_err());
+        let e = super::infer::infer(&a, &HashMap::new(), &HashMap::new(), true).err().unwrap();
+        assert!(e.message().contains("no inputs yet"), "{}", e.message());
     }
 
     #[test]

@@ -258,7 +258,17 @@ fn learn_dims(op: &'static OpDef, node: &Arc<Node>, ins: &[Known], outs: &[Known
             inputs.push((i, now));
         }
     }
-    let outputs = second.map(|(_, outs2)| outs1.iter().zip(&outs2).map(|(a, b)| merge(a, b)).collect());
+    let mut outputs: Option<Vec<Known>> = second.map(|(_, outs2)| outs1.iter().zip(&outs2).map(|(a, b)| merge(a, b)).collect());
+    if let (true, Some(outs), Some(Known::Partial(first))) = (op.partial_per_axis, outputs.as_mut(), ins.first()) {
+        for o in outs.iter_mut() {
+            if let Known::Partial(s) | Known::Full(s) = o {
+                if s.len() == first.len() {
+                    let dims: Vec<usize> = s.iter().zip(first.iter()).map(|(&v, &f)| if f == 0 { 0 } else { v }).collect();
+                    *o = Known::from_dims(&dims);
+                }
+            }
+        }
+    }
     Some(Learnt { inputs, outputs })
 }
 
@@ -266,7 +276,10 @@ fn learn_dims(op: &'static OpDef, node: &Arc<Node>, ins: &[Known], outs: &[Known
 /// another input or of an output is tried in their place, and kept where the op
 /// rejects the probe shapes of the same rank (all dimensions large, and all 1, so a
 /// broadcast input is never pinned to the full shape). `_identity_with_attr_like_rhs`
-/// and elementwise ops pass a consumer's shape back to their inputs this way.
+/// and elementwise ops pass a consumer's shape back to their inputs this way. An
+/// output known in part is tried with the probe value in its unknown dimensions,
+/// which the input then learns as unknown (`Cast` passes a convolution's partly
+/// known weight shape back to the weight variable).
 fn learn_ranks(op: &'static OpDef, node: &Node, ins: &[Known], outs: &[Known], dtypes: &[DType]) -> Option<Learnt> {
     if ins.iter().any(|k| matches!(k, Known::Partial(_))) {
         return None;
@@ -274,13 +287,16 @@ fn learn_ranks(op: &'static OpDef, node: &Node, ins: &[Known], outs: &[Known], d
     let holes: Vec<usize> = (0..ins.len()).filter(|&i| ins[i] == Known::None).collect();
     let mut cands: Vec<Shape> = Vec::new();
     for k in outs.iter().chain(ins) {
-        if let Known::Full(s) = k {
-            if !cands.contains(s) {
-                cands.push(s.clone());
-            }
+        let c = match k {
+            Known::Full(s) => s.clone(),
+            Known::Partial(s) => s.iter().map(|&d| if d == 0 { P1 } else { d }).collect(),
+            Known::None => continue,
+        };
+        if !cands.contains(&c) {
+            cands.push(c);
         }
     }
-    if cands.is_empty() || !outs.iter().any(|k| matches!(k, Known::Full(_))) {
+    if cands.is_empty() || outs.iter().all(|k| *k == Known::None) {
         return None;
     }
     let eval = |shapes: &[Shape]| -> bool {
@@ -288,7 +304,8 @@ fn learn_ranks(op: &'static OpDef, node: &Node, ins: &[Known], outs: &[Known], d
         let Ok(got) = op.infer(&node.params, &refs, dtypes) else { return false };
         got.iter().zip(outs).all(|((o, _), k)| match k {
             Known::Full(s) => s == o,
-            _ => true,
+            Known::Partial(p) => p.len() == o.len() && p.iter().zip(o.iter()).all(|(&a, &b)| a == 0 || a == b),
+            Known::None => true,
         })
     };
     let total = (cands.len() as u64).checked_pow(holes.len() as u32).filter(|&t| t <= MAX_TRIES as u64)?;
@@ -312,7 +329,9 @@ fn learn_ranks(op: &'static OpDef, node: &Node, ins: &[Known], outs: &[Known], d
                 !eval(&v)
             });
             if forced {
-                inputs.push((h, Known::Full(shapes[h].clone())));
+                // The probe value stands for a dimension still unknown.
+                let dims: Vec<usize> = shapes[h].iter().map(|&d| if d == P1 { 0 } else { d }).collect();
+                inputs.push((h, Known::from_dims(&dims)));
             }
         }
         return Some(Learnt { inputs, outputs: None });

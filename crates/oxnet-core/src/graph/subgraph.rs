@@ -82,6 +82,9 @@ impl Subgraph for GraphFunc {
         let ins: Vec<NDArray> = self.order.iter().map(|&i| inputs[i].clone()).collect();
         self.cached.forward(&ins)
     }
+    fn output_names(&self) -> Vec<String> {
+        self.sym.list_outputs()
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -137,6 +140,29 @@ impl Symbol {
         let node = Arc::new(Node { op: Some(op), name: name.to_string(), params, attrs: RwLock::new(map), inputs: entries });
         let n = node.num_visible();
         Ok(Symbol { outputs: (0..n).map(|i| Entry { node: node.clone(), index: i }).collect() })
+    }
+
+    /// A `_CachedOp` node named `name` that runs `graph` on `inputs`, which are
+    /// given in the order `names` names the graph's variables (a hybridized block's
+    /// call as `mx.autograd.get_symbol` shows it); the node's inputs follow the
+    /// graph's `list_inputs` order.
+    pub fn cached_op_node(name: &str, graph: Symbol, names: &[String], inputs: &[Entry]) -> Result<Arc<Node>> {
+        let op = crate::op::lookup("_CachedOp")?;
+        if names.len() != inputs.len() {
+            return Err(Error::op(op.name, format!("{} inputs for {} names", inputs.len(), names.len())));
+        }
+        let by_name: HashMap<&str, &Entry> = names.iter().map(|n| n.as_str()).zip(inputs).collect();
+        let mut entries = Vec::new();
+        for v in graph.list_inputs() {
+            let e =
+                by_name.get(v.as_str()).ok_or_else(|| Error::op(op.name, format!("no input is given for the graph's variable '{v}'")))?;
+            entries.push((*e).clone());
+        }
+        let (mut params, map) = Self::parse_attrs(op, vec![])?;
+        let f: Arc<dyn Subgraph> = Arc::new(GraphFunc::new(graph)?);
+        params.set_extra(SUBGRAPHS, Value::Subgraphs(Subgraphs(Arc::new(vec![f]))));
+        crate::op::control_flow::check_node(op.name, &params, entries.len())?;
+        Ok(Arc::new(Node { op: Some(op), name: name.to_string(), params, attrs: RwLock::new(map), inputs: entries }))
     }
 
     /// Cuts the subgraph marked by the `__subgraph_name__` of the first output's

@@ -107,7 +107,8 @@ pub(super) fn register(r: &mut Registry) {
             infer,
             compute,
         )
-        .grad(grad),
+        .grad(grad)
+        .unnamed_inputs(),
     );
     r.add(OpDef::new(
         "_backward_AdaptiveAvgPooling2D",

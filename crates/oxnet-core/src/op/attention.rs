@@ -491,6 +491,7 @@ pub(super) fn register(r: &mut Registry) {
             div_sqrt_infer,
             div_sqrt_compute,
         )
+        .unnamed_inputs()
         .grad(g_div_sqrt),
     );
 }

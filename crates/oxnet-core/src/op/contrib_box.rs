@@ -496,7 +496,7 @@ pub(super) fn register(r: &mut Registry) {
             NMS_PARAMS,
             nms_infer,
             nms_compute,
-        )
+        ).unnamed_inputs()
         .aliases(&["_contrib_box_non_maximum_suppression"])
         .outputs(|_| 2)
         .visible(|_| 1)
@@ -529,7 +529,7 @@ pub(super) fn register(r: &mut Registry) {
             BM_PARAMS,
             bm_infer,
             bm_compute,
-        )
+        ).unnamed_inputs()
         .outputs(|_| 2)
         .grad(g_none),
     );

@@ -83,7 +83,7 @@ pub(super) fn register(r: &mut Registry) {
             GM_PARAMS,
             infer_like_first,
             identity_compute,
-        )
+        ).unnamed_inputs()
         .inplace()
         .grad(g_gm),
     );

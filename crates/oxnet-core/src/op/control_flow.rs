@@ -1,5 +1,9 @@
 //! Control flow: `_foreach`, `_while_loop` and `_cond`, MXNet's graph nodes that hold
-//! subgraphs (built by `mx.sym.contrib.foreach` / `while_loop` / `cond`).
+//! subgraphs (built by `mx.sym.contrib.foreach` / `while_loop` / `cond`), and
+//! `_CachedOp`, the node that stands for one call of a hybridized block in
+//! `mx.autograd.get_symbol`'s result: its one subgraph is the block's graph, its
+//! inputs are that graph's inputs (in its `list_inputs` order), its outputs and
+//! their names are the graph's.
 //!
 //! Design. A node's subgraphs travel in its parameters as a [`Subgraphs`] value: a
 //! list of [`Subgraph`] objects. This module knows them only through that trait
@@ -58,6 +62,10 @@ pub trait Subgraph: Send + Sync {
     /// Runs the subgraph once in the current training mode; while autograd
     /// records, the run is recorded.
     fn run(&self, inputs: &[NDArray]) -> Result<Vec<NDArray>>;
+    /// The names of the outputs (`list_outputs`), for a node that shows them.
+    fn output_names(&self) -> Vec<String> {
+        Vec::new()
+    }
     fn as_any(&self) -> &dyn Any;
 }
 
@@ -86,6 +94,7 @@ pub fn subgraph_count(op: &str) -> Option<(usize, &'static str)> {
         "_foreach" => Some((1, "mx.sym.contrib.foreach")),
         "_while_loop" => Some((2, "mx.sym.contrib.while_loop")),
         "_cond" => Some((3, "mx.sym.contrib.cond")),
+        CACHED => Some((1, "mx.autograd.get_symbol (from a hybridized block's recorded call)")),
         _ => None,
     }
 }
@@ -719,6 +728,12 @@ pub fn check_node(op: &str, p: &Params, n_inputs: usize) -> Result<()> {
         COND => {
             cond_of(p, Some(n_inputs))?;
         }
+        CACHED => {
+            let g = cached_graph(p)?;
+            if g.num_inputs() != n_inputs {
+                return Err(Error::op(op, format!("the node has {n_inputs} inputs but its graph takes {}", g.num_inputs())));
+            }
+        }
         _ => {}
     }
     Ok(())
@@ -817,6 +832,71 @@ fn cond_grad(p: &Params, i: &[NDArray], o: &[NDArray], g: &[NDArray]) -> Result<
     replay_grad(cond_forward, p, i, o, g)
 }
 
+// ---- _CachedOp ------------------------------------------------------------------------------
+
+const CACHED: &str = "_CachedOp";
+
+fn cached_graph(p: &Params) -> Result<Arc<dyn Subgraph>> {
+    Ok(subgraphs(CACHED, p)?[0].clone())
+}
+
+/// `data0`, `data1`, ...: one per input of the graph.
+fn cached_inputs(p: &Params) -> &'static [&'static str] {
+    let n = cached_graph(p).map(|g| g.num_inputs()).unwrap_or(0);
+    intern_list((0..n).map(|i| intern(&format!("data{i}"))).collect())
+}
+
+fn cached_outputs(p: &Params) -> usize {
+    cached_graph(p).map(|g| g.num_outputs()).unwrap_or(0)
+}
+
+fn cached_output_names(p: &Params) -> Vec<String> {
+    cached_graph(p).map(|g| g.output_names()).unwrap_or_default()
+}
+
+fn cached_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
+    let g = cached_graph(a.params)?;
+    let shapes: Vec<Option<Shape>> = a.shapes.iter().map(|s| Some(Shape::from_slice(s))).collect();
+    let dtypes: Vec<Option<DType>> = a.dtypes.iter().map(|d| Some(*d)).collect();
+    let r = sub_infer(CACHED, "graph", g.as_ref(), &shapes, &dtypes, true)?;
+    let mut outs = Vec::with_capacity(r.out_shapes.len());
+    for (k, (s, d)) in r.out_shapes.into_iter().zip(r.out_dtypes).enumerate() {
+        match (s, d) {
+            (Some(s), Some(d)) => outs.push((s, d)),
+            _ => return Err(a.err(format!("cannot infer the shape and dtype of output {k} of the graph"))),
+        }
+    }
+    Ok(outs)
+}
+
+fn cached_fill(p: &Params, shapes: &mut [Option<Shape>]) -> Result<()> {
+    let g = cached_graph(p)?;
+    let r = sub_infer(CACHED, "graph", g.as_ref(), shapes, &vec![None; shapes.len()], true)?;
+    let all: Vec<usize> = (0..shapes.len()).collect();
+    fill_from(shapes, &all, &r.in_shapes);
+    Ok(())
+}
+
+fn cached_dtype_fill(p: &Params, dtypes: &mut [Option<DType>]) {
+    let Ok(g) = cached_graph(p) else { return };
+    if let Ok(r) = g.infer(&vec![None; dtypes.len()], dtypes, false) {
+        let all: Vec<usize> = (0..dtypes.len()).collect();
+        fill_from(dtypes, &all, &r.in_dtypes);
+    }
+}
+
+fn cached_forward(p: &Params, inputs: &[NDArray], _want: &[(Shape, DType)]) -> Result<Vec<NDArray>> {
+    run_checked(CACHED, cached_graph(p)?.as_ref(), inputs, "graph")
+}
+
+fn cached_host(p: &Params, i: &[NDArray], o: &[NDArray], _: bool) -> Result<()> {
+    host_run(CACHED, cached_forward, p, i, o)
+}
+
+fn cached_grad(p: &Params, i: &[NDArray], o: &[NDArray], g: &[NDArray]) -> Result<Vec<Option<NDArray>>> {
+    replay_grad(cached_forward, p, i, o, g)
+}
+
 // ---- registration ------------------------------------------------------------------------
 
 const NUM_ARGS: ParamSpec = ParamSpec::new("num_args", PType::Int, None, "Number of inputs, the subgraphs included.");
@@ -894,5 +974,21 @@ pub(super) fn register(r: &mut Registry) {
         .outputs(num_outputs)
         .fill(cond_fill)
         .dtype_fill(cond_dtype_fill),
+    );
+    r.add(
+        OpDef::new(
+            CACHED,
+            "One call of a hybridized block's graph (its subgraph), as mx.autograd.get_symbol shows a call that was recorded as one node.",
+            Arity::Dynamic { all: &["data"], select: cached_inputs },
+            &[],
+            cached_infer,
+            not_on_engine,
+        )
+        .host(cached_host)
+        .grad(cached_grad)
+        .outputs(cached_outputs)
+        .output_names(cached_output_names)
+        .fill(cached_fill)
+        .dtype_fill(cached_dtype_fill),
     );
 }

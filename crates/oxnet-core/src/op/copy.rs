@@ -83,7 +83,12 @@ pub(super) fn register(r: &mut Registry) {
         .fill(like_rhs_fill)
         .grad(like_rhs_grad),
     );
-    r.add(OpDef::new("_copy", "Returns a copy of the input.", DATA, &[], infer_like_first, copy_compute).aliases(&["identity"]).inplace());
+    r.add(
+        OpDef::new("_copy", "Returns a copy of the input.", DATA, &[], infer_like_first, copy_compute)
+            .unnamed_inputs()
+            .aliases(&["identity"])
+            .inplace(),
+    );
     r.add(
         OpDef::new(
             "_copyto",
@@ -98,6 +103,7 @@ pub(super) fn register(r: &mut Registry) {
     );
     r.add(
         OpDef::new("Cast", "Casts all elements of the input to a new type.", DATA, CAST_PARAMS, cast_infer, cast_compute)
+            .unnamed_inputs()
             .aliases(&["cast"]),
     );
 }

@@ -151,7 +151,8 @@ macro_rules! binary_family {
                 infer_like_first,
                 scalar_compute::<$F, false>,
             )
-            .inplace(),
+            .inplace()
+            .unnamed_inputs(),
         );
         let rs: Option<&'static str> = $rscalar;
         if let Some(name) = rs {
@@ -164,7 +165,8 @@ macro_rules! binary_family {
                     infer_like_first,
                     scalar_compute::<$F, true>,
                 )
-                .inplace(),
+                .inplace()
+                .unnamed_inputs(),
             );
         }
     }};
@@ -233,10 +235,10 @@ fn unary_compute<F: UnFn>(c: &mut OpCall) -> Result<()> {
 
 macro_rules! unary_op {
     ($r:expr, $F:ident, $name:literal, $doc:literal) => {
-        $r.add(OpDef::new($name, $doc, DATA, &[], infer_like_first, unary_compute::<$F>).inplace())
+        $r.add(OpDef::new($name, $doc, DATA, &[], infer_like_first, unary_compute::<$F>).inplace().unnamed_inputs())
     };
     ($r:expr, $F:ident, $name:literal, $doc:literal, $cost:expr) => {
-        $r.add(OpDef::new($name, $doc, DATA, &[], infer_like_first, unary_compute::<$F>).inplace().cost($cost))
+        $r.add(OpDef::new($name, $doc, DATA, &[], infer_like_first, unary_compute::<$F>).inplace().cost($cost).unnamed_inputs())
     };
 }
 
@@ -384,6 +386,7 @@ pub(super) fn register(r: &mut Registry) {
             clip_infer,
             clip_compute,
         )
-        .inplace(),
+        .inplace()
+        .unnamed_inputs(),
     );
 }

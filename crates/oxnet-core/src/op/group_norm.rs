@@ -163,6 +163,7 @@ pub(super) fn register(r: &mut Registry) {
         )
         .outputs(|_| 3)
         .visible(|p| if p.bool("output_mean_var") { 3 } else { 1 })
+        .output_names(|_| super::nn::names(&["output", "mean", "std"]))
         .fill(fill)
         .grad(grad),
     );

@@ -282,6 +282,7 @@ pub(super) fn register(r: &mut Registry) {
             resize_infer,
             resize_compute,
         )
+        .unnamed_inputs()
         .cost(8),
     );
     r.add(OpDef::new("_cvimresize", "Resize image with OpenCV.", SRC, CVRESIZE_PARAMS, cvresize_infer, resize_compute).cost(8));
@@ -294,23 +295,30 @@ pub(super) fn register(r: &mut Registry) {
             crop_infer,
             crop_compute,
         )
+        .unnamed_inputs()
         .grad(crop_grad),
     );
-    r.add(OpDef::new(
-        "_image_flip_left_right",
-        "Reverses the order of the width axis of an image (H x W x C) or (N x H x W x C).",
-        DATA,
-        &[],
-        same_infer,
-        flip::<true>,
-    ));
-    r.add(OpDef::new(
-        "_image_flip_top_bottom",
-        "Reverses the order of the height axis of an image (H x W x C) or (N x H x W x C).",
-        DATA,
-        &[],
-        same_infer,
-        flip::<false>,
-    ));
+    r.add(
+        OpDef::new(
+            "_image_flip_left_right",
+            "Reverses the order of the width axis of an image (H x W x C) or (N x H x W x C).",
+            DATA,
+            &[],
+            same_infer,
+            flip::<true>,
+        )
+        .unnamed_inputs(),
+    );
+    r.add(
+        OpDef::new(
+            "_image_flip_top_bottom",
+            "Reverses the order of the height axis of an image (H x W x C) or (N x H x W x C).",
+            DATA,
+            &[],
+            same_infer,
+            flip::<false>,
+        )
+        .unnamed_inputs(),
+    );
     r.add(OpDef::new("_cvcopyMakeBorder", "Pad image border with OpenCV.", SRC, BORDER_PARAMS, border_infer, border_compute).cost(4));
 }

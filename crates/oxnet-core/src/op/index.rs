@@ -689,6 +689,7 @@ All other entries in output are 0. On duplicate indices the last one wins.",
             infer_topk,
             topk_compute,
         )
+        .unnamed_inputs()
         .outputs(|p| if p.str("ret_typ") == "both" { 2 } else { 1 })
         .cost(8),
     );
@@ -701,6 +702,7 @@ All other entries in output are 0. On duplicate indices the last one wins.",
             infer_sort::<false>,
             sort_compute::<false>,
         )
+        .unnamed_inputs()
         .cost(8),
     );
     r.add(
@@ -715,6 +717,7 @@ as an input array that index data in sorted order. Ties keep their input order; 
             infer_sort::<true>,
             sort_compute::<true>,
         )
+        .unnamed_inputs()
         .cost(8),
     );
 }

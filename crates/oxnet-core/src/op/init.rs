@@ -215,20 +215,26 @@ pub(super) fn register(r: &mut Registry) {
         infer_eye,
         eye_compute,
     ));
-    r.add(OpDef::new(
-        "zeros_like",
-        "Return an array of zeros with the same shape, type and storage type as the input array.",
-        DATA,
-        &[],
-        infer_like_first,
-        fill_value::<0>,
-    ));
-    r.add(OpDef::new(
-        "ones_like",
-        "Return an array of ones with the same shape and type as the input array.",
-        DATA,
-        &[],
-        infer_like_first,
-        fill_value::<1>,
-    ));
+    r.add(
+        OpDef::new(
+            "zeros_like",
+            "Return an array of zeros with the same shape, type and storage type as the input array.",
+            DATA,
+            &[],
+            infer_like_first,
+            fill_value::<0>,
+        )
+        .unnamed_inputs(),
+    );
+    r.add(
+        OpDef::new(
+            "ones_like",
+            "Return an array of ones with the same shape and type as the input array.",
+            DATA,
+            &[],
+            infer_like_first,
+            fill_value::<1>,
+        )
+        .unnamed_inputs(),
+    );
 }

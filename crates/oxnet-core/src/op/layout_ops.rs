@@ -775,6 +775,7 @@ pub(super) fn register(r: &mut Registry) {
             shape_array_infer,
             shape_array_compute,
         )
+        .unnamed_inputs()
         .grad(no_grad),
     );
     r.add(
@@ -786,6 +787,7 @@ pub(super) fn register(r: &mut Registry) {
             shape_array_infer,
             shape_array_compute,
         )
+        .unnamed_inputs()
         .grad(no_grad),
     );
     r.add(
@@ -875,6 +877,7 @@ pub(super) fn register(r: &mut Registry) {
             onehot_infer,
             onehot_compute,
         )
+        .unnamed_inputs()
         .grad(no_grad),
     );
     r.add(
@@ -886,6 +889,7 @@ pub(super) fn register(r: &mut Registry) {
             fill0_infer,
             fill0_compute,
         )
+        .unnamed_inputs()
         .grad(no_grad),
     );
 }

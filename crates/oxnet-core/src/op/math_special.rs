@@ -723,6 +723,7 @@ pub(super) fn register(r: &mut Registry) {
             float_only,
             unary_compute::<Gammaln>,
         )
+        .unnamed_inputs()
         .inplace()
         .cost(8)
         .grad(g_gammaln),
@@ -736,12 +737,14 @@ pub(super) fn register(r: &mut Registry) {
             float_only,
             unary_compute::<Gamma>,
         )
+        .unnamed_inputs()
         .inplace()
         .cost(8)
         .grad(g_gamma),
     );
     r.add(
         OpDef::new("erf", "Returns element-wise gauss error function of the input.", DATA, &[], float_only, unary_compute::<Erf>)
+            .unnamed_inputs()
             .inplace()
             .cost(8)
             .grad(g_erf),
@@ -755,6 +758,7 @@ pub(super) fn register(r: &mut Registry) {
             float_only,
             unary_compute::<Erfinv>,
         )
+        .unnamed_inputs()
         .inplace()
         .cost(16)
         .grad(g_erfinv),
@@ -810,6 +814,7 @@ pub(super) fn register(r: &mut Registry) {
             infer_like_first,
             hard_sigmoid_compute,
         )
+        .unnamed_inputs()
         .inplace()
         .grad(g_hard_sigmoid),
     );
@@ -821,7 +826,7 @@ pub(super) fn register(r: &mut Registry) {
             SMOOTH_L1_PARAMS,
             infer_like_first,
             smooth_l1_compute,
-        )
+        ).unnamed_inputs()
         .inplace()
         .grad(g_smooth_l1),
     );

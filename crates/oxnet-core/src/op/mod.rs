@@ -274,6 +274,15 @@ pub struct OpDef {
     /// gives 0 for the data-dependent dimensions); symbolic inference leaves those
     /// outputs unknown, and a cached op holding such a node runs node by node.
     pub dynamic: Option<DynShapeFn>,
+    /// MXNet registers no input names for the op (no `FListInputNames`): a monitor
+    /// (`set_monitor_callback(..., monitor_all=True)`, gluon's op hook) reports its
+    /// inputs as `{node}_input0`, `{node}_input1`, ... instead of `{node}_data`.
+    pub unnamed_inputs: bool,
+    /// Symbolic inference with partly known shapes leaves an output dimension
+    /// unknown wherever the first input's dimension at the same position is unknown
+    /// (MXNet's slicing ops: a slice of an axis of unknown length is of unknown
+    /// length, even where the bounds would fix it for every valid length).
+    pub partial_per_axis: bool,
 }
 
 /// See [`OpDef::dynamic`].
@@ -322,7 +331,19 @@ impl OpDef {
             output_names: None,
             sparse: None,
             dynamic: None,
+            unnamed_inputs: false,
+            partial_per_axis: false,
         }
+    }
+    /// See [`OpDef::partial_per_axis`].
+    pub const fn partial_per_axis(mut self) -> Self {
+        self.partial_per_axis = true;
+        self
+    }
+    /// See [`OpDef::unnamed_inputs`].
+    pub const fn unnamed_inputs(mut self) -> Self {
+        self.unnamed_inputs = true;
+        self
     }
     pub const fn dynamic_shape(mut self, f: DynShapeFn) -> Self {
         self.dynamic = Some(f);
@@ -419,6 +440,16 @@ impl OpDef {
             Arity::Fixed(names) => names.iter().map(|s| s.to_string()).collect(),
             Arity::Variadic { count, .. } => (0..params.int(count).max(0)).map(|i| format!("arg{i}")).collect(),
             Arity::Dynamic { select, .. } => select(params).iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// The names a monitor gives this op's inputs (after `{node}_`): the input
+    /// names, or `input0`, `input1`, ... for ops MXNet registers without them.
+    pub fn monitor_input_names(&self, params: &Params) -> Vec<String> {
+        if self.unnamed_inputs {
+            (0..self.num_inputs(params)).map(|i| format!("input{i}")).collect()
+        } else {
+            self.input_names(params)
         }
     }
 

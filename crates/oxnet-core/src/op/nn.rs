@@ -207,6 +207,15 @@ fn lrelu_inputs(p: &Params) -> &'static [&'static str] {
     }
 }
 
+/// MXNet's output names (`FListOutputNames`) for ops with hidden outputs.
+pub(super) fn names(n: &[&str]) -> Vec<String> {
+    n.iter().map(|s| s.to_string()).collect()
+}
+
+fn lrelu_output_names(p: &Params) -> Vec<String> {
+    names(&["output", "mask"][..lrelu_visible(p)])
+}
+
 fn lrelu_visible(p: &Params) -> usize {
     if p.str("act_type") == "rrelu" {
         2
@@ -1293,6 +1302,7 @@ The following activation functions are supported:
             act_infer,
             act_compute,
         )
+        .unnamed_inputs()
         .grad(act_grad)
         .cost(4),
     );
@@ -1335,6 +1345,7 @@ The following modified ReLU Activation functions are supported:
         .grad(lrelu_grad)
         .visible(lrelu_visible)
         .outputs(lrelu_visible)
+        .output_names(lrelu_output_names)
         .fill(lrelu_fill)
         .random()
         .cost(4),
@@ -1383,6 +1394,7 @@ and the inverse standard deviation it used.",
         .train_writes(bn_train_writes)
         .visible(mean_var_visible)
         .outputs(|_| 3)
+        .output_names(|_| names(&["output", "mean", "var"]))
         .fill(bn_fill)
         .cost(4),
     );
@@ -1422,6 +1434,7 @@ deviation (``sqrt(var + eps)``), with ``axis`` kept as length 1.",
         .grad(ln_grad)
         .visible(mean_var_visible)
         .outputs(|_| 3)
+        .output_names(|_| names(&["output", "mean", "std"]))
         .fill(ln_fill)
         .cost(4),
     );
@@ -1458,8 +1471,8 @@ training and test time.",
         )
         .grad(in_grad)
         .visible(|_| 1)
-        .outputs(|_| 2)
         .outputs(|_| 3)
+        .output_names(|_| names(&["output", "mean", "var"]))
         .fill(in_fill)
         .cost(4),
     );
@@ -1495,6 +1508,7 @@ training and test time.",
         )
         .grad(dropout_grad)
         .visible(|_| 1)
+        .output_names(|_| names(&["output", "mask"]))
         .random(),
     );
     r.add(
@@ -1594,6 +1608,7 @@ it is along axis 1 (across channels, for every position of every instance).",
             sma_infer,
             sma_compute,
         )
+        .unnamed_inputs()
         .grad(sma_grad)
         .cost(8),
     );
@@ -1641,6 +1656,7 @@ of its inputs to be taken into account for computing gradients.",
             any_infer,
             copy_compute,
         )
+        .unnamed_inputs()
         .aliases(&["stop_gradient"])
         .grad(block_grad)
         .inplace(),
@@ -1657,6 +1673,7 @@ The output is the input; in the backward pass the gradient of the input is ones
             any_infer,
             copy_compute,
         )
+        .unnamed_inputs()
         .grad(make_loss_grad)
         .inplace(),
     );

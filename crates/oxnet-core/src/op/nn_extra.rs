@@ -834,6 +834,7 @@ weight ``(C, 1, k, k)`` with ``k = 2*scale - scale%2`` (usually initialised with
             amp_cast_infer,
             amp_cast_compute,
         )
+        .unnamed_inputs()
         .grad(g_amp_cast),
     );
     r.add(

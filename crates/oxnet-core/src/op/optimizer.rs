@@ -197,7 +197,12 @@ macro_rules! float_dispatch {
                 type $T = half::bf16;
                 $body
             }
-            d => return Err(Error::op($c.op.name, format!("weight dtype {} is not supported (float16, bfloat16, float32 or float64)", d.name()))),
+            d => {
+                return Err(Error::op(
+                    $c.op.name,
+                    format!("weight dtype {} is not supported (float16, bfloat16, float32 or float64)", d.name()),
+                ))
+            }
         }
     };
 }
@@ -772,7 +777,7 @@ pub(super) fn register(r: &mut Registry) {
                infer: super::InferFn,
                f: super::ComputeFn,
                m: &'static [usize]| {
-        r.add(OpDef::new(name, doc, Arity::Fixed(ins), ps, infer, f).inplace().mutate(m).cost(4));
+        r.add(OpDef::new(name, doc, Arity::Fixed(ins), ps, infer, f).inplace().mutate(m).cost(4).unnamed_inputs());
     };
     add(r, "sgd_update", "Update function for Stochastic Gradient Descent (SGD) optimizer.\n\n    weight = (1 - lr * wd) * weight - lr * clip(rescale_grad * grad, clip_gradient)", &["weight", "grad"], SGD_P, infer_plain, sgd_c, &[]);
     add(r, "sgd_mom_update", "Momentum update function for Stochastic Gradient Descent (SGD) optimizer.\n\n    mom = momentum * mom - lr * wd * weight - lr * clip(rescale_grad * grad)\n    weight = weight + mom", &["weight", "grad", "mom"], SGD_MOM_P, infer_plain, sgd_mom_c, &[2]);
@@ -855,7 +860,8 @@ pub(super) fn register(r: &mut Registry) {
         )
         .inplace()
         .mutate(&[2])
-        .cost(4),
+        .cost(4)
+        .unnamed_inputs(),
     );
     add(r, "adadelta_update", "Fused update of the AdaDelta optimizer (oxnet).\n\n    g = clip(rescale_grad * grad)\n    acc_g = rho * acc_g + (1 - rho) * g^2\n    delta = sqrt(acc_delta + epsilon) / sqrt(acc_g + epsilon) * g\n    acc_delta = rho * acc_delta + (1 - rho) * delta^2\n    weight = weight - (delta + wd * weight)", &["weight", "grad", "acc_g", "acc_delta"], ADADELTA_P, infer_plain, adadelta_c, &[2, 3]);
     add(

@@ -276,6 +276,6 @@ pub(super) fn register(r: &mut Registry) {
         ),
     ];
     for (name, doc, params) in like {
-        r.add(OpDef::new(name, doc, DATA, params, infer_like, random_compute).random().cost(8).grad(g_zero));
+        r.add(OpDef::new(name, doc, DATA, params, infer_like, random_compute).random().cost(8).grad(g_zero).unnamed_inputs());
     }
 }

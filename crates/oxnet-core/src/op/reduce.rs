@@ -361,7 +361,7 @@ pub(super) fn register(r: &mut Registry) {
                doc: &'static str,
                infer: super::InferFn,
                cpu: super::ComputeFn| {
-        r.add(OpDef::new(name, doc, DATA, REDUCE_PARAMS, infer, cpu).aliases(aliases));
+        r.add(OpDef::new(name, doc, DATA, REDUCE_PARAMS, infer, cpu).aliases(aliases).unnamed_inputs());
     };
     reg(r, "sum", &["sum_axis"], "Computes the sum of array elements over given axes.", infer_reduce::<false>, reduce_compute::<SUM>);
     reg(r, "mean", &[], "Computes the mean of array elements over given axes.", infer_reduce::<false>, reduce_compute::<MEAN>);
@@ -384,28 +384,40 @@ pub(super) fn register(r: &mut Registry) {
     );
     reg(r, "max", &["max_axis"], "Computes the max of array elements over given axes.", infer_reduce::<true>, reduce_compute::<MAX>);
     reg(r, "min", &["min_axis"], "Computes the min of array elements over given axes.", infer_reduce::<true>, reduce_compute::<MIN>);
-    r.add(OpDef::new(
-        "norm",
-        "Computes the norm on an NDArray.
+    r.add(
+        OpDef::new(
+            "norm",
+            "Computes the norm on an NDArray.
 
 This operator computes the norm on an NDArray with the specified axis, depending
 on the value of the ord parameter. By default, it computes the L2 norm on the entire
 array. Currently only ord=2 supports sparse ndarrays.",
-        DATA,
-        NORM_PARAMS,
-        infer_norm,
-        norm_compute,
-    ));
-    r.add(OpDef::new("argmax", "Returns indices of the maximum values along an axis.", DATA, ARG_PARAMS, infer_arg, arg_compute::<true>));
-    r.add(OpDef::new("argmin", "Returns indices of the minimum values along an axis.", DATA, ARG_PARAMS, infer_arg, arg_compute::<false>));
-    r.add(OpDef::new(
-        "argmax_channel",
-        "Returns argmax indices of each channel from the input array (the argmax along axis 1).",
-        DATA,
-        &[],
-        infer_argmax_channel,
-        argmax_channel_compute,
-    ));
+            DATA,
+            NORM_PARAMS,
+            infer_norm,
+            norm_compute,
+        )
+        .unnamed_inputs(),
+    );
+    r.add(
+        OpDef::new("argmax", "Returns indices of the maximum values along an axis.", DATA, ARG_PARAMS, infer_arg, arg_compute::<true>)
+            .unnamed_inputs(),
+    );
+    r.add(
+        OpDef::new("argmin", "Returns indices of the minimum values along an axis.", DATA, ARG_PARAMS, infer_arg, arg_compute::<false>)
+            .unnamed_inputs(),
+    );
+    r.add(
+        OpDef::new(
+            "argmax_channel",
+            "Returns argmax indices of each channel from the input array (the argmax along axis 1).",
+            DATA,
+            &[],
+            infer_argmax_channel,
+            argmax_channel_compute,
+        )
+        .unnamed_inputs(),
+    );
 }
 
 /// Helpers shared by the tests of the reduce, index and softmax families.

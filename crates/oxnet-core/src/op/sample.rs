@@ -340,7 +340,7 @@ pub(super) fn register(r: &mut Registry) {
             MULTINOMIAL_PARAMS,
             infer_multinomial,
             multinomial_compute,
-        )
+        ).unnamed_inputs()
         .aliases(&["sample_multinomial"])
         .outputs(multinomial_outputs)
         .random()
@@ -364,6 +364,7 @@ pub(super) fn register(r: &mut Registry) {
             infer_same,
             shuffle_compute,
         )
+        .unnamed_inputs()
         .aliases(&["shuffle"])
         .random()
         .grad(g_zero),

@@ -1193,6 +1193,7 @@ pub(super) fn register(r: &mut Registry) {
             reshape_infer,
             copy_all,
         )
+        .unnamed_inputs()
         .aliases(&["reshape"])
         .inplace(),
     );
@@ -1205,6 +1206,7 @@ pub(super) fn register(r: &mut Registry) {
             flatten_infer,
             copy_all,
         )
+        .unnamed_inputs()
         .aliases(&["flatten"])
         .inplace(),
     );
@@ -1217,6 +1219,7 @@ pub(super) fn register(r: &mut Registry) {
             expand_dims_infer,
             copy_all,
         )
+        .unnamed_inputs()
         .inplace(),
     );
     r.add(
@@ -1230,14 +1233,17 @@ pub(super) fn register(r: &mut Registry) {
         )
         .inplace(),
     );
-    r.add(OpDef::new(
-        "transpose",
-        "Permutes the dimensions of an array: output axis i is input axis axes[i] (reversed when axes is empty).",
-        DATA,
-        TRANSPOSE_PARAMS,
-        transpose_infer,
-        transpose_compute,
-    ));
+    r.add(
+        OpDef::new(
+            "transpose",
+            "Permutes the dimensions of an array: output axis i is input axis axes[i] (reversed when axes is empty).",
+            DATA,
+            TRANSPOSE_PARAMS,
+            transpose_infer,
+            transpose_compute,
+        )
+        .unnamed_inputs(),
+    );
     r.add(OpDef::new("SwapAxis", "Interchanges two axes of an array.", DATA, SWAP_PARAMS, swap_infer, swap_compute).aliases(&["swapaxes"]));
     r.add(
         OpDef::new(
@@ -1278,17 +1284,22 @@ pub(super) fn register(r: &mut Registry) {
             SLICE_PARAMS,
             slice_infer,
             slice_compute,
-        )
+        ).unnamed_inputs()
+        .partial_per_axis()
         .aliases(&["crop"]),
     );
-    r.add(OpDef::new(
-        "slice_axis",
-        "Slices along a given axis: items begin:end (end None means the axis length).",
-        DATA,
-        SLICE_AXIS_PARAMS,
-        slice_axis_infer,
-        slice_axis_compute,
-    ));
+    r.add(
+        OpDef::new(
+            "slice_axis",
+            "Slices along a given axis: items begin:end (end None means the axis length).",
+            DATA,
+            SLICE_AXIS_PARAMS,
+            slice_axis_infer,
+            slice_axis_compute,
+        )
+        .unnamed_inputs()
+        .partial_per_axis(),
+    );
     r.add(
         OpDef::new(
             "_slice_assign",
@@ -1310,6 +1321,7 @@ pub(super) fn register(r: &mut Registry) {
             slice_assign_scalar_infer,
             slice_assign_scalar_compute,
         )
+        .unnamed_inputs()
         .aliases(&["_crop_assign_scalar"])
         .inplace(),
     );
@@ -1340,14 +1352,17 @@ pub(super) fn register(r: &mut Registry) {
         )
         .aliases(&["flip"]),
     );
-    r.add(OpDef::new(
-        "broadcast_to",
-        "Broadcasts the input array to a new shape (0 keeps the input dimension).",
-        DATA,
-        BROADCAST_TO_PARAMS,
-        broadcast_to_infer,
-        broadcast_compute,
-    ));
+    r.add(
+        OpDef::new(
+            "broadcast_to",
+            "Broadcasts the input array to a new shape (0 keeps the input dimension).",
+            DATA,
+            BROADCAST_TO_PARAMS,
+            broadcast_to_infer,
+            broadcast_compute,
+        )
+        .unnamed_inputs(),
+    );
     r.add(
         OpDef::new(
             "broadcast_axis",
@@ -1357,6 +1372,7 @@ pub(super) fn register(r: &mut Registry) {
             broadcast_axis_infer,
             broadcast_compute,
         )
+        .unnamed_inputs()
         .aliases(&["broadcast_axes"]),
     );
     r.add(OpDef::new(

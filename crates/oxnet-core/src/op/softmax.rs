@@ -64,9 +64,8 @@ fn infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
                 crate::shape::fmt_shape(a.shapes[0])
             )));
         }
-        if a.dtypes[1].is_float() {
-            return Err(a.err(format!("length must have an integer dtype, not {}", a.dtypes[1].name())));
-        }
+        // (An integer dtype for `length` is checked when the op runs, as in MXNet,
+        // whose type inference lets a float32 `length` through to the forward.)
     }
     let d = a.dtypes[0];
     if !d.is_float() {
@@ -100,6 +99,12 @@ fn compute<const K: u8>(c: &mut OpCall) -> Result<()> {
     };
     if c.params.bool("use_length") {
         let l = &c.inputs[1];
+        if l.dtype.is_float() {
+            return Err(Error::op(
+                c.op.name,
+                format!("This operation only support integer types, not {} (the length input)", l.dtype.name()),
+            ));
+        }
         // SAFETY: read access to the length input.
         let len: Vec<i64> = crate::with_dtype!(l.dtype, L, { unsafe { l.slice::<L>() }.iter().map(|v| v.to_f64() as i64).collect() });
         with_float!(x.dtype, T, {
@@ -194,6 +199,7 @@ t is the temperature parameter in softmax function. By default, t equals 1.0",
             infer,
             compute::<2>,
         )
+        .unnamed_inputs()
         .cost(8),
     );
 }

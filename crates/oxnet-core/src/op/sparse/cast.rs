@@ -27,7 +27,7 @@ pub(super) fn register(r: &mut Registry) {
             PARAMS,
             infer_like_first,
             dense_copy,
-        )
+        ).unnamed_inputs()
         .grad(|_, _, _, g| Ok(vec![Some(g[0].clone())])),
     );
 }

@@ -134,20 +134,26 @@ pub(super) fn lookup(name: &str) -> Option<&'static SparseImpl> {
 }
 
 pub(super) fn register(r: &mut Registry) {
-    r.add(OpDef::new(
-        "_contrib_getnnz",
-        "Number of stored values of a csr matrix: in all (axis=None), in each column (axis=0) or in each row (axis=1).",
-        Arity::Fixed(&["data"]),
-        GETNNZ_PARAMS,
-        getnnz_infer,
-        getnnz_dense,
-    ));
-    r.add(OpDef::new(
-        "_square_sum",
-        "Computes the square sum of array elements over a given axis for row-sparse matrix (and dense input).",
-        Arity::Fixed(&["data"]),
-        REDUCE_PARAMS,
-        infer_reduce::<false>,
-        square_sum_dense,
-    ));
+    r.add(
+        OpDef::new(
+            "_contrib_getnnz",
+            "Number of stored values of a csr matrix: in all (axis=None), in each column (axis=0) or in each row (axis=1).",
+            Arity::Fixed(&["data"]),
+            GETNNZ_PARAMS,
+            getnnz_infer,
+            getnnz_dense,
+        )
+        .unnamed_inputs(),
+    );
+    r.add(
+        OpDef::new(
+            "_square_sum",
+            "Computes the square sum of array elements over a given axis for row-sparse matrix (and dense input).",
+            Arity::Fixed(&["data"]),
+            REDUCE_PARAMS,
+            infer_reduce::<false>,
+            square_sum_dense,
+        )
+        .unnamed_inputs(),
+    );
 }
