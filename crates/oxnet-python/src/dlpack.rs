@@ -358,7 +358,12 @@ fn dlpack_device(a: PyRef<'_, PyND>) -> (i32, i32) {
 /// checks those and makes the NumPy array read-only, as MXNet's `from_numpy`). The
 /// NDArray keeps the NumPy array alive.
 #[pyfunction]
-fn from_numpy_zero_copy(a: &Bound<'_, PyAny>) -> PyResult<PyND> {
+#[pyo3(signature = (a, dev_type=1, dev_id=0))]
+fn from_numpy_zero_copy(a: &Bound<'_, PyAny>, dev_type: i32, dev_id: i32) -> PyResult<PyND> {
+    let ctx = crate::convert::make_ctx(dev_type, dev_id)?;
+    if !ctx.is_host() {
+        return Err(err(Error::new(format!("from_numpy: a NumPy array's memory can back host arrays only, not {ctx}"))));
+    }
     let arr = a.cast::<PyUntypedArray>().map_err(|_| err(Error::new("from_numpy: expected a numpy.ndarray")))?;
     if !arr.is_c_contiguous() {
         return Err(pyo3::exceptions::PyValueError::new_err("Only c-contiguous arrays are supported for zero-copy"));
@@ -369,7 +374,7 @@ fn from_numpy_zero_copy(a: &Bound<'_, PyAny>) -> PyResult<PyND> {
     let data = unsafe { (*arr.as_array_ptr()).data } as *mut u8;
     let owner: Py<PyAny> = a.clone().unbind();
     // SAFETY: the NumPy array (kept alive by the owner) holds its data for as long as it lives.
-    let nd = unsafe { oxnet_core::NDArray::from_foreign("from_numpy", Context::cpu(0), data, &shape, dtype, Box::new(owner)) }.py_err()?;
+    let nd = unsafe { oxnet_core::NDArray::from_foreign("from_numpy", ctx, data, &shape, dtype, Box::new(owner)) }.py_err()?;
     Ok(PyND::new(nd))
 }
 
