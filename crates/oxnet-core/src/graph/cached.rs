@@ -162,7 +162,7 @@ impl CachedOp {
     }
 
     /// [`CachedOp::forward`] reporting the nodes' arrays to `monitor`.
-    pub fn forward_monitored(&self, inputs: &[NDArray], mut monitor: Option<&mut Monitor<'_>>) -> Result<Vec<NDArray>> {
+    pub fn forward_monitored(&self, inputs: &[NDArray], monitor: Option<&mut Monitor<'_>>) -> Result<Vec<NDArray>> {
         if self.dynamic {
             return self.forward_nodes(inputs, monitor);
         }
@@ -187,7 +187,7 @@ impl CachedOp {
         }
         let mut outputs = graph.head_arrays(&vars, &bufs)?;
         let prev = autograd::set_recording(false);
-        let r = graph.forward(&vars, &bufs, &outputs, monitor.as_deref_mut());
+        let r = graph.forward(&vars, &bufs, &outputs, monitor);
         autograd::set_recording(prev);
         r?;
         if record {

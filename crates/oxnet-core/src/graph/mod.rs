@@ -606,7 +606,9 @@ mod tests {
         let c = a.compose_named(&[], &[("weight".into(), v("w"))], None).unwrap();
         assert_eq!(c.list_arguments(), vec!["data", "w", "bias"]);
         assert!(a.compose_named(&[], &[("nope".into(), v("w"))], None).is_err());
-        assert!(Symbol::group(&[fc.clone(), fc]).gen_atomic_symbol().is_err());
+        // every output from one node is fine (a multi-output op); two nodes are not
+        assert_eq!(Symbol::group(&[fc.clone(), fc.clone()]).gen_atomic_symbol().unwrap().list_outputs(), vec!["output"]);
+        assert!(Symbol::group(&[fc, v("x")]).gen_atomic_symbol().is_err());
         assert!(v("x").gen_atomic_symbol().is_err());
         let e = super::infer::infer(&a, &HashMap::new(), &HashMap::new(), true).err().unwrap();
         assert!(e.message().contains("no inputs yet"), "{}", e.message());
