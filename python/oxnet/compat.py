@@ -54,10 +54,16 @@ class OxnetMXNetAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.util.spec_from_loader(name, self)
 
     def create_module(self, spec):
-        return sys.modules[self.target + spec.name[len("mxnet"):]]
+        module = sys.modules[self.target + spec.name[len("mxnet"):]]
+        # importlib sets __spec__ to the mxnet spec after this; exec_module puts the
+        # module's own back (relative imports compare __package__ with it)
+        self.__dict__.setdefault("_own_specs", {})[spec.name] = module.__spec__
+        return module
 
     def exec_module(self, module):
-        pass
+        own = self.__dict__.get("_own_specs", {}).pop(module.__spec__.name, None)
+        if own is not None:
+            module.__spec__ = own
 '''
 
 _HOOK_SOURCE = ('''"""Written by `python -m oxnet.compat enable`: `import mxnet` yields oxnet.

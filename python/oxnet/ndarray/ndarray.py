@@ -68,7 +68,7 @@ def _dtype(dtype, default=mx_real_t):
 def empty(shape, ctx=None, dtype=None, stype=None):
     """Returns a new array of given shape and type, without initializing entries."""
     if stype is not None and stype != "default":
-        from . import sparse as _sp
+        from oxnet.ndarray import sparse as _sp  # (absolute: no __package__ check under an mxnet alias)
         return _sp.empty(stype, shape, ctx=ctx, dtype=dtype)
     if isinstance(shape, int):
         shape = (shape,)
@@ -80,7 +80,7 @@ def _check_legacy_shape(op, shape):
     """Outside NumPy-shape semantics (``mx.np_shape``) a 0 in a shape means "unknown"
     and ``()`` an unknown rank, as in MXNet 1.9.1: creating such an array fails
     there, as MXNet's shape inference does."""
-    from ..util import is_np_shape
+    from oxnet.util import is_np_shape  # (absolute: no __package__ check under an mxnet alias)
     if is_np_shape():
         return
     shape = tuple(shape)
@@ -97,7 +97,7 @@ def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
     Outside ``mx.np_shape()`` a shape with a 0 or ``()`` raises MXNetError (unknown
     shape), as in MXNet."""
     if stype is not None and stype != "default":
-        from . import sparse as _sp
+        from oxnet.ndarray import sparse as _sp  # (absolute: no __package__ check under an mxnet alias)
         return _sp.zeros(stype, shape, ctx=ctx, dtype=dtype, **kwargs)
     if isinstance(shape, int):
         shape = (shape,)
@@ -138,10 +138,10 @@ def array(source_array, ctx=None, dtype=None):
     As in MXNet, the dtype defaults to float32 for anything but an NDArray source; a
     sparse NDArray or a SciPy sparse matrix gives a sparse array."""
     if isinstance(source_array, NDArray) and source_array.stype != "default":
-        from . import sparse as _sp
+        from oxnet.ndarray import sparse as _sp  # (absolute: no __package__ check under an mxnet alias)
         return _sp.array(source_array, ctx=ctx, dtype=dtype)
     if type(source_array).__module__.startswith("scipy.sparse"):
-        from . import sparse as _sp
+        from oxnet.ndarray import sparse as _sp  # (absolute: no __package__ check under an mxnet alias)
         return _sp.array(source_array, ctx=ctx, dtype=dtype)
     if isinstance(source_array, NDArray):
         dtype = source_array.dtype if dtype is None else dtype
