@@ -58,6 +58,13 @@ def from_numpy(ndarray, zero_copy=True, array_cls=None):
 _ADOPTABLE = {"float32", "float64", "float16", "uint8", "int8", "int32", "int64", "bool"}
 
 
+def _adoptable(a):
+    """Whether an NDArray can take NumPy array ``a``'s memory over as it is."""
+    dt = a.dtype
+    return bool(a.flags["C_CONTIGUOUS"] and a.flags["ALIGNED"] and dt.names is None
+                and dt.isnative and dt.name in _ADOPTABLE)
+
+
 def to_dlpack_for_read(data):
     """Returns a reference view of NDArray that represents as DLManagedTensor until
     all previous write operations on the current array are finished.

@@ -37,7 +37,7 @@ import numpy as np
 from ... import _core
 from ... import context
 from ...ndarray import NDArray
-from ...ndarray.interop import _ADOPTABLE
+from ...ndarray.interop import _adoptable
 from ... import ndarray as nd
 from ._workers import WorkerPool, _Failure, failure_from
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
@@ -114,9 +114,7 @@ def _from_host(batch, ctx):
         a = batch.data
         # The parent received the bytes into a fresh array of its own (see _workers):
         # the NDArray takes that memory over instead of copying it.
-        if ctx.device_type in ("cpu", "cpu_shared") and a.flags["C_CONTIGUOUS"] and \
-                a.flags["ALIGNED"] and a.flags["WRITEABLE"] and a.dtype.isnative and \
-                a.dtype.name in _ADOPTABLE:
+        if ctx.device_type in ("cpu", "cpu_shared") and a.flags["WRITEABLE"] and _adoptable(a):
             return _core.from_numpy_zero_copy(a, ctx.device_typeid, ctx.device_id)
         return nd.array(a, ctx=ctx, dtype=a.dtype)
     if isinstance(batch, list):
