@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 CARGO ?= cargo
 
-.PHONY: all build venv demo test test-rust test-python conformance conformance-check bench bench-setup clean wheel wheel-check
+.PHONY: all build venv demo test test-rust test-python conformance conformance-check conformance-numpy1 conformance-check-numpy1 bench bench-setup clean wheel wheel-check
 
 all: build
 
@@ -45,6 +45,23 @@ conformance: build $(VENV)/.conformance
 
 conformance-check: build $(VENV)/.conformance
 	$(PY) tests/conformance/run.py $(MXNET_TESTS) -n 2 --only-listed --check
+
+# The same oxnet build under NumPy 1.23.5 (MXNet's baseline used NumPy < 1.24): the tests
+# in passing-numpy1.txt use NumPy names that NumPy 1.24+ removed, so they run here.
+NP1_VENV := .venv-numpy1
+$(NP1_VENV)/.installed: tests/conformance/requirements-numpy1.txt
+	python3 -m venv $(NP1_VENV)
+	$(NP1_VENV)/bin/pip install -q -r tests/conformance/requirements-numpy1.txt
+	touch $@
+
+conformance-numpy1: build $(NP1_VENV)/.installed
+	PYTHONPATH=$(CURDIR)/python $(PY) tests/conformance/run.py $(MXNET_TESTS) -n 2 \
+		--python $(CURDIR)/$(NP1_VENV)/bin/python $(CONFORMANCE_ARGS)
+
+conformance-check-numpy1: build $(NP1_VENV)/.installed
+	PYTHONPATH=$(CURDIR)/python $(PY) tests/conformance/run.py $(MXNET_TESTS) -n 2 \
+		--python $(CURDIR)/$(NP1_VENV)/bin/python --passing tests/conformance/passing-numpy1.txt \
+		--only-listed --check
 
 # MXNet 1.9.1 (the oracle the benches compare against) needs NumPy < 1.24: own venv.
 MXNET_VENV := benches/.mxnet-venv

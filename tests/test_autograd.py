@@ -765,3 +765,19 @@ def test_get_symbol_errors():
     with pytest.raises(MXNetError, match="autograd.Function"):
         ag.get_symbol(y)
     np.testing.assert_array_equal(x.asnumpy(), [1.0, 2.0])
+
+
+def test_relu_gradient_at_nan_and_inf():
+    # As MXNet 1.9.1: nd.relu's gradient is NaN where its input is NaN (so a NaN is not
+    # silently hidden from the optimizer), 1 at +inf, 0 at -inf and 0; Activation's relu
+    # gives 0 at NaN.
+    x = nd.array([np.nan, 2.0, -1.0, np.inf, -np.inf, 0.0])
+    x.attach_grad()
+    with ag.record():
+        y = nd.relu(x)
+    y.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), [np.nan, 1, 0, 1, 0, 0])
+    with ag.record():
+        y = nd.Activation(x, act_type="relu")
+    y.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), [0, 1, 0, 1, 0, 0])

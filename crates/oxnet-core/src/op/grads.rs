@@ -212,7 +212,9 @@ unary_grad!(g_arctanh, |x, y| sc("_rdiv_scalar", &sc("_rminus_scalar", &un("squa
 unary_grad!(g_degrees, |x, y| sc("_plus_scalar", &un("zeros_like", x)?, 180.0 / std::f64::consts::PI));
 unary_grad!(g_radians, |x, y| sc("_plus_scalar", &un("zeros_like", x)?, std::f64::consts::PI / 180.0));
 unary_grad!(g_sigmoid, |x, y| mul(y, &sc("_rminus_scalar", y, 1.0)?));
-unary_grad!(g_relu, |x, y| sc("_greater_scalar", x, 0.0));
+// 1 where x > 0 (inf included), 0 where x <= 0, NaN where x is NaN: MXNet's nd.relu
+// propagates a NaN input into its gradient (Activation's relu does not).
+unary_grad!(g_relu, |x, y| sc("_maximum_scalar", &un("sign", x)?, 0.0));
 unary_grad!(g_softsign, |x, y| sc("_rdiv_scalar", &un("square", &sc("_plus_scalar", &un("abs", x)?, 1.0)?)?, 1.0));
 
 // ---- reductions -------------------------------------------------------------
