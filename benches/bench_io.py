@@ -20,6 +20,7 @@ import datetime
 import json
 import os
 import platform
+import statistics
 import sys
 import time
 
@@ -104,6 +105,7 @@ def main():
     ap.add_argument("--rec", default=default_rec())
     ap.add_argument("--folder", default=_default("folder"))
     ap.add_argument("--record", action="store_true")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating oxnet/MXNet rounds per case")
     args = ap.parse_args()
     if args.worker:
         print(json.dumps(worker(args.worker, args.case, args.path)))
@@ -116,11 +118,25 @@ def main():
              ("folder", args.folder, "ImageFolderDataset + DataLoader, RandomResizedCrop 224 + "
               "flip + ToTensor + Normalize, batch 64, 2 workers (images/s)")]
     for case, path, label in cases:
-        ox = run(sys.executable, "oxnet", case, path)
-        mxr = run(mxpy, "mxnet", case, path) if mxpy else None
-        ratio = "%.2fx" % (ox["images_per_s"] / mxr["images_per_s"]) if ox and mxr else "-"
-        lines.append("| %s | %s | %s | %s |" % (label, cell(ox), cell(mxr), ratio))
-    lines.append("(ratios > 1 mean oxnet is faster)")
+        # Rounds alternate oxnet and MXNet, so that a change in the shared machine's load
+        # falls on both; the table gives the medians over rounds and the median of the
+        # rounds' ratios.
+        oxs, mxs, ratios = [], [], []
+        for _ in range(args.rounds):
+            ox = run(sys.executable, "oxnet", case, path)
+            mxr = run(mxpy, "mxnet", case, path) if mxpy else None
+            if ox:
+                oxs.append(ox["images_per_s"])
+            if mxr:
+                mxs.append(mxr["images_per_s"])
+            if ox and mxr:
+                ratios.append(ox["images_per_s"] / mxr["images_per_s"])
+        med = lambda v: {"images_per_s": statistics.median(v)} if v else None  # noqa: E731
+        ratio = "%.2fx" % statistics.median(ratios) if ratios else "-"
+        each = " (rounds: %s)" % ", ".join("%.2f" % r for r in ratios) if len(ratios) > 1 else ""
+        lines.append("| %s | %s | %s | %s%s |" % (label, cell(med(oxs)), cell(med(mxs)), ratio, each))
+    lines.append("(medians over %d alternating rounds, each the best of %d epochs; ratios > 1 "
+                 "mean oxnet is faster)" % (args.rounds, EPOCHS))
     table = "\n".join(lines)
     print(table)
     if args.record:

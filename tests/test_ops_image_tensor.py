@@ -32,6 +32,25 @@ def test_to_tensor():
                                np.transpose(img[0], (2, 0, 1)) / 255.0, rtol=1e-6)
 
 
+def test_fast_paths_match_the_general_ones():
+    # uint8 images and float32 tensors take direct loops; the values are those of the
+    # general (f64) path exactly, and out= onto the input itself still works
+    rs = np.random.RandomState(2)
+    img = rs.randint(0, 256, size=(3, 7, 9, 3)).astype(np.uint8)
+    fast = nd.image.to_tensor(nd.array(img, dtype="uint8")).asnumpy()
+    slow = nd.image.to_tensor(nd.array(img, dtype="int32")).asnumpy()
+    np.testing.assert_array_equal(fast, slow)
+    np.testing.assert_array_equal(fast, (np.transpose(img, (0, 3, 1, 2)) / 255.0).astype(np.float32))
+    mean, std = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+    want = ((fast.astype(np.float64) - np.array(mean)[:, None, None])
+            / np.array(std)[:, None, None]).astype(np.float32)
+    x = nd.array(fast)
+    got = nd.image.normalize(x, mean=mean, std=std).asnumpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    nd.image.normalize(x, mean=mean, std=std, out=x)
+    np.testing.assert_array_equal(x.asnumpy(), got)
+
+
 def test_bad_inputs():
     with pytest.raises(MXNetError, match="normalize"):
         nd.image.normalize(nd.ones((3, 4)), mean=0.0, std=1.0)

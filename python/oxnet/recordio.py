@@ -235,10 +235,8 @@ def unpack_img(s, iscolor=-1):
     BGR order (as OpenCV's ``imdecode`` gives it). ``iscolor``: 1 colour, 0
     grayscale, -1 as stored."""
     header, s = unpack(s)
-    pix, h, w, c = _core.image_decode(s, int(iscolor), False)
-    img = np.frombuffer(pix, dtype=np.uint8)
-    img = img.reshape((h, w)) if c == 1 else img.reshape((h, w, c))
-    return header, img.copy()
+    img, h, w, c = _core.image_decode(s, int(iscolor), False)
+    return header, img.reshape((h, w)) if c == 1 else img
 
 
 def pack_img(header, img, quality=95, img_fmt=".jpg"):

@@ -4,7 +4,7 @@
 //! every decode/resize/batch runs with the GIL released.
 
 use crate::IntoPy;
-use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
+use numpy::{PyArray3, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use oxnet_core::io::{image, imgpipe, imgproc, recordio};
 use oxnet_core::Error;
 use parking_lot::Mutex;
@@ -128,11 +128,15 @@ fn recordio_unpack(rec: &[u8]) -> PyResult<(u32, f32, u64, u64, Vec<f32>, usize)
     Ok((h.flag, h.label, h.id, h.id2, h.labels, off))
 }
 
-/// Decodes an encoded image: `(pixels, h, w, c)` as HWC u8 bytes.
+/// Decodes an encoded image: `(pixels, h, w, c)`, the pixels an HWC `uint8` NumPy array
+/// that owns the decoder's buffer (no copy; an NDArray can adopt it in turn).
 #[pyfunction]
-fn image_decode<'py>(py: Python<'py>, buf: &[u8], flag: i32, to_rgb: bool) -> PyResult<(Bound<'py, PyBytes>, usize, usize, usize)> {
+fn image_decode<'py>(py: Python<'py>, buf: &[u8], flag: i32, to_rgb: bool) -> PyResult<(Bound<'py, PyArray3<u8>>, usize, usize, usize)> {
     let img = py.detach(|| image::decode(buf, flag, to_rgb)).py_err()?;
-    Ok((PyBytes::new(py, &img.data), img.h, img.w, img.c))
+    let (h, w, c) = (img.h, img.w, img.c);
+    let arr = numpy::ndarray::Array3::from_shape_vec((h, w, c), img.data)
+        .map_err(|e| crate::err(Error::new(format!("imdecode: decoded buffer does not match {h}x{w}x{c}: {e}"))))?;
+    Ok((PyArray3::from_owned_array(py, arr), h, w, c))
 }
 
 /// Encodes HWC u8 pixels as `fmt` ('.jpg' or '.png').

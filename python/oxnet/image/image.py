@@ -18,6 +18,7 @@ import numpy as np
 from .. import _core
 from .. import ndarray as nd
 from ..base import MXNetError
+from ..ndarray.interop import _adoptable
 from ..ndarray import NDArray
 
 __all__ = ["imread", "imdecode", "imresize", "scale_down", "resize_short", "fixed_crop",
@@ -30,8 +31,17 @@ __all__ = ["imread", "imdecode", "imresize", "scale_down", "resize_short", "fixe
 
 
 def _decode_np(buf, flag=1, to_rgb=True):
-    pix, h, w, c = _core.image_decode(bytes(buf), int(flag), bool(to_rgb))
-    return np.frombuffer(pix, dtype=np.uint8).reshape((h, w, c))
+    """The decoded HWC ``uint8`` pixels, a NumPy array owning the decoder's buffer."""
+    return _core.image_decode(bytes(buf), int(flag), bool(to_rgb))[0]
+
+
+def _decoded_nd(buf, flag, to_rgb):
+    """The decoded image as an NDArray on cpu(0) that takes the decoder's buffer over
+    (a fresh array nothing else refers to: no copy)."""
+    arr = _decode_np(buf, flag, to_rgb)
+    if _adoptable(arr):
+        return _core.from_numpy_zero_copy(arr, 1, 0)
+    return nd.array(arr, dtype=np.uint8)
 
 
 def _finish(arr, out):  # noqa: D401 - writes into out when given
@@ -62,10 +72,10 @@ def imread(filename, *args, **kwargs):
     except OSError as e:
         raise MXNetError("imread: cannot read image file %s: %s" % (filename, e)) from None
     try:
-        arr = _decode_np(buf, flag, to_rgb)
+        img = _decoded_nd(buf, flag, to_rgb)
     except MXNetError as e:
         raise MXNetError("%s (file %s)" % (e, filename)) from None
-    return _finish(nd.array(arr, dtype=np.uint8), out)
+    return _finish(img, out)
 
 
 def imdecode(buf, *args, **kwargs):
@@ -90,7 +100,7 @@ def imdecode(buf, *args, **kwargs):
     flag = args[0] if args else kwargs.pop("flag", 1)
     to_rgb = args[1] if len(args) > 1 else kwargs.pop("to_rgb", 1)
     out = kwargs.pop("out", None)
-    return _finish(nd.array(_decode_np(buf, flag, to_rgb), dtype=np.uint8), out)
+    return _finish(_decoded_nd(buf, flag, to_rgb), out)
 
 
 def scale_down(src_size, size):

@@ -128,14 +128,20 @@ fn taps(src: usize, dst: usize, interp: i32) -> Taps {
     }
 }
 
-/// Resizes an HWC `f32` image to `nh x nw` with OpenCV interpolation code `interp`.
-pub fn resize_f32(src: &[f32], h: usize, w: usize, c: usize, nh: usize, nw: usize, interp: i32) -> Result<Vec<f32>> {
+/// The checks every resize makes: positive sizes, a known interpolation code.
+fn check_resize(h: usize, w: usize, nh: usize, nw: usize, interp: i32) -> Result<()> {
     if h == 0 || w == 0 || nh == 0 || nw == 0 {
         return Err(Error::new(format!("imresize: cannot resize {h}x{w} to {nh}x{nw}: sizes must be positive")));
     }
     if !(0..=4).contains(&interp) {
         return Err(Error::new(format!("imresize: unknown interpolation method {interp} (0-4)")));
     }
+    Ok(())
+}
+
+/// Resizes an HWC `f32` image to `nh x nw` with OpenCV interpolation code `interp`.
+pub fn resize_f32(src: &[f32], h: usize, w: usize, c: usize, nh: usize, nw: usize, interp: i32) -> Result<Vec<f32>> {
+    check_resize(h, w, nh, nw, interp)?;
     if src.len() != h * w * c {
         return Err(Error::new("imresize: buffer does not match the image shape"));
     }
@@ -210,13 +216,26 @@ pub fn resize_crop_u8(
     (y0, x0): (usize, usize),
     (ch, cw): (usize, usize),
 ) -> Result<Vec<u8>> {
-    if h == 0 || w == 0 || nh == 0 || nw == 0 {
-        return Err(Error::new(format!("imresize: cannot resize {h}x{w} to {nh}x{nw}: sizes must be positive")));
-    }
-    if !(0..=4).contains(&interp) {
-        return Err(Error::new(format!("imresize: unknown interpolation method {interp} (0-4)")));
-    }
-    if src.len() != h * w * c || y0 + ch > nh || x0 + cw > nw {
+    let mut out = vec![0u8; ch * cw * c];
+    resize_crop_u8_into(src, h, w, c, (nh, nw), interp, (y0, x0), (ch, cw), &mut out)?;
+    Ok(out)
+}
+
+/// [`resize_crop_u8`] writing the `ch x cw` window into `out` (`ch * cw * c` values).
+#[allow(clippy::too_many_arguments)]
+pub fn resize_crop_u8_into(
+    src: &[u8],
+    h: usize,
+    w: usize,
+    c: usize,
+    (nh, nw): (usize, usize),
+    interp: i32,
+    (y0, x0): (usize, usize),
+    (ch, cw): (usize, usize),
+    out: &mut [u8],
+) -> Result<()> {
+    check_resize(h, w, nh, nw, interp)?;
+    if src.len() != h * w * c || y0 + ch > nh || x0 + cw > nw || out.len() != ch * cw * c {
         return Err(Error::new("imresize: buffer or window does not match the image shape"));
     }
     let tx = taps(w, nw, interp);
@@ -268,7 +287,6 @@ pub fn resize_crop_u8(
             }
         }
     }
-    let mut out = vec![0u8; ch * stride];
     let mut acc = vec![0f32; stride];
     for y in y0..y0 + ch {
         acc.fill(0.0);
@@ -286,13 +304,13 @@ pub fn resize_crop_u8(
             *o = sat_u8(*v);
         }
     }
-    Ok(out)
+    Ok(())
 }
 
-/// Resizes an HWC `u8` image (see [`resize_f32`]).
+/// Resizes an HWC `u8` image (see [`resize_f32`]; the same values, rounded and
+/// saturated, computed from the `u8` pixels directly: the whole image as the window).
 pub fn resize_u8(src: &[u8], h: usize, w: usize, c: usize, nh: usize, nw: usize, interp: i32) -> Result<Vec<u8>> {
-    let f: Vec<f32> = src.iter().map(|&x| x as f32).collect();
-    Ok(to_u8(&resize_f32(&f, h, w, c, nh, nw, interp)?))
+    resize_crop_u8(src, h, w, c, (nh, nw), interp, (0, 0), (nh, nw))
 }
 
 /// OpenCV's `copyMakeBorder` on an HWC buffer: border types 0 constant (`value`),
@@ -434,20 +452,23 @@ mod tests {
 
     #[test]
     fn resize_crop_is_resize_then_crop() {
-        let (h, w, c) = (23, 31, 3);
+      for c in [1usize, 3, 4] {
+        let (h, w) = (23, 31);
         let img: Vec<u8> = (0..h * w * c).map(|i| ((i * 7919) % 256) as u8).collect();
         let f: Vec<f32> = img.iter().map(|&v| v as f32).collect();
         for interp in 0..=4 {
-            for &(nh, nw) in &[(29usize, 37usize), (17, 19), (23, 31), (40, 12)] {
+            for &(nh, nw) in &[(29usize, 37usize), (17, 19), (23, 31), (40, 12), (7, 5)] {
                 let full = to_u8(&resize_f32(&f, h, w, c, nh, nw, interp).unwrap());
+                assert_eq!(resize_u8(&img, h, w, c, nh, nw, interp).unwrap(), full, "resize_u8 c {c} interp {interp}");
                 for &(y0, x0, ch, cw) in &[(0usize, 0usize, nh, nw), (3, 2, nh - 5, nw - 4), (nh - 1, nw - 1, 1, 1)] {
                     let got = resize_crop_u8(&img, h, w, c, (nh, nw), interp, (y0, x0), (ch, cw)).unwrap();
                     let want: Vec<u8> =
                         (y0..y0 + ch).flat_map(|y| full[(y * nw + x0) * c..(y * nw + x0 + cw) * c].to_vec()).collect();
-                    assert_eq!(got, want, "interp {interp} {nh}x{nw} window {y0},{x0} {ch}x{cw}");
+                    assert_eq!(got, want, "c {c} interp {interp} {nh}x{nw} window {y0},{x0} {ch}x{cw}");
                 }
             }
         }
         assert!(resize_crop_u8(&img, h, w, c, (10, 10), 1, (5, 5), (6, 6)).is_err());
+      }
     }
 }

@@ -112,6 +112,22 @@ fn resize_into(c: &OpCall, interp: i64) -> Result<()> {
     let (i, o) = (&c.inputs[0], &c.outputs[0]);
     let (n, h, w, ch) = dims(&i.shape);
     let (_, nh, nw, _) = dims(&o.shape);
+    if i.dtype == DType::U8 && o.dtype == DType::U8 && i.ptr != o.ptr {
+        // decoded images: resized from their u8 pixels straight into the output (the
+        // same values as the f32 path below, rounded and saturated)
+        // SAFETY: the engine orders this read against writers of the input, and this op
+        // is the only writer of its output, a distinct buffer (checked above).
+        let (src, dst) = unsafe { (i.slice::<u8>(), o.slice_mut::<u8>()) };
+        let (isz, osz) = (h * w * ch, nh * nw * ch);
+        for k in 0..n {
+            imgproc::resize_crop_u8_into(
+                &src[k * isz..(k + 1) * isz], h, w, ch, (nh, nw), interp as i32, (0, 0), (nh, nw),
+                &mut dst[k * osz..(k + 1) * osz],
+            )
+            .map_err(|e| Error::op(c.op.name, e.message()))?;
+        }
+        return Ok(());
+    }
     let src = read_f32(i);
     let mut out = Vec::with_capacity(n * nh * nw * ch);
     for k in 0..n {

@@ -80,9 +80,24 @@ fn per_channel(s: &[usize], x: &[f64], shift: &[f64], scale: &[f64]) -> Result<V
 
 fn norm_compute(c: &mut OpCall) -> Result<()> {
     let s = &c.inputs[0].shape;
-    let (_, ch, _) = layout(s)?;
+    let (n, ch, plane) = layout(s)?;
     let (m, sd) = stats(c.params, ch)?;
     let inv: Vec<f64> = sd.iter().map(|v| 1.0 / v).collect();
+    if c.inputs[0].dtype == DType::F32 && c.inputs[0].ptr != c.outputs[0].ptr {
+        // float32 (what ToTensor gives): the same f64 arithmetic per element, without
+        // the f64 copies of the whole array
+        // SAFETY: the engine orders this read against the input's writers; this op is the
+        // only writer of its output, a distinct buffer (checked above).
+        let (x, o) = unsafe { (c.inputs[0].slice::<f32>(), c.outputs[0].slice_mut::<f32>()) };
+        for i in 0..n * ch {
+            let (mc, ic) = (m[i % ch], inv[i % ch]);
+            let r = i * plane..(i + 1) * plane;
+            for (d, &v) in o[r.clone()].iter_mut().zip(&x[r]) {
+                *d = ((v as f64 - mc) * ic) as f32;
+            }
+        }
+        return Ok(());
+    }
     let out = per_channel(s, &read_f64(&c.inputs[0]), &m, &inv)?;
     write_f64(&c.outputs[0], &out);
     Ok(())
@@ -119,6 +134,25 @@ fn to_tensor_infer(a: &InferArgs) -> Out {
 fn to_tensor_compute(c: &mut OpCall) -> Result<()> {
     let s = &c.inputs[0].shape;
     let (n, h, w, ch) = if s.len() == 3 { (1, s[0], s[1], s[2]) } else { (s[0], s[1], s[2], s[3]) };
+    if c.inputs[0].dtype == DType::U8 && c.inputs[0].ptr != c.outputs[0].ptr {
+        // decoded images: each of the 256 levels' value (v / 255 in f64, as below) from a
+        // table, written channel-planar
+        let lut: Vec<f32> = (0..256).map(|v| (v as f64 / 255.0) as f32).collect();
+        // SAFETY: the engine orders this read against the input's writers; this op is the
+        // only writer of its (float32, distinct) output.
+        let (x, o) = unsafe { (c.inputs[0].slice::<u8>(), c.outputs[0].slice_mut::<f32>()) };
+        let plane = h * w;
+        for i in 0..n {
+            let img = &x[i * plane * ch..(i + 1) * plane * ch];
+            let out = &mut o[i * plane * ch..(i + 1) * plane * ch];
+            for k in 0..ch {
+                for (d, px) in out[k * plane..(k + 1) * plane].iter_mut().zip(img[k..].iter().step_by(ch)) {
+                    *d = lut[*px as usize];
+                }
+            }
+        }
+        return Ok(());
+    }
     let x = read_f64(&c.inputs[0]);
     let mut out = vec![0f64; x.len()];
     for i in 0..n {

@@ -55,8 +55,8 @@ class ToTensor(_RankDependent):
         if nd_ not in (3, 4):
             raise MXNetError("ToTensor: expected a (H, W, C) or (N, H, W, C) image, got shape %s"
                              % (x.shape,))
-        axes = (2, 0, 1) if nd_ == 3 else (0, 3, 1, 2)
-        return F.transpose(F.cast(x, dtype="float32"), axes=axes) / 255.0
+        # one op, as MXNet's (image.to_tensor: float32 v / 255, channel-planar)
+        return F.image.to_tensor(x)
 
 
 class Normalize(_RankDependent):
@@ -67,6 +67,13 @@ class Normalize(_RankDependent):
         super().__init__()
         self._mean = mean
         self._std = std
+
+    @staticmethod
+    def _check_values(v, c, what):
+        v = np.asarray(v, dtype=np.float64).ravel()
+        if v.size not in (1, c):
+            raise MXNetError("Normalize: %s has %d values for %d channels" % (what, v.size, c))
+        return v.tolist()
 
     def _per_channel(self, F, v, c, ndim, ctx, what):
         if isinstance(v, numeric_types):
@@ -88,6 +95,14 @@ class Normalize(_RankDependent):
             raise MXNetError("Normalize: expected a (C, H, W) or (N, C, H, W) tensor, got shape "
                              "%s" % (x.shape,))
         c = x.shape[0] if ndim == 3 else x.shape[1]
+        if c in (1, 3) and x.dtype in (np.float32, np.float64, np.float16):
+            # one op, as MXNet's (image.normalize; it takes 1 or 3 channels)
+            cache = self.__dict__.setdefault("_op_values", {})
+            if c not in cache:
+                cache[c] = (tuple(self._check_values(self._mean, c, "mean")),
+                            tuple(self._check_values(self._std, c, "std")))
+            m, sd = cache[c]
+            return F.image.normalize(x, mean=m, std=sd)
         mean = self._per_channel(F, self._mean, c, ndim, x.context, "mean")
         std = self._per_channel(F, self._std, c, ndim, x.context, "std")
         out = F.broadcast_sub(x, mean) if not isinstance(mean, float) else x - mean
