@@ -13,7 +13,7 @@ Cases (float32, waited, medians):
 - `contrib.DeformableConvolution` of data (4, 64, 56, 56), 64 filters 3x3 pad 1, one
   deformable group, offsets of a few pixels: forward, and forward+backward (gradients
   of data, offset, weight and bias);
-- the profiler's cost when off: 2000 small `nd` ops (`x + 1` on 16 floats, waited at
+- the profiler's cost when off: 10000 small `nd` ops (`x + 1` on 16 floats, waited at
   the end) with the profiler never configured, then after `set_state('run')` and
   `set_state('stop')` (the recording path present but off); the difference is the
   price of the off switch.
@@ -45,8 +45,8 @@ CASES = [
     ("roialign_fwdbwd", "ROIAlign ... forward+backward (ms)"),
     ("deform_fwd", "DeformableConvolution (4,64,56,56), 64 x 3x3 pad 1: forward (ms)"),
     ("deform_fwdbwd", "DeformableConvolution ... forward+backward (ms)"),
-    ("prof_never", "2000 small nd ops, profiler never configured (ms)"),
-    ("prof_off", "2000 small nd ops, profiler run then stop (ms)"),
+    ("prof_never", "10000 small nd ops, profiler never configured (ms)"),
+    ("prof_off", "10000 small nd ops, profiler run then stop (ms)"),
 ]
 
 
@@ -159,7 +159,7 @@ def worker(mod_name, only):
 
         def small_ops():
             y = x
-            for _ in range(2000):
+            for _ in range(10000):
                 y = y + 1
             y.wait_to_read()
         res["prof_never"] = _median(small_ops, reps=15)
