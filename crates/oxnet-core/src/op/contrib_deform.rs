@@ -14,10 +14,10 @@
 //! products with the weight run on the project's GEMM.
 
 use super::util::{read_as, write_as, Real};
-use crate::kernels::cpu::gemm::gemm;
 use super::{Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Params, Registry, Value};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernels::cpu::gemm::gemm;
 use crate::ndarray::NDArray;
 use crate::shape::{fmt_shape, Shape};
 
@@ -443,6 +443,10 @@ fn forward_name(backward: &str) -> &'static str {
     }
 }
 
+/// One (deformable group, tap) row of an image's offset gradient: its index, the
+/// `dy` and `dx` rows together, and (v2) the mask gradient's row.
+type CoordRow<'a, T> = (usize, &'a mut [T], Option<&'a mut [T]>);
+
 fn backward_compute(c: &mut OpCall) -> Result<()> {
     if c.inputs[1].dtype == DType::F64 {
         backward_kernel::<f64>(c)
@@ -533,7 +537,7 @@ fn backward_kernel<T: Real>(c: &OpCall) -> Result<()> {
             } else {
                 Vec::new()
             };
-            let mut rows: Vec<(usize, &mut [T], Option<&mut [T]>)> = Vec::with_capacity(g.dg * k);
+            let mut rows: Vec<CoordRow<T>> = Vec::with_capacity(g.dg * k);
             let mut mrows = gmask_rows.drain(..);
             for (row, pair) in goff_b.chunks_mut(2 * plane).enumerate() {
                 rows.push((row, pair, mrows.next()));

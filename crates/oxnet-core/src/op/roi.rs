@@ -19,10 +19,10 @@
 //! Batch indices outside `[0, N)` give zero outputs. `rois` gets a zero gradient.
 
 use super::util::{read_as, read_f64, write_as, write_f64, Real};
-use crate::kernels::cpu::SendPtr;
 use super::{Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Params, Registry, Value};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernels::cpu::SendPtr;
 use crate::ndarray::NDArray;
 use crate::shape::{fmt_shape, Shape};
 

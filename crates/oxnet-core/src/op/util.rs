@@ -142,9 +142,7 @@ pub fn read_as<T: Real>(b: &super::Blob) -> std::borrow::Cow<'_, [T]> {
         return std::borrow::Cow::Borrowed(unsafe { b.slice::<T>() });
     }
     // SAFETY: as above.
-    crate::with_dtype!(b.dtype, U, {
-        std::borrow::Cow::Owned(unsafe { b.slice::<U>() }.iter().map(|v| T::of(v.to_f64())).collect())
-    })
+    crate::with_dtype!(b.dtype, U, { std::borrow::Cow::Owned(unsafe { b.slice::<U>() }.iter().map(|v| T::of(v.to_f64())).collect()) })
 }
 
 /// Runs `f` on the output blob's elements as `T` (in place when the blob holds `T`,
