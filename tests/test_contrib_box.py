@@ -82,6 +82,45 @@ def test_box_nms_forward(dtype, force, thresh, cid):
     np.testing.assert_allclose(out.asnumpy(), ref, rtol=1e-3, atol=1e-3)
 
 
+def nms_matrix_ref(data, thresh, valid, cid, force, fmt):
+    """Greedy NMS of one batch from the full IoU matrix (for many boxes)."""
+    iou = iou_ref(data[:, 2:6], data[:, 2:6], fmt)
+    idx = [i for i in range(len(data)) if data[i, 1] > valid]
+    idx.sort(key=lambda i: -data[i, 1])
+    kept = []
+    for i in idx:
+        if all(iou[j, i] <= thresh or (not force and cid >= 0 and int(data[i, cid]) != int(data[j, cid]))
+               for j in kept):
+            kept.append(i)
+    return kept
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("force,fmt", [(False, "corner"), (True, "corner"), (False, "center")])
+def test_box_nms_many_boxes(dtype, force, fmt):
+    # 1200 boxes of 6 classes, crowded enough that most suppress some others
+    rng = np.random.RandomState(4)
+    n = 1200
+    xy = rng.uniform(0, 200, (n, 2))
+    wh = rng.uniform(5, 40, (n, 2))
+    boxes = np.concatenate([xy, xy + wh], 1) if fmt == "corner" else np.concatenate([xy, wh], 1)
+    data = np.concatenate([rng.randint(0, 6, (n, 1)), rng.uniform(0, 1, (n, 1)), boxes], 1).astype(dtype)
+    x = nd.array(data[None], dtype=dtype)
+    x.attach_grad()
+    with mx.autograd.record():
+        out = nd.contrib.box_nms(x, overlap_thresh=0.45, valid_thresh=0.05, id_index=0, force_suppress=force,
+                                 in_format=fmt, out_format=fmt)
+    out.backward(nd.ones_like(out))
+    kept = nms_matrix_ref(data.astype(np.float64), 0.45, 0.05, 0, force, fmt)
+    assert 50 < len(kept) < n - 100
+    want = -np.ones_like(data)
+    want[:len(kept)] = data[kept]
+    np.testing.assert_array_equal(out.asnumpy()[0], want)
+    # the gradient reaches exactly the kept boxes
+    grad = x.grad.asnumpy()[0]
+    np.testing.assert_array_equal(np.nonzero(grad[:, 0])[0], np.sort(kept))
+
+
 def test_box_nms_known_values():
     # force suppression: the 0.4 box overlaps the 0.5 box of the other class
     out = nd.contrib.box_nms(nd.array(BOXES), overlap_thresh=0.5, force_suppress=True, id_index=0)

@@ -1,7 +1,8 @@
 """Deformable convolutions (op/contrib_deform.rs): DeformableConvolution and
 ModulatedDeformableConvolution, forward against a NumPy reference (bilinear
-sampling at offset positions), reductions to Convolution, numerical gradients of
-every input, symbols and bad inputs."""
+sampling at offset positions; v1 samples as MXNet 1.9.1's CPU kernel, checked on
+values taken from MXNet), reductions to Convolution, numerical gradients of every
+input, float32 against float64, symbols and bad inputs."""
 
 import numpy as np
 import pytest
@@ -26,6 +27,23 @@ def bilinear(im, y, x):
     return v
 
 
+def bilinear_v1(im, y, x):
+    """DeformableConvolution's (v1) sampling in MXNet 1.9.1's CPU kernel: 0 outside
+    [0, H) x [0, W); a point in the last row (column) band is clamped onto it."""
+    H, W = im.shape
+    if not (0 <= y < H and 0 <= x < W):
+        return 0.0
+    y0, x0 = int(y), int(x)
+    if y0 >= H - 1:
+        y0, y = H - 1, float(H - 1)
+    if x0 >= W - 1:
+        x0, x = W - 1, float(W - 1)
+    y1, x1 = min(y0 + 1, H - 1), min(x0 + 1, W - 1)
+    ly, lx = y - y0, x - x0
+    return ((1 - ly) * (1 - lx) * im[y0, x0] + (1 - ly) * lx * im[y0, x1] + ly * (1 - lx) * im[y1, x0]
+            + ly * lx * im[y1, x1])
+
+
 def deform_ref(data, offset, mask, weight, bias, kernel, stride=(1, 1), pad=(0, 0), dilate=(1, 1), groups=1, dg=1):
     N, C, H, W = data.shape
     F = weight.shape[0]
@@ -47,7 +65,8 @@ def deform_ref(data, offset, mask, weight, bias, kernel, stride=(1, 1), pad=(0, 
                             m = 1.0 if mask is None else mask[n, q * K + k, oy, ox]
                             y = oy * stride[0] - pad[0] + i * dilate[0] + dy
                             x = ox * stride[1] - pad[1] + j * dilate[1] + dx
-                            col[n, c, k, oy, ox] = m * bilinear(data[n, c], y, x)
+                            sample = bilinear_v1 if mask is None else bilinear
+                            col[n, c, k, oy, ox] = m * sample(data[n, c], y, x)
     out = np.zeros((N, F, OH, OW))
     cg, fg = C // groups, F // groups
     for f in range(F):
@@ -168,3 +187,81 @@ def test_deformable_bad_inputs():
         nd.contrib.DeformableConvolution(nd.ones((1, 4, 5, 5), dtype="int32"), nd.ones((1, 18, 5, 5), dtype="int32"),
                                          nd.ones((4, 4, 3, 3), dtype="int32"), kernel=(3, 3), num_filter=4,
                                          pad=(1, 1), no_bias=True)
+
+
+# (y, x) of the one sample -> MXNet 1.9.1's output, data gradient {index: value} and
+# offset gradient (dy, dx), for a 1x1 kernel on data (1..16)**1.5 in a 4x4 plane.
+V1_FIXTURES = [
+    ((0.3, 1.25), 7.090081691741943, {1: 0.525, 2: 0.175, 5: 0.225, 6: 0.075}, (12.2324, 2.8044)),
+    ((0.0, 1.25), 3.420358180999756, {1: 0.75, 2: 0.25}, (12.2324, 2.3677)),
+    ((2.5, 1.25), 43.32444381713867, {9: 0.375, 10: 0.125, 13: 0.375, 14: 0.125}, (20.9733, 5.2858)),
+    ((3.5, 1.25), 53.81108856201172, {13: 0.75, 14: 0.25}, (0.0, 5.7115)),
+    ((1.25, 3.5), 27.362865447998047, {7: 0.75, 11: 0.25}, (18.9418, 0.0)),
+    ((3.5, 3.5), 64.0, {15: 1.0}, (0.0, 0.0)),
+    ((-0.2, 1.25), 0.0, {}, (0.0, 0.0)),
+    ((1.25, -0.2), 0.0, {}, (0.0, 0.0)),
+    ((4.0, 1.25), 0.0, {}, (0.0, 0.0)),
+    ((1.25, 4.0), 0.0, {}, (0.0, 0.0)),
+]
+
+
+@pytest.mark.parametrize("pos,out,dgrad,ograd", V1_FIXTURES)
+def test_deformable_v1_borders_match_mxnet(pos, out, dgrad, ograd):
+    data = nd.array((np.arange(1, 17, dtype=np.float32) ** 1.5).reshape(1, 1, 4, 4))
+    off = np.zeros((1, 2, 4, 4), np.float32)
+    off[0, :, 0, 0] = pos
+    off = nd.array(off)
+    data.attach_grad()
+    off.attach_grad()
+    with mx.autograd.record():
+        y = nd.contrib.DeformableConvolution(data, off, nd.ones((1, 1, 1, 1)), kernel=(1, 1), num_filter=1, no_bias=True)
+    g = np.zeros((1, 1, 4, 4), np.float32)
+    g[0, 0, 0, 0] = 1
+    y.backward(nd.array(g))
+    np.testing.assert_allclose(y.asnumpy()[0, 0, 0, 0], out, rtol=1e-6)
+    want = np.zeros(16)
+    for i, v in dgrad.items():
+        want[i] = v
+    np.testing.assert_allclose(data.grad.asnumpy().ravel(), want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(off.grad.asnumpy()[0, :, 0, 0], ograd, rtol=1e-4, atol=1e-4)
+
+
+def test_deformable_v1_large_offsets_against_reference():
+    # offsets of several pixels: many samples fall outside or in the clamped band
+    rng = np.random.RandomState(7)
+    data, _, _, weight, bias = make(N=2, C=4, H=7, W=6, F=3, seed=7)
+    offset = rng.randn(2, 18, 7, 6) * 3
+    kw = dict(kernel=(3, 3), num_filter=3, pad=(1, 1))
+    ref = deform_ref(data, offset, None, weight, bias, (3, 3), pad=(1, 1))
+    for dtype, tol in (("float64", 1e-10), ("float32", 2e-5)):
+        args = [nd.array(v, dtype=dtype) for v in (data, offset, weight, bias)]
+        out = nd.contrib.DeformableConvolution(*args, **kw)
+        np.testing.assert_allclose(out.asnumpy(), ref, rtol=tol, atol=tol)
+    fd, fo, fw = (nd.array(v, dtype="float64") for v in (data, offset, weight))
+    grad_check(lambda a: nd.contrib.DeformableConvolution(a, fo, fw, no_bias=True, **kw), data, rtol=1e-4, atol=1e-6)
+    grad_check(lambda a: nd.contrib.DeformableConvolution(fd, a, fw, no_bias=True, **kw), offset, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("modulated", [False, True])
+def test_deformable_float32_matches_float64(modulated):
+    # the float32 path (what models run) against the float64 one, forward and every gradient
+    data, offset, mask, weight, bias = make(N=2, C=6, H=9, W=8, F=4, dg=2, groups=2, seed=11)
+    offset = offset * 3
+    names = ["data", "offset"] + (["mask"] if modulated else []) + ["weight", "bias"]
+    vals = dict(zip(["data", "offset", "mask", "weight", "bias"], (data, offset, mask, weight, bias)))
+    og = np.random.RandomState(12).randn(2, 4, 9, 8)
+    op = nd.contrib.ModulatedDeformableConvolution if modulated else nd.contrib.DeformableConvolution
+    res = {}
+    for dtype in ("float32", "float64"):
+        args = [nd.array(vals[n], dtype=dtype) for n in names]
+        for a in args:
+            a.attach_grad()
+        with mx.autograd.record():
+            out = op(*args, kernel=(3, 3), num_filter=4, pad=(1, 1), num_deformable_group=2, num_group=2)
+        out.backward(nd.array(og, dtype=dtype))
+        res[dtype] = [out.asnumpy()] + [a.grad.asnumpy() for a in args]
+    for a, b in zip(res["float32"], res["float64"]):
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-3 * max(1.0, np.abs(b).max()))
+    if not modulated:
+        ref = deform_ref(data, offset, None, weight, bias, (3, 3), pad=(1, 1), groups=2, dg=2)
+        np.testing.assert_allclose(res["float64"][0], ref, rtol=1e-10, atol=1e-10)

@@ -115,6 +115,40 @@ def test_roi_align():
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("ps", [False, True])
+def test_roi_align_many_rois_forward_and_adjoint(dtype, ps):
+    # many ROIs, some of them off the map or of an absent image (zero output), in
+    # float32 and float64; the gradient is the forward's adjoint: <A d, g> = <d, A^T g>
+    rng = np.random.RandomState(3)
+    data = rng.randn(2, 8, 11, 13)
+    n = 40
+    xy = rng.uniform(-4, 12, (n, 2))
+    rois = np.concatenate([rng.randint(-1, 3, (n, 1)), xy, xy + rng.uniform(0, 9, (n, 2))], axis=1)
+    kw = dict(pooled_size=(2, 2), spatial_scale=0.9, sample_ratio=-1 if ps else 2, position_sensitive=ps)
+    d, r = nd.array(data, dtype=dtype), nd.array(rois, dtype=dtype)
+    d.attach_grad()
+    with mx.autograd.record():
+        out = nd.contrib.ROIAlign(d, r, **kw)
+    g = rng.randn(*out.shape)
+    out.backward(nd.array(g, dtype=dtype))
+    ref_rois = np.array(rois, dtype=dtype).astype(np.float64)
+    absent = (ref_rois[:, 0] < 0) | (ref_rois[:, 0] >= 2)
+    ref_rois[absent, 0] = 0
+    full = roi_align_ref(np.array(data, dtype=dtype).astype(np.float64), ref_rois, 2, 2, 0.9, -1 if ps else 2)
+    full[absent] = 0
+    if ps:
+        want = np.stack([np.stack([np.stack([full[:, c * 4 + i * 2 + j, i, j] for j in range(2)], -1)
+                                   for i in range(2)], -2) for c in range(2)], 1)
+    else:
+        want = full
+    tol = 1e-10 if dtype == "float64" else 1e-4
+    np.testing.assert_allclose(out.asnumpy(), want, rtol=tol, atol=tol)
+    lhs = (out.asnumpy().astype(np.float64) * g).sum()
+    rhs = (data * d.grad.asnumpy().astype(np.float64)).sum()
+    np.testing.assert_allclose(lhs, rhs, rtol=tol * 10)
+
+
 def test_roi_pooling():
     data = np.random.RandomState(2).randn(2, 3, 8, 7)
     got = nd.ROIPooling(nd.array(data, dtype="float64"), nd.array(ROIS, dtype="float64"), pooled_size=(2, 3),

@@ -325,3 +325,106 @@ def test_symbolic_and_imperative_switches(prof, symbolic, imperative):
     ops = _stats()['Time'].get('operator', {})
     assert ('tanh' in ops) == symbolic
     assert ('arctan' in ops) == imperative
+
+
+# The phases of the Trace Event Format (chrome://tracing, Perfetto's JSON importer).
+_PHASES = set('BEXiICbneNODstfPM()')
+_META = {'process_name', 'thread_name', 'process_sort_index', 'thread_sort_index', 'process_labels'}
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_trace_schema(doc):
+    """Checks a dumped trace against the Trace Event Format's JSON-object form, the
+    rules Perfetto's importer applies: the events, their fields and types, balanced
+    duration events per thread, and names for every process and thread."""
+    assert isinstance(doc, dict) and isinstance(doc.get('traceEvents'), list), 'top level must hold a traceEvents list'
+    assert doc.get('displayTimeUnit', 'ms') in ('ms', 'ns')
+    events = doc['traceEvents']
+    proc_names, thread_names, used, stacks = {}, {}, set(), {}
+    for i, e in enumerate(events):
+        assert isinstance(e, dict), e
+        assert isinstance(e.get('name'), str), e
+        assert e.get('ph') in _PHASES, e
+        assert _is_int(e.get('pid')) and _is_int(e.get('tid')), e
+        ph = e['ph']
+        if ph == 'M':
+            assert e['name'] in _META, e
+            assert isinstance(e.get('args'), dict), e
+            if e['name'] == 'process_name':
+                assert proc_names.setdefault(e['pid'], e['args']['name']) == e['args']['name'], e
+            elif e['name'] == 'thread_name':
+                key = (e['pid'], e['tid'])
+                assert thread_names.setdefault(key, e['args']['name']) == e['args']['name'], e
+            continue
+        assert isinstance(e.get('ts'), (int, float)) and not isinstance(e['ts'], bool) and e['ts'] >= 0, e
+        used.add((e['pid'], e['tid']))
+        if ph == 'X':
+            assert isinstance(e.get('dur'), (int, float)) and e['dur'] >= 0, e
+        if ph in 'bne':
+            assert 'id' in e and isinstance(e.get('cat'), str), e
+        if ph == 'C':
+            assert isinstance(e.get('args'), dict) and e['args'], e
+            assert all(isinstance(v, (int, float)) for v in e['args'].values()), e
+        if ph in 'iI':
+            assert e.get('s', 't') in ('g', 'p', 't'), e
+        if ph in 'BE':
+            stacks.setdefault((e['pid'], e['tid']), []).append((e['ts'], ph == 'B', i, e['name']))
+    for key, evs in stacks.items():
+        # in time order (an end before a begin at the same instant); each end closes
+        # the innermost open span of its thread, which has its name
+        open_ = []
+        for ts, begin, _, name in sorted(evs):
+            if begin:
+                open_.append((name, ts))
+            else:
+                assert open_, ('E without B', key, name)
+                bname, bts = open_.pop()
+                assert bname == name and bts <= ts, (key, bname, name)
+        assert not open_, ('B without E', key, open_)
+    for pid, tid in used:
+        assert pid in proc_names, ('process without a name', pid)
+        assert (pid, tid) in thread_names, ('thread without a name', pid, tid)
+    # one track per thread: a thread name never stands for two tids of a process
+    seen = {}
+    for (pid, tid), name in thread_names.items():
+        assert seen.setdefault((pid, name), tid) == tid, ('two tids named', name)
+    return events
+
+
+def test_trace_follows_the_trace_event_format(prof, tmp_path):
+    path = prof(profile_all=True)
+    a = nd.ones((64, 64))
+    outs = [nd.dot(a, a) for _ in range(8)]
+    outs.append(mx.sym.exp(mx.sym.Variable('x')).bind(mx.cpu(), {'x': a}).forward()[0])
+    dom = profiler.Domain('schema')
+    task = dom.new_task('task')
+    task.start()
+    frame = dom.new_frame('frame')
+    frame.start()
+    frame.stop()
+    task.stop()
+    ev = profiler.Event('event')
+    ev.start()
+    ev.stop()
+    dom.new_counter('counter', 5).increment(2)
+    dom.new_marker('marker').mark('process')
+    mx.nd.waitall()
+    profiler.set_state('stop')
+    profiler.dump()
+    with open(path) as f:
+        events = _check_trace_schema(json.load(f))
+    ops = [e for e in events if e['ph'] == 'B' and e.get('cat') == 'operator']
+    assert sum(e['name'] == 'dot' for e in ops) == 8
+    names = {e['args']['name'] for e in events if e['ph'] == 'M' and e['name'] == 'thread_name'}
+    assert names, 'no thread is named'
+    # the checker rejects what Perfetto would not read
+    bad = [dict(name='x', ph='B', ts=1, pid=0, tid=1)]
+    with pytest.raises(AssertionError):
+        _check_trace_schema({'traceEvents': bad})
+    with pytest.raises(AssertionError):
+        _check_trace_schema({'traceEvents': [dict(name='x', ph='X', ts=1, pid=0, tid=1)]})
+    with pytest.raises(AssertionError):
+        _check_trace_schema([])

@@ -109,6 +109,7 @@ class _Trace(object):
         self.end = None          # offset of the footer once written
         self.count = 0           # events written
         self.pids = set()        # pids named by a process_name event
+        self.tids = set()        # (pid, tid) named by a thread_name event
         self.ncpu = os.cpu_count() or 64
 
     def _dev_pid(self, dev):
@@ -131,19 +132,28 @@ class _Trace(object):
             return v
 
         events = []
+        threads = None
 
-        def meta(pid, name):
+        def meta(pid, name, tid):
+            nonlocal threads
             if pid not in self.pids:
                 self.pids.add(pid)
-                events.append('        {"ph": "M", "args": {"name": %s}, "pid": %d, '
+                events.append('        {"ph": "M", "args": {"name": %s}, "pid": %d, "tid": 0, '
                               '"name": "process_name"}' % (s(name), pid))
+            if (pid, tid) not in self.tids:
+                # one track per thread (each engine worker has its own tid), named
+                self.tids.add((pid, tid))
+                if threads is None:
+                    threads = dict(_core.profiler_thread_names())
+                events.append('        {"ph": "M", "args": {"name": %s}, "pid": %d, "tid": %d, '
+                              '"name": "thread_name"}' % (s(threads.get(tid, 'thread %d' % tid)), pid, tid))
 
         for name, cat, kind, ts, extra, tid, dev in records:
             if dev is not None:
                 pid, pname = self._dev_pid(dev)
             else:
                 pid, pname = zlib.crc32(cat.encode('utf-8')), cat
-            meta(pid, pname)
+            meta(pid, pname, tid)
             head = '        {"name": %s, "cat": %s, ' % (s(name), s(cat))
             tail = '"pid": %d, "tid": %d}' % (pid, tid)
             if kind == 'C':

@@ -91,6 +91,12 @@ fn profiler_drain(py: Python<'_>) -> PyResult<Vec<Row>> {
     Ok(out)
 }
 
+/// `(tid, name)` of every thread that records carry so far.
+#[pyfunction]
+fn profiler_thread_names() -> Vec<(u64, String)> {
+    prof::thread_names()
+}
+
 /// The aggregate statistics as (category, name, is_counter, count, total, min, max)
 /// in microseconds (spans) or values (counters); `reset` clears them.
 #[pyfunction]
@@ -111,5 +117,6 @@ pub(crate) fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(profiler_set_scope, m)?)?;
     m.add_function(wrap_pyfunction!(profiler_drain, m)?)?;
     m.add_function(wrap_pyfunction!(profiler_aggregate, m)?)?;
+    m.add_function(wrap_pyfunction!(profiler_thread_names, m)?)?;
     Ok(())
 }

@@ -174,13 +174,29 @@ pub fn now_us() -> u64 {
     wall + base.elapsed().as_micros() as u64
 }
 
-/// A small number identifying the calling thread in records.
+/// The name of every thread that got an id from [`thread_id`], by id.
+static THREAD_NAMES: std::sync::Mutex<Vec<(u64, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// A small number identifying the calling thread in records (one per thread: each
+/// engine worker has its own). The first call on a thread notes its name (the
+/// engine's workers are `oxnet-worker-N`) for [`thread_names`].
 pub fn thread_id() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     thread_local! {
-        static ID: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+        static ID: u64 = {
+            let id = NEXT.fetch_add(1, Ordering::Relaxed);
+            let name = std::thread::current().name().map(str::to_string).unwrap_or_else(|| format!("thread {id}"));
+            THREAD_NAMES.lock().unwrap_or_else(|e| e.into_inner()).push((id, name));
+            id
+        };
     }
     ID.with(|i| *i)
+}
+
+/// `(id, name)` of every thread [`thread_id`] has numbered so far (for the
+/// trace's thread-name metadata).
+pub fn thread_names() -> Vec<(u64, String)> {
+    THREAD_NAMES.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
 thread_local! {

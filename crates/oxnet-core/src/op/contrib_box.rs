@@ -2,12 +2,13 @@
 //! `_contrib_box_non_maximum_suppression`) with its backward, `_contrib_box_iou`,
 //! `_contrib_bipartite_matching`, `_contrib_box_encode` and `_contrib_box_decode`.
 //! Names, parameters, defaults, output shapes and the order of kept boxes follow
-//! MXNet 1.9.1. The kernels compute in f64 and store in the element type (these ops
-//! handle at most a few thousand boxes per image). Only `box_nms` has a gradient
+//! MXNet 1.9.1. `box_nms` computes in the element type (f32 for the half types) and
+//! runs its classes in parallel; the other kernels compute in f64 and store in the
+//! element type (they handle at most a few thousand boxes per image). Only `box_nms` has a gradient
 //! (the output gradient flows back to the kept boxes); the others have none, as in
 //! MXNet (their gradients are zero).
 
-use super::util::{read_f64, write_f64};
+use super::util::{read_as, read_f64, write_as, write_f64, Real};
 use super::{Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Params, Registry, Value};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -147,73 +148,181 @@ fn nms_infer(a: &InferArgs) -> Out {
 
 /// Converts one box in place between encodings; rows whose first coordinate is
 /// negative (the -1 padding) are left as they are, as in MXNet.
-fn convert_box(b: &mut [f64], to_center: bool) {
-    if b[0] < 0.0 {
+fn convert_box<T: Real>(b: &mut [T], to_center: bool) {
+    if b[0] < T::of(0.0) {
         return;
     }
     let (x0, x1, x2, x3) = (b[0], b[1], b[2], b[3]);
+    let two = T::of(2.0);
     if to_center {
-        b.copy_from_slice(&[(x0 + x2) / 2.0, (x1 + x3) / 2.0, x2 - x0, x3 - x1]);
+        b.copy_from_slice(&[(x0 + x2) / two, (x1 + x3) / two, x2 - x0, x3 - x1]);
     } else {
-        b.copy_from_slice(&[x0 - x2 / 2.0, x1 - x3 / 2.0, x0 + x2 / 2.0, x1 + x3 / 2.0]);
+        b.copy_from_slice(&[x0 - x2 / two, x1 - x3 / two, x0 + x2 / two, x1 + x3 / two]);
     }
 }
 
+/// One candidate of NMS: its corners (computed as MXNet's `Intersect` does for
+/// either encoding) and its area (MXNet's `BoxArea`).
+#[derive(Clone, Copy)]
+struct Cand<T> {
+    x0: T,
+    y0: T,
+    x1: T,
+    y1: T,
+    area: T,
+}
+
+impl<T: Real> Cand<T> {
+    fn new(b: &[T], center: bool) -> Self {
+        let zero = T::of(0.0);
+        if center {
+            let two = T::of(2.0);
+            let area = if b[2] < zero || b[3] < zero { zero } else { b[2] * b[3] };
+            Cand { x0: b[0] - b[2] / two, y0: b[1] - b[3] / two, x1: b[0] + b[2] / two, y1: b[1] + b[3] / two, area }
+        } else {
+            let (w, h) = (b[2] - b[0], b[3] - b[1]);
+            let area = if w < zero || h < zero { zero } else { w * h };
+            Cand { x0: b[0], y0: b[1], x1: b[2], y1: b[3], area }
+        }
+    }
+
+    /// Intersection over union with `o` (0 when they do not meet), as [`iou`].
+    #[inline(always)]
+    fn iou(&self, o: &Self) -> T {
+        let zero = T::of(0.0);
+        let w = pmin(self.x1, o.x1) - pmax(self.x0, o.x0);
+        if w <= zero {
+            return zero;
+        }
+        let h = pmin(self.y1, o.y1) - pmax(self.y0, o.y0);
+        if h <= zero {
+            return zero;
+        }
+        let i = w * h;
+        i / (self.area + o.area - i)
+    }
+}
+
+#[inline(always)]
+fn pmin<T: PartialOrd>(a: T, b: T) -> T {
+    if b < a {
+        b
+    } else {
+        a
+    }
+}
+#[inline(always)]
+fn pmax<T: PartialOrd>(a: T, b: T) -> T {
+    if b > a {
+        b
+    } else {
+        a
+    }
+}
+
+/// Greedy suppression inside one class (or among all boxes with
+/// `force_suppress`): `cands` in descending score order; returns which survive.
+fn greedy<T: Real>(cands: &[Cand<T>], thresh: f64) -> Vec<bool> {
+    let mut alive = vec![true; cands.len()];
+    for a in 0..cands.len() {
+        if !alive[a] {
+            continue;
+        }
+        let ca = cands[a];
+        for (q, cq) in cands.iter().enumerate().skip(a + 1) {
+            if alive[q] && ca.iou(cq).get() > thresh {
+                alive[q] = false;
+            }
+        }
+    }
+    alive
+}
+
 fn nms_compute(c: &mut OpCall) -> Result<()> {
+    if c.inputs[0].dtype == DType::F64 {
+        nms_kernel::<f64>(c)
+    } else {
+        nms_kernel::<f32>(c)
+    }
+}
+
+/// box_nms: per batch, the valid boxes sorted once by descending score (ties in
+/// input order), split by class (boxes of different classes never suppress each
+/// other unless `force_suppress`), each class suppressed greedily on the pool,
+/// then the survivors written in score order.
+fn nms_kernel<T: Real>(c: &mut OpCall) -> Result<()> {
+    use rayon::prelude::*;
     let p = c.params;
-    let x = read_f64(&c.inputs[0]);
+    let x = read_as::<T>(&c.inputs[0]);
     let (nb, num, w) = nms_geometry(&c.inputs[0].shape);
     let (cs, si, id) = (p.int("coord_start") as usize, p.int("score_index") as usize, p.int("id_index"));
     let center = p.str("in_format") == "center";
     let topk = if p.int("topk") < 0 { num } else { num.min(p.int("topk") as usize) };
-    let mut out = vec![-1f64; x.len()];
-    let mut rec = vec![-1f64; nb * num];
-    if topk < 1 {
-        // MXNet copies the input and records every box when topk is 0.
-        out.copy_from_slice(&x);
-        rec.iter_mut().enumerate().for_each(|(i, r)| *r = i as f64);
-    } else {
-        let (vt, bg, thresh) = (p.float("valid_thresh"), p.int("background_id") as f64, p.float("overlap_thresh"));
-        let force = p.bool("force_suppress");
-        for b in 0..nb {
-            let row = |j: usize| &x[(b * num + j) * w..(b * num + j + 1) * w];
-            let mut idx: Vec<usize> = (0..num).filter(|&j| row(j)[si] > vt && (id < 0 || row(j)[id as usize] != bg)).collect();
-            // Descending scores, ties in input order.
-            idx.sort_by(|&i, &j| row(j)[si].partial_cmp(&row(i)[si]).unwrap_or(std::cmp::Ordering::Equal));
-            idx.truncate(topk);
-            let mut keep = vec![true; idx.len()];
-            for r in 0..idx.len() {
-                if !keep[r] {
-                    continue;
+    let convert = (p.str("in_format") != p.str("out_format")).then(|| p.str("out_format") == "center");
+    let (vt, bg, thresh) = (p.float("valid_thresh"), p.int("background_id") as f64, p.float("overlap_thresh"));
+    let by_class = !p.bool("force_suppress") && id >= 0;
+    write_as::<T>(&c.outputs[1], |rec| {
+        write_as::<T>(&c.outputs[0], |out| {
+            if topk < 1 {
+                // MXNet copies the input and records every box when topk is 0.
+                out.copy_from_slice(&x);
+                rec.iter_mut().enumerate().for_each(|(i, r)| *r = T::of(i as f64));
+                return;
+            }
+            out.iter_mut().for_each(|v| *v = T::of(-1.0));
+            rec.iter_mut().for_each(|v| *v = T::of(-1.0));
+            for b in 0..nb {
+                let rows = &x[b * num * w..(b + 1) * num * w];
+                let row = |j: usize| &rows[j * w..(j + 1) * w];
+                let mut idx: Vec<usize> =
+                    (0..num).filter(|&j| row(j)[si].get() > vt && (id < 0 || row(j)[id as usize].get() != bg)).collect();
+                // Descending scores, ties in input order (a stable sort).
+                idx.sort_by(|&i, &j| row(j)[si].partial_cmp(&row(i)[si]).unwrap_or(std::cmp::Ordering::Equal));
+                idx.truncate(topk);
+                // Positions (in score order) of each class, each list in score order.
+                let mut groups: Vec<Vec<usize>> = if by_class {
+                    let mut order: Vec<usize> = (0..idx.len()).collect();
+                    let class = |k: usize| row(idx[k])[id as usize].get() as i64;
+                    order.sort_by_key(|&k| class(k));
+                    let mut gs: Vec<Vec<usize>> = Vec::new();
+                    let mut last = None;
+                    for k in order {
+                        if last != Some(class(k)) {
+                            gs.push(Vec::new());
+                            last = Some(class(k));
+                        }
+                        gs.last_mut().unwrap().push(k);
+                    }
+                    gs
+                } else {
+                    vec![(0..idx.len()).collect()]
+                };
+                // Largest classes first, so that the pool stays busy.
+                groups.sort_by_key(|g| std::cmp::Reverse(g.len()));
+                let keep_lists: Vec<Vec<usize>> = crate::engine::install(|| {
+                    groups
+                        .par_iter()
+                        .map(|g| {
+                            let cands: Vec<Cand<T>> = g.iter().map(|&k| Cand::new(&row(idx[k])[cs..cs + 4], center)).collect();
+                            g.iter().zip(greedy(&cands, thresh)).filter(|(_, a)| *a).map(|(&k, _)| k).collect()
+                        })
+                        .collect()
+                });
+                let mut keep = vec![false; idx.len()];
+                keep_lists.iter().flatten().for_each(|&k| keep[k] = true);
+                for (count, &j) in idx.iter().zip(&keep).filter(|(_, &k)| k).map(|(j, _)| j).enumerate() {
+                    let o = (b * num + count) * w;
+                    out[o..o + w].copy_from_slice(row(j));
+                    rec[b * num + count] = T::of((b * num + j) as f64);
                 }
-                let rb = &row(idx[r])[cs..cs + 4];
-                for q in r + 1..idx.len() {
-                    if !keep[q] {
-                        continue;
-                    }
-                    if !force && id >= 0 && row(idx[r])[id as usize] as i64 != row(idx[q])[id as usize] as i64 {
-                        continue;
-                    }
-                    if iou(rb, &row(idx[q])[cs..cs + 4], center) > thresh {
-                        keep[q] = false;
-                    }
+            }
+            if let Some(to_center) = convert {
+                for r in out.chunks_mut(w) {
+                    convert_box(&mut r[cs..cs + 4], to_center);
                 }
             }
-            for (count, &j) in idx.iter().zip(&keep).filter(|(_, &k)| k).map(|(j, _)| j).enumerate() {
-                let o = (b * num + count) * w;
-                out[o..o + w].copy_from_slice(row(j));
-                rec[b * num + count] = (b * num + j) as f64;
-            }
-        }
-        if p.str("in_format") != p.str("out_format") {
-            let to_center = p.str("out_format") == "center";
-            for r in out.chunks_mut(w) {
-                convert_box(&mut r[cs..cs + 4], to_center);
-            }
-        }
-    }
-    write_f64(&c.outputs[0], &out);
-    write_f64(&c.outputs[1], &rec);
+        })
+    });
     Ok(())
 }
 

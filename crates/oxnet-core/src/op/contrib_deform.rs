@@ -2,18 +2,22 @@
 //! `_contrib_DeformableConvolution` (v1: learnt offsets) and
 //! `_contrib_ModulatedDeformableConvolution` (v2: learnt offsets and modulation
 //! masks), each with its backward op. Every kernel tap of output position `(y, x)`
-//! samples the input bilinearly at `(y*stride - pad + i*dilate + dy, ...)` where
+//! samples the input bilinearly at `(y*stride - pad + i*dilate + dy, ...)` (v1 and
+//! v2 differ at the borders: see `Tap`) where
 //! `(dy, dx)` come from `offset` (layout `(N, dg*2*kh*kw, OH, OW)`, `dy` first) and,
 //! for v2, multiplies the sample by `mask` (`(N, dg*kh*kw, OH, OW)`). The sampled
 //! columns are then multiplied by the weight as in an im2col convolution. The
 //! gradients (data, offset, mask, weight, bias) follow MXNet 1.9.1's
 //! `deformable_im2col`/`col2im`/`col2im_coord` definitions. The kernels compute in
-//! f64 on the CPU and are plain loops (a reference implementation, not tuned).
+//! the element type (f32 for the half types): per image, the bilinear taps are built
+//! once per deformable group, the columns are sampled one channel per task, and the
+//! products with the weight run on the project's GEMM.
 
-use super::util::{read_f64, write_f64};
+use super::util::{read_as, write_as, Real};
 use super::{Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Params, Registry, Value};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernels::cpu::gemm::gemm;
 use crate::ndarray::NDArray;
 use crate::shape::{fmt_shape, Shape};
 
@@ -213,146 +217,207 @@ fn fill_v2(p: &Params, s: &mut [Option<Shape>]) -> Result<()> {
     fill_with("_contrib_ModulatedDeformableConvolution", p, s)
 }
 
-/// Bilinear sample of one channel plane at (y, x); 0 outside (-1, H) x (-1, W).
-fn bilinear(im: &[f64], h: usize, w: usize, y: f64, x: f64) -> f64 {
-    if y <= -1.0 || x <= -1.0 || y >= h as f64 || x >= w as f64 {
-        return 0.0;
-    }
-    let (yl, xl) = (y.floor(), x.floor());
-    let (ly, lx) = (y - yl, x - xl);
-    let (hy, hx) = (1.0 - ly, 1.0 - lx);
-    let (yl, xl) = (yl as i64, xl as i64);
-    let at = |yy: i64, xx: i64| if yy >= 0 && xx >= 0 && yy < h as i64 && xx < w as i64 { im[yy as usize * w + xx as usize] } else { 0.0 };
-    hy * hx * at(yl, xl) + hy * lx * at(yl, xl + 1) + ly * hx * at(yl + 1, xl) + ly * lx * at(yl + 1, xl + 1)
+/// The bilinear sampling of one kernel tap at one output position (shared by every
+/// channel of a deformable group): the four neighbours' offsets in the plane (0 for
+/// a neighbour outside, whose weights are 0), their interpolation weights, their
+/// weights in d(sample)/dy and d(sample)/dx (MXNet's coordinate weights), and the
+/// modulation (1 without a mask). With a mask (v2, DCNv2's sampling) a point
+/// outside (-1, H) x (-1, W) samples 0 and each neighbour outside counts 0; without
+/// (v1) see [`Tap::new_v1`].
+#[derive(Clone, Copy)]
+struct Tap<T> {
+    idx: [u32; 4],
+    w: [T; 4],
+    gy: [T; 4],
+    gx: [T; 4],
+    m: T,
 }
 
-/// The four neighbours of (y, x) inside the plane with their bilinear weights.
-fn neighbours(h: usize, w: usize, y: f64, x: f64) -> Vec<(usize, f64)> {
-    if y <= -1.0 || x <= -1.0 || y >= h as f64 || x >= w as f64 {
-        return vec![];
-    }
-    let (yl, xl) = (y.floor(), x.floor());
-    let (ly, lx) = (y - yl, x - xl);
-    let (yl, xl) = (yl as i64, xl as i64);
-    let mut v = Vec::with_capacity(4);
-    for (yy, xx, wt) in
-        [(yl, xl, (1.0 - ly) * (1.0 - lx)), (yl, xl + 1, (1.0 - ly) * lx), (yl + 1, xl, ly * (1.0 - lx)), (yl + 1, xl + 1, ly * lx)]
-    {
-        if yy >= 0 && xx >= 0 && yy < h as i64 && xx < w as i64 {
-            v.push((yy as usize * w + xx as usize, wt));
+impl<T: Real> Tap<T> {
+    fn new(h: usize, w: usize, y: f64, x: f64, m: T) -> Self {
+        let z = T::of(0.0);
+        let mut t = Tap { idx: [0; 4], w: [z; 4], gy: [z; 4], gx: [z; 4], m };
+        if y <= -1.0 || x <= -1.0 || y >= h as f64 || x >= w as f64 {
+            return t;
         }
-    }
-    v
-}
-
-/// d(bilinear)/dy and d(bilinear)/dx at (y, x) (MXNet's coordinate weights).
-fn coord_grad(im: &[f64], h: usize, w: usize, y: f64, x: f64) -> (f64, f64) {
-    if y <= -1.0 || x <= -1.0 || y >= h as f64 || x >= w as f64 {
-        return (0.0, 0.0);
-    }
-    let (yl, xl) = (y.floor(), x.floor());
-    let (ly, lx) = (y - yl, x - xl);
-    let (yl, xl) = (yl as i64, xl as i64);
-    let at = |yy: i64, xx: i64| if yy >= 0 && xx >= 0 && yy < h as i64 && xx < w as i64 { im[yy as usize * w + xx as usize] } else { 0.0 };
-    let (v1, v2, v3, v4) = (at(yl, xl), at(yl, xl + 1), at(yl + 1, xl), at(yl + 1, xl + 1));
-    let gy = -(1.0 - lx) * v1 - lx * v2 + (1.0 - lx) * v3 + lx * v4;
-    let gx = -(1.0 - ly) * v1 + (1.0 - ly) * v2 - ly * v3 + ly * v4;
-    (gy, gx)
-}
-
-/// Sampling position of tap (i, j) at output (oy, ox) for image b, deformable
-/// group q; also the mask value (1 without a mask).
-#[allow(clippy::too_many_arguments)]
-fn sample_pos(
-    g: &Geom,
-    off: &[f64],
-    mask: Option<&[f64]>,
-    b: usize,
-    q: usize,
-    i: usize,
-    j: usize,
-    oy: usize,
-    ox: usize,
-) -> (f64, f64, f64) {
-    let k = i * g.kw + j;
-    let plane = g.oh * g.ow;
-    let pos = oy * g.ow + ox;
-    let ob = (b * g.dg + q) * 2 * g.k();
-    let dy = off[(ob + 2 * k) * plane + pos];
-    let dx = off[(ob + 2 * k + 1) * plane + pos];
-    let y = (oy * g.sh) as f64 - g.ph as f64 + (i * g.dh) as f64 + dy;
-    let x = (ox * g.sw) as f64 - g.pw as f64 + (j * g.dw) as f64 + dx;
-    let m = mask.map(|m| m[((b * g.dg + q) * g.k() + k) * plane + pos]).unwrap_or(1.0);
-    (y, x, m)
-}
-
-/// The sampled columns of image b: `[c * K + k][oy * OW + ox]`.
-fn columns(g: &Geom, data: &[f64], off: &[f64], mask: Option<&[f64]>, b: usize) -> Vec<f64> {
-    let (k, plane, cpd) = (g.k(), g.oh * g.ow, g.c / g.dg);
-    let mut col = vec![0f64; g.c * k * plane];
-    for c in 0..g.c {
-        let im = &data[(b * g.c + c) * g.h * g.w..][..g.h * g.w];
-        for i in 0..g.kh {
-            for j in 0..g.kw {
-                for oy in 0..g.oh {
-                    for ox in 0..g.ow {
-                        let (y, x, m) = sample_pos(g, off, mask, b, c / cpd, i, j, oy, ox);
-                        col[(c * k + i * g.kw + j) * plane + oy * g.ow + ox] = m * bilinear(im, g.h, g.w, y, x);
-                    }
-                }
+        let (yl, xl) = (y.floor(), x.floor());
+        let (ly, lx) = (y - yl, x - xl);
+        let (hy, hx) = (1.0 - ly, 1.0 - lx);
+        let (yl, xl) = (yl as i64, xl as i64);
+        let corners = [
+            (yl, xl, hy * hx, -hx, -hy),
+            (yl, xl + 1, hy * lx, -lx, hy),
+            (yl + 1, xl, ly * hx, hx, -ly),
+            (yl + 1, xl + 1, ly * lx, lx, ly),
+        ];
+        for (n, (yy, xx, wt, gy, gx)) in corners.into_iter().enumerate() {
+            if yy >= 0 && xx >= 0 && yy < h as i64 && xx < w as i64 {
+                t.idx[n] = (yy as usize * w + xx as usize) as u32;
+                t.w[n] = T::of(wt);
+                t.gy[n] = T::of(gy);
+                t.gx[n] = T::of(gx);
             }
         }
+        t
     }
+
+    /// DeformableConvolution's (v1) sampling, as MXNet 1.9.1's CPU kernel does it:
+    /// a point outside [0, H) x [0, W) samples 0; a point in the last row (column)
+    /// band [H-1, H) is clamped onto the last row (column), where its derivative
+    /// along that axis is 0.
+    fn new_v1(h: usize, w: usize, y: f64, x: f64) -> Self {
+        let z = T::of(0.0);
+        let mut t = Tap { idx: [0; 4], w: [z; 4], gy: [z; 4], gx: [z; 4], m: T::of(1.0) };
+        if !(y >= 0.0 && x >= 0.0 && y < h as f64 && x < w as f64) {
+            return t;
+        }
+        let (mut yl, mut xl) = (y as usize, x as usize);
+        let (yh, xh, ly, lx, ycl, xcl);
+        if yl >= h - 1 {
+            (yl, yh, ly, ycl) = (h - 1, h - 1, 0.0, true);
+        } else {
+            (yh, ly, ycl) = (yl + 1, y - yl as f64, false);
+        }
+        if xl >= w - 1 {
+            (xl, xh, lx, xcl) = (w - 1, w - 1, 0.0, true);
+        } else {
+            (xh, lx, xcl) = (xl + 1, x - xl as f64, false);
+        }
+        let (hy, hx) = (1.0 - ly, 1.0 - lx);
+        let corners = [(yl, xl, hy * hx, -hx, -hy), (yl, xh, hy * lx, -lx, hy), (yh, xl, ly * hx, hx, -ly), (yh, xh, ly * lx, lx, ly)];
+        for (n, (yy, xx, wt, gy, gx)) in corners.into_iter().enumerate() {
+            t.idx[n] = (yy * w + xx) as u32;
+            t.w[n] = T::of(wt);
+            t.gy[n] = if ycl { z } else { T::of(gy) };
+            t.gx[n] = if xcl { z } else { T::of(gx) };
+        }
+        t
+    }
+
+    #[inline(always)]
+    fn sample(&self, im: &[T]) -> T {
+        let i = &self.idx;
+        self.w[0] * im[i[0] as usize] + self.w[1] * im[i[1] as usize] + self.w[2] * im[i[2] as usize] + self.w[3] * im[i[3] as usize]
+    }
+}
+
+/// The taps of image `b`: `[(q * K + k) * OH * OW + oy * OW + ox]` for deformable
+/// group `q` and kernel tap `k = i * KW + j`, built in parallel.
+fn taps<T: Real>(g: &Geom, off: &[T], mask: Option<&[T]>, b: usize) -> Vec<Tap<T>> {
+    use rayon::prelude::*;
+    let (k, plane) = (g.k(), g.oh * g.ow);
+    let z = T::of(0.0);
+    let mut t = vec![Tap { idx: [0; 4], w: [z; 4], gy: [z; 4], gx: [z; 4], m: z }; g.dg * k * plane];
+    crate::engine::install(|| {
+        t.par_chunks_mut(plane).enumerate().for_each(|(row, tr)| {
+            let (q, kk) = (row / k, row % k);
+            let (i, j) = (kk / g.kw, kk % g.kw);
+            let ob = (b * g.dg + q) * 2 * k;
+            let (offy, offx) = (&off[(ob + 2 * kk) * plane..][..plane], &off[(ob + 2 * kk + 1) * plane..][..plane]);
+            let mrow = mask.map(|m| &m[((b * g.dg + q) * k + kk) * plane..][..plane]);
+            for oy in 0..g.oh {
+                let y0 = (oy * g.sh) as f64 - g.ph as f64 + (i * g.dh) as f64;
+                for ox in 0..g.ow {
+                    let pos = oy * g.ow + ox;
+                    let x0 = (ox * g.sw) as f64 - g.pw as f64 + (j * g.dw) as f64;
+                    let (y, x) = (y0 + offy[pos].get(), x0 + offx[pos].get());
+                    tr[pos] = match mrow {
+                        Some(m) => Tap::new(g.h, g.w, y, x, m[pos]),
+                        None => Tap::new_v1(g.h, g.w, y, x),
+                    };
+                }
+            }
+        })
+    });
+    t
+}
+
+/// The sampled columns of image b, `[c * K + k][oy * OW + ox]` (deformable im2col),
+/// one channel per task.
+fn columns<T: Real>(g: &Geom, data: &[T], taps: &[Tap<T>], b: usize) -> Vec<T> {
+    use rayon::prelude::*;
+    let (k, plane, cpd, hw) = (g.k(), g.oh * g.ow, g.c / g.dg, g.h * g.w);
+    let mut col = vec![T::of(0.0); g.c * k * plane];
+    crate::engine::install(|| {
+        col.par_chunks_mut(k * plane).enumerate().for_each(|(c, cc)| {
+            let im = &data[(b * g.c + c) * hw..][..hw];
+            let tq = &taps[(c / cpd) * k * plane..][..k * plane];
+            for (v, t) in cc.iter_mut().zip(tq) {
+                *v = t.m * t.sample(im);
+            }
+        })
+    });
     col
 }
 
-struct Ins {
-    data: Vec<f64>,
-    off: Vec<f64>,
-    mask: Option<Vec<f64>>,
-    weight: Vec<f64>,
+/// data, offset, (mask,) weight of a call, starting at input `first`.
+struct Ins<'a, T: Clone> {
+    data: std::borrow::Cow<'a, [T]>,
+    off: std::borrow::Cow<'a, [T]>,
+    mask: Option<std::borrow::Cow<'a, [T]>>,
+    weight: std::borrow::Cow<'a, [T]>,
 }
 
-/// Reads data, offset, (mask,) weight from `blobs` starting at `first`.
-fn read_ins(op: &str, blobs: &[super::Blob], first: usize) -> Ins {
+fn read_ins<'a, T: Real>(op: &str, blobs: &'a [super::Blob], first: usize) -> Ins<'a, T> {
     let m = modulated(op);
     let wi = first + if m { 3 } else { 2 };
     Ins {
-        data: read_f64(&blobs[first]),
-        off: read_f64(&blobs[first + 1]),
-        mask: if m { Some(read_f64(&blobs[first + 2])) } else { None },
-        weight: read_f64(&blobs[wi]),
+        data: read_as(&blobs[first]),
+        off: read_as(&blobs[first + 1]),
+        mask: if m { Some(read_as(&blobs[first + 2])) } else { None },
+        weight: read_as(&blobs[wi]),
     }
 }
 
 fn forward_compute(c: &mut OpCall) -> Result<()> {
+    if c.inputs[0].dtype == DType::F64 {
+        forward_kernel::<f64>(c)
+    } else {
+        forward_kernel::<f32>(c)
+    }
+}
+
+/// Forward, per image: the taps, the sampled columns, then one GEMM per group
+/// (`out[grp] = W[grp] · col[grp]`) on top of the bias.
+fn forward_kernel<T: Real>(c: &OpCall) -> Result<()> {
     let op = c.op.name;
     let g = geom(op, c.params, &c.inputs[0].shape)?;
-    let x = read_ins(op, c.inputs, 0);
-    let bias = if c.params.bool("no_bias") { None } else { Some(read_f64(c.inputs.last().unwrap())) };
+    let x = read_ins::<T>(op, c.inputs, 0);
+    let bias = if c.params.bool("no_bias") { None } else { Some(read_as::<T>(c.inputs.last().unwrap())) };
     let (k, plane, cg, fg) = (g.k(), g.oh * g.ow, g.cg(), g.fg());
-    let mut out = vec![0f64; g.n * g.f * plane];
-    for b in 0..g.n {
-        let col = columns(&g, &x.data, &x.off, x.mask.as_deref(), b);
-        for f in 0..g.f {
-            let grp = f / fg;
-            let o = &mut out[(b * g.f + f) * plane..][..plane];
-            if let Some(bs) = &bias {
-                o.iter_mut().for_each(|v| *v = bs[f]);
+    write_as::<T>(&c.outputs[0], |out| {
+        for b in 0..g.n {
+            let t = taps(&g, &x.off, x.mask.as_deref(), b);
+            let col = columns(&g, &x.data, &t, b);
+            drop(t);
+            let ob = &mut out[b * g.f * plane..(b + 1) * g.f * plane];
+            match &bias {
+                Some(bs) => ob.chunks_mut(plane).zip(bs.iter()).for_each(|(o, &v)| o.iter_mut().for_each(|e| *e = v)),
+                None => ob.iter_mut().for_each(|e| *e = T::of(0.0)),
             }
-            for r in 0..cg * k {
-                let wv = x.weight[f * cg * k + r];
-                if wv == 0.0 {
-                    continue;
-                }
-                let crow = &col[(grp * cg * k + r) * plane..][..plane];
-                for (ov, cv) in o.iter_mut().zip(crow) {
-                    *ov += wv * cv;
+            for grp in 0..g.groups {
+                // SAFETY: weight is (F, cg*K), col (C*K, P), the output block (F, P); the
+                // output does not overlap the inputs.
+                unsafe {
+                    gemm::<T>(
+                        fg,
+                        plane,
+                        cg * k,
+                        T::of(1.0),
+                        x.weight.as_ptr().add(grp * fg * cg * k),
+                        cg * k,
+                        false,
+                        col.as_ptr().add(grp * cg * k * plane),
+                        plane,
+                        false,
+                        T::of(1.0),
+                        ob.as_mut_ptr().add(grp * fg * plane),
+                        plane,
+                    )
                 }
             }
         }
-    }
-    write_f64(&c.outputs[0], &out);
+    });
     Ok(())
 }
 
@@ -378,82 +443,140 @@ fn forward_name(backward: &str) -> &'static str {
     }
 }
 
+/// One (deformable group, tap) row of an image's offset gradient: its index, the
+/// `dy` and `dx` rows together, and (v2) the mask gradient's row.
+type CoordRow<'a, T> = (usize, &'a mut [T], Option<&'a mut [T]>);
+
 fn backward_compute(c: &mut OpCall) -> Result<()> {
+    if c.inputs[1].dtype == DType::F64 {
+        backward_kernel::<f64>(c)
+    } else {
+        backward_kernel::<f32>(c)
+    }
+}
+
+/// Backward, per image: the taps and columns again; `dW += dout · colᵀ`,
+/// `db += Σ dout`, `dcol = Wᵀ · dout` (GEMMs per group); then through the sampling:
+/// the data gradient one channel per task (each owns its plane), the offset and mask
+/// gradients one (deformable group, tap) row per task (summing over the group's
+/// channels).
+fn backward_kernel<T: Real>(c: &OpCall) -> Result<()> {
+    use rayon::prelude::*;
     let op = forward_name(c.op.name);
     let g = geom(op, c.params, &c.inputs[1].shape)?;
-    let og = read_f64(&c.inputs[0]);
-    let x = read_ins(op, c.inputs, 1);
+    let og = read_as::<T>(&c.inputs[0]);
+    let x = read_ins::<T>(op, c.inputs, 1);
     let mask = x.mask.as_deref();
-    let (k, plane, cg, fg, cpd) = (g.k(), g.oh * g.ow, g.cg(), g.fg(), g.c / g.dg);
-    let mut gdata = vec![0f64; x.data.len()];
-    let mut goff = vec![0f64; x.off.len()];
-    let mut gmask = vec![0f64; mask.map(|m| m.len()).unwrap_or(0)];
-    let mut gw = vec![0f64; x.weight.len()];
-    let mut gb = vec![0f64; g.f];
+    let (k, plane, cg, fg, cpd, hw) = (g.k(), g.oh * g.ow, g.cg(), g.fg(), g.c / g.dg, g.h * g.w);
+    let z = T::of(0.0);
+    let mut gdata = vec![z; x.data.len()];
+    let mut goff = vec![z; x.off.len()];
+    let mut gmask = vec![z; mask.map(|m| m.len()).unwrap_or(0)];
+    let mut gw = vec![z; x.weight.len()];
+    let mut gb = vec![z; g.f];
+    let mut dcol = vec![z; g.c * k * plane];
     for b in 0..g.n {
-        let col = columns(&g, &x.data, &x.off, mask, b);
-        // dcol = W^T dout (per group); dW += dout col^T; db += sum dout.
-        let mut dcol = vec![0f64; g.c * k * plane];
-        for f in 0..g.f {
-            let grp = f / fg;
-            let o = &og[(b * g.f + f) * plane..][..plane];
-            gb[f] += o.iter().sum::<f64>();
-            for r in 0..cg * k {
-                let row = (grp * cg * k + r) * plane;
-                let wv = x.weight[f * cg * k + r];
-                let mut acc = 0.0;
-                for p in 0..plane {
-                    acc += o[p] * col[row + p];
-                    dcol[row + p] += wv * o[p];
-                }
-                gw[f * cg * k + r] += acc;
+        let t = taps(&g, &x.off, mask, b);
+        let col = columns(&g, &x.data, &t, b);
+        let ogb = &og[b * g.f * plane..(b + 1) * g.f * plane];
+        for (f, o) in ogb.chunks(plane).enumerate() {
+            gb[f] += o.iter().copied().sum::<T>();
+        }
+        for grp in 0..g.groups {
+            // SAFETY: dout block (F, P), col (C*K, P), weight and its gradient
+            // (F, cg*K), dcol (C*K, P); outputs do not overlap the inputs.
+            unsafe {
+                gemm::<T>(
+                    fg,
+                    cg * k,
+                    plane,
+                    T::of(1.0),
+                    ogb.as_ptr().add(grp * fg * plane),
+                    plane,
+                    false,
+                    col.as_ptr().add(grp * cg * k * plane),
+                    plane,
+                    true,
+                    if b == 0 { z } else { T::of(1.0) },
+                    gw.as_mut_ptr().add(grp * fg * cg * k),
+                    cg * k,
+                );
+                gemm::<T>(
+                    cg * k,
+                    plane,
+                    fg,
+                    T::of(1.0),
+                    x.weight.as_ptr().add(grp * fg * cg * k),
+                    cg * k,
+                    true,
+                    ogb.as_ptr().add(grp * fg * plane),
+                    plane,
+                    false,
+                    z,
+                    dcol.as_mut_ptr().add(grp * cg * k * plane),
+                    plane,
+                );
             }
         }
-        // Through the sampling: data (bilinear weights), offsets (coordinate
-        // derivatives) and masks (the unmodulated samples).
-        for ch in 0..g.c {
-            let q = ch / cpd;
-            let base = (b * g.c + ch) * g.h * g.w;
-            let im = &x.data[base..base + g.h * g.w];
-            for i in 0..g.kh {
-                for j in 0..g.kw {
-                    let kk = i * g.kw + j;
-                    for oy in 0..g.oh {
-                        for ox in 0..g.ow {
-                            let pos = oy * g.ow + ox;
-                            let d = dcol[(ch * k + kk) * plane + pos];
-                            if d == 0.0 {
-                                continue;
-                            }
-                            let (y, xx, m) = sample_pos(&g, &x.off, mask, b, q, i, j, oy, ox);
-                            for (idx, wt) in neighbours(g.h, g.w, y, xx) {
-                                gdata[base + idx] += wt * d * m;
-                            }
-                            let (gy, gx) = coord_grad(im, g.h, g.w, y, xx);
-                            let ob = (b * g.dg + q) * 2 * k;
-                            goff[(ob + 2 * kk) * plane + pos] += gy * d * m;
-                            goff[(ob + 2 * kk + 1) * plane + pos] += gx * d * m;
-                            if mask.is_some() {
-                                gmask[((b * g.dg + q) * k + kk) * plane + pos] += d * bilinear(im, g.h, g.w, y, xx);
-                            }
+        drop(col);
+        let (data, dcol) = (&x.data, &dcol);
+        crate::engine::install(|| {
+            gdata[b * g.c * hw..(b + 1) * g.c * hw].par_chunks_mut(hw).enumerate().for_each(|(ch, gd)| {
+                let tq = &t[(ch / cpd) * k * plane..][..k * plane];
+                let dc = &dcol[ch * k * plane..][..k * plane];
+                for (tp, &d) in tq.iter().zip(dc) {
+                    let d = d * tp.m;
+                    for n in 0..4 {
+                        gd[tp.idx[n] as usize] += tp.w[n] * d;
+                    }
+                }
+            });
+            let goff_b = &mut goff[b * g.dg * 2 * k * plane..(b + 1) * g.dg * 2 * k * plane];
+            let mut gmask_rows: Vec<&mut [T]> = if mask.is_some() {
+                gmask[b * g.dg * k * plane..(b + 1) * g.dg * k * plane].chunks_mut(plane).collect()
+            } else {
+                Vec::new()
+            };
+            let mut rows: Vec<CoordRow<T>> = Vec::with_capacity(g.dg * k);
+            let mut mrows = gmask_rows.drain(..);
+            for (row, pair) in goff_b.chunks_mut(2 * plane).enumerate() {
+                rows.push((row, pair, mrows.next()));
+            }
+            rows.into_par_iter().for_each(|(row, pair, gm)| {
+                let q = row / k;
+                let tr = &t[row * plane..][..plane];
+                let (gy_row, gx_row) = pair.split_at_mut(plane);
+                let mut gm = gm;
+                for ch in q * cpd..(q + 1) * cpd {
+                    let im = &data[(b * g.c + ch) * hw..][..hw];
+                    let dc = &dcol[(ch * k + row % k) * plane..][..plane];
+                    for p in 0..plane {
+                        let (tp, d) = (&tr[p], dc[p]);
+                        let i = &tp.idx;
+                        let v = [im[i[0] as usize], im[i[1] as usize], im[i[2] as usize], im[i[3] as usize]];
+                        let dm = d * tp.m;
+                        gy_row[p] += dm * (tp.gy[0] * v[0] + tp.gy[1] * v[1] + tp.gy[2] * v[2] + tp.gy[3] * v[3]);
+                        gx_row[p] += dm * (tp.gx[0] * v[0] + tp.gx[1] * v[1] + tp.gx[2] * v[2] + tp.gx[3] * v[3]);
+                        if let Some(gm) = gm.as_deref_mut() {
+                            gm[p] += d * (tp.w[0] * v[0] + tp.w[1] * v[1] + tp.w[2] * v[2] + tp.w[3] * v[3]);
                         }
                     }
                 }
-            }
-        }
+            });
+        });
     }
     let mut o = 0;
-    write_f64(&c.outputs[o], &gdata);
+    write_as::<T>(&c.outputs[o], |d| d.copy_from_slice(&gdata));
     o += 1;
-    write_f64(&c.outputs[o], &goff);
+    write_as::<T>(&c.outputs[o], |d| d.copy_from_slice(&goff));
     o += 1;
     if mask.is_some() {
-        write_f64(&c.outputs[o], &gmask);
+        write_as::<T>(&c.outputs[o], |d| d.copy_from_slice(&gmask));
         o += 1;
     }
-    write_f64(&c.outputs[o], &gw);
+    write_as::<T>(&c.outputs[o], |d| d.copy_from_slice(&gw));
     if let Some(bo) = c.outputs.get(o + 1) {
-        write_f64(bo, &gb);
+        write_as::<T>(bo, |d| d.copy_from_slice(&gb));
     }
     Ok(())
 }

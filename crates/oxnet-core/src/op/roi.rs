@@ -18,10 +18,11 @@
 //!
 //! Batch indices outside `[0, N)` give zero outputs. `rois` gets a zero gradient.
 
-use super::util::{read_f64, write_f64};
+use super::util::{read_as, read_f64, write_as, write_f64, Real};
 use super::{Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Params, Registry, Value};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernels::cpu::SendPtr;
 use crate::ndarray::NDArray;
 use crate::shape::{fmt_shape, Shape};
 
@@ -334,6 +335,14 @@ fn geom(op: &str, p: &Params, d: &[usize], r: &[usize]) -> Result<Geom> {
 fn compute(c: &mut OpCall) -> Result<()> {
     let op = c.op.name;
     let g = geom(op, c.params, &c.inputs[0].shape, &c.inputs[1].shape)?;
+    if op == "_contrib_ROIAlign" {
+        if c.inputs[0].dtype == DType::F64 {
+            align_forward::<f64>(c, &g);
+        } else {
+            align_forward::<f32>(c, &g);
+        }
+        return Ok(());
+    }
     let x = read_f64(&c.inputs[0]);
     let rois = read_f64(&c.inputs[1]);
     let mut out = vec![0f64; c.outputs[0].size()];
@@ -352,6 +361,275 @@ fn compute(c: &mut OpCall) -> Result<()> {
     Ok(())
 }
 
+// ---- ROIAlign's tuned kernels ----------------------------------------------------------
+
+/// The samples of one ROI of ROIAlign, shared by every channel: for bin `k`
+/// (`i * PW + j`), `taps[starts[k]..starts[k + 1]]` holds `(offset in the plane,
+/// weight)`, one entry per input position (the weights of the samples that share
+/// it added, each already divided by the sample count). The same points and
+/// weights as [`visit`]'s `_contrib_ROIAlign` arm.
+struct AlignTable<T> {
+    batch: usize,
+    starts: Vec<usize>,
+    taps: Vec<(u32, T)>,
+}
+
+fn align_table<T: Real>(p: &Params, g: &Geom, roi: &[f64]) -> Option<AlignTable<T>> {
+    let b = roi[0];
+    if b < 0.0 || b >= g.n as f64 {
+        return None;
+    }
+    let scale = p.float("spatial_scale");
+    let aligned = p.bool("aligned");
+    let off = if aligned { 0.5 } else { 0.0 };
+    let (sw, sh) = (roi[1] * scale - off, roi[2] * scale - off);
+    let (ew, eh) = (roi[3] * scale - off, roi[4] * scale - off);
+    let (mut rw, mut rh) = (ew - sw, eh - sh);
+    if !aligned {
+        rw = rw.max(1.0);
+        rh = rh.max(1.0);
+    }
+    let (bh, bw) = (rh / g.ph as f64, rw / g.pw as f64);
+    let sr = p.int("sample_ratio");
+    let gh = if sr > 0 { sr as usize } else { (rh / g.ph as f64).ceil().max(0.0) as usize };
+    let gw = if sr > 0 { sr as usize } else { (rw / g.pw as f64).ceil().max(0.0) as usize };
+    let count = (gh * gw).max(1) as f64;
+    let mut starts = Vec::with_capacity(g.ph * g.pw + 1);
+    let mut taps = Vec::with_capacity(g.ph * g.pw * gh * gw * 4);
+    let mut wts: Vec<(u32, f64)> = Vec::with_capacity(gh * gw * 4);
+    let mut acc = 0.0;
+    for i in 0..g.ph {
+        for j in 0..g.pw {
+            starts.push(taps.len());
+            for iy in 0..gh {
+                let y = sh + i as f64 * bh + (iy as f64 + 0.5) * bh / gh as f64;
+                for ix in 0..gw {
+                    let x = sw + j as f64 * bw + (ix as f64 + 0.5) * bw / gw as f64;
+                    for (idx, wt) in bilinear(g.h, g.w, y, x) {
+                        wts.push((idx as u32, wt / count));
+                    }
+                }
+            }
+            // Samples of a bin share neighbours when the bin is small: one tap per
+            // input position.
+            wts.sort_unstable_by_key(|t| t.0);
+            let mut last = u32::MAX;
+            for &(idx, wt) in &wts {
+                if idx == last {
+                    acc += wt;
+                } else {
+                    if last != u32::MAX {
+                        taps.push((last, T::of(acc)));
+                    }
+                    (last, acc) = (idx, wt);
+                }
+            }
+            if last != u32::MAX {
+                taps.push((last, T::of(acc)));
+            }
+            wts.clear();
+        }
+    }
+    starts.push(taps.len());
+    Some(AlignTable { batch: b as usize, starts, taps })
+}
+
+/// The input channel of output channel `c`, bin `k` (position-sensitive or not).
+#[inline(always)]
+fn align_cin(ps: bool, g: &Geom, c: usize, k: usize) -> usize {
+    if ps {
+        c * g.ph * g.pw + k
+    } else {
+        c
+    }
+}
+
+/// ROIAlign forward: the ROIs in parallel, each with its sample table built once
+/// and applied to every channel (with the data channels last, one axpy over the
+/// channels per tap; position-sensitive pooling reads one channel per bin).
+fn align_forward<T: Real>(c: &OpCall, g: &Geom) {
+    use rayon::prelude::*;
+    let x = read_as::<T>(&c.inputs[0]);
+    let rois = read_f64(&c.inputs[1]);
+    let ps = c.params.bool("position_sensitive");
+    let plane = g.h * g.w;
+    let per_roi = g.co * g.ph * g.pw;
+    write_as::<T>(&c.outputs[0], |out| {
+        if per_roi == 0 {
+            return;
+        }
+        if !ps {
+            // Channels last, so that each tap is one axpy over the channels.
+            let xt = to_channels_last(&x, g.c, plane);
+            let nbins = g.ph * g.pw;
+            crate::engine::install(|| {
+                out.par_chunks_mut(per_roi).zip(rois.par_chunks(5)).for_each(|(o, roi)| {
+                    let Some(t) = align_table::<T>(c.params, g, roi) else {
+                        o.iter_mut().for_each(|v| *v = T::of(0.0));
+                        return;
+                    };
+                    let mut acc = vec![T::of(0.0); g.c];
+                    for k in 0..nbins {
+                        acc.iter_mut().for_each(|v| *v = T::of(0.0));
+                        for &(idx, wt) in &t.taps[t.starts[k]..t.starts[k + 1]] {
+                            let src = &xt[(t.batch * plane + idx as usize) * g.c..][..g.c];
+                            for (a, &v) in acc.iter_mut().zip(src) {
+                                *a += wt * v;
+                            }
+                        }
+                        for (ch, &a) in acc.iter().enumerate() {
+                            o[ch * nbins + k] = a;
+                        }
+                    }
+                })
+            });
+            return;
+        }
+        crate::engine::install(|| {
+            out.par_chunks_mut(per_roi).zip(rois.par_chunks(5)).for_each(|(o, roi)| {
+                let Some(t) = align_table::<T>(c.params, g, roi) else {
+                    o.iter_mut().for_each(|v| *v = T::of(0.0));
+                    return;
+                };
+                let nbins = g.ph * g.pw;
+                for ch in 0..g.co {
+                    for k in 0..nbins {
+                        let base = (t.batch * g.c + align_cin(ps, g, ch, k)) * plane;
+                        let im = &x[base..base + plane];
+                        let mut acc = T::of(0.0);
+                        for &(idx, wt) in &t.taps[t.starts[k]..t.starts[k + 1]] {
+                            acc += wt * im[idx as usize];
+                        }
+                        o[ch * nbins + k] = acc;
+                    }
+                }
+            })
+        })
+    });
+}
+
+/// ROIAlign backward: the sample tables of every ROI, then the data gradient's
+/// channels split across the pool (each task owns its channels' planes in every
+/// image, so the scatter needs no atomics).
+fn align_backward<T: Real>(c: &OpCall, g: &Geom) {
+    use rayon::prelude::*;
+    let og = read_as::<T>(&c.inputs[0]);
+    let rois = read_f64(&c.inputs[2]);
+    let ps = c.params.bool("position_sensitive");
+    let (plane, nbins) = (g.h * g.w, g.ph * g.pw);
+    let tables: Vec<Option<AlignTable<T>>> =
+        crate::engine::install(|| rois.par_chunks(5).map(|roi| align_table::<T>(c.params, g, roi)).collect());
+    if !ps {
+        align_backward_channels_last(c, g, &og, &tables);
+        write_f64(&c.outputs[1], &vec![0f64; rois.len()]);
+        return;
+    }
+    write_as::<T>(&c.outputs[0], |gx| {
+        gx.iter_mut().for_each(|v| *v = T::of(0.0));
+        let chunks = (crate::engine::threads() * 4).clamp(1, g.c.max(1));
+        let size = g.c.div_ceil(chunks).max(1);
+        let gp = SendPtr(gx.as_mut_ptr());
+        let total = gx.len();
+        crate::engine::install(|| {
+            (0..g.c.div_ceil(size)).into_par_iter().for_each(|t| {
+                let (c0, c1) = (t * size, ((t + 1) * size).min(g.c));
+                for (r, tab) in tables.iter().enumerate() {
+                    let Some(tab) = tab else { continue };
+                    for cin in c0..c1 {
+                        // SAFETY: this task alone writes the planes of channels c0..c1.
+                        let dst = unsafe { std::slice::from_raw_parts_mut(gp.get().add((tab.batch * g.c + cin) * plane), plane) };
+                        debug_assert!((tab.batch * g.c + cin + 1) * plane <= total);
+                        let mut bin = |ch: usize, k: usize| {
+                            let gv = og[(r * g.co + ch) * nbins + k];
+                            for &(idx, wt) in &tab.taps[tab.starts[k]..tab.starts[k + 1]] {
+                                dst[idx as usize] += wt * gv;
+                            }
+                        };
+                        if ps {
+                            bin(cin / nbins, cin % nbins);
+                        } else {
+                            (0..nbins).for_each(|k| bin(cin, k));
+                        }
+                    }
+                }
+            })
+        });
+    });
+    write_f64(&c.outputs[1], &vec![0f64; rois.len()]);
+}
+
+/// `(N, C, S)` → `(N, S, C)`, in blocks of positions on the pool.
+fn to_channels_last<T: Real>(x: &[T], c: usize, s: usize) -> Vec<T> {
+    use rayon::prelude::*;
+    const BLOCK: usize = 64;
+    let mut t = vec![T::of(0.0); x.len()];
+    if c == 0 || s == 0 {
+        return t;
+    }
+    crate::engine::install(|| {
+        t.par_chunks_mut(BLOCK * c).enumerate().for_each(|(blk, dst)| {
+            // rows of `t` are (image, position) pairs
+            let first = blk * BLOCK;
+            for (r, row) in dst.chunks_mut(c).enumerate() {
+                let (b, p) = ((first + r) / s, (first + r) % s);
+                for (ch, d) in row.iter_mut().enumerate() {
+                    *d = x[(b * c + ch) * s + p];
+                }
+            }
+        })
+    });
+    t
+}
+
+/// `(N, S, C)` → `(N, C, S)` into `out`.
+fn from_channels_last<T: Real>(t: &[T], c: usize, s: usize, out: &mut [T]) {
+    use rayon::prelude::*;
+    if c == 0 || s == 0 {
+        return;
+    }
+    crate::engine::install(|| {
+        out.par_chunks_mut(s).enumerate().for_each(|(plane, dst)| {
+            let (b, ch) = (plane / c, plane % c);
+            for (p, d) in dst.iter_mut().enumerate() {
+                *d = t[(b * s + p) * c + ch];
+            }
+        })
+    });
+}
+
+/// ROIAlign's data gradient with channels last: the output gradient of each ROI
+/// transposed to `(bin, C)`, then every tap an axpy over a channel range (one range
+/// per task, so that the scatter needs no atomics), then back to `(N, C, H, W)`.
+fn align_backward_channels_last<T: Real>(c: &OpCall, g: &Geom, og: &[T], tables: &[Option<AlignTable<T>>]) {
+    use rayon::prelude::*;
+    let (plane, nbins, ch) = (g.h * g.w, g.ph * g.pw, g.c);
+    let ogt = to_channels_last(og, ch, nbins);
+    let mut gt = vec![T::of(0.0); g.n * plane * ch];
+    let tasks = (crate::engine::threads() * 2).clamp(1, ch.max(1));
+    let size = ch.div_ceil(tasks).max(1);
+    let gp = SendPtr(gt.as_mut_ptr());
+    crate::engine::install(|| {
+        (0..ch.div_ceil(size)).into_par_iter().for_each(|t| {
+            let (c0, c1) = (t * size, ((t + 1) * size).min(ch));
+            for (r, tab) in tables.iter().enumerate() {
+                let Some(tab) = tab else { continue };
+                for k in 0..nbins {
+                    let src = &ogt[(r * nbins + k) * ch + c0..(r * nbins + k) * ch + c1];
+                    for &(idx, wt) in &tab.taps[tab.starts[k]..tab.starts[k + 1]] {
+                        let at = (tab.batch * plane + idx as usize) * ch + c0;
+                        // SAFETY: this task alone writes channels c0..c1 of every position.
+                        let dst = unsafe { std::slice::from_raw_parts_mut(gp.get().add(at), c1 - c0) };
+                        for (d, &v) in dst.iter_mut().zip(src) {
+                            *d += wt * v;
+                        }
+                    }
+                }
+            }
+        })
+    });
+    write_as::<T>(&c.outputs[0], |gx| from_channels_last(&gt, ch, plane, gx));
+}
+
 /// `(ograd, data, rois)` → gradients of data and rois (zero).
 fn backward_infer(a: &InferArgs) -> Out {
     let d = a.dtypes[1];
@@ -361,6 +639,14 @@ fn backward_infer(a: &InferArgs) -> Out {
 fn backward_compute(c: &mut OpCall) -> Result<()> {
     let op = forward_name(c.op.name);
     let g = geom(op, c.params, &c.inputs[1].shape, &c.inputs[2].shape)?;
+    if op == "_contrib_ROIAlign" {
+        if c.inputs[1].dtype == DType::F64 {
+            align_backward::<f64>(c, &g);
+        } else {
+            align_backward::<f32>(c, &g);
+        }
+        return Ok(());
+    }
     let og = read_f64(&c.inputs[0]);
     let x = read_f64(&c.inputs[1]);
     let rois = read_f64(&c.inputs[2]);

@@ -92,3 +92,74 @@ pub fn fill_same_shape(_: &Params, shapes: &mut [Option<Shape>]) -> Result<()> {
     }
     Ok(())
 }
+
+/// The element types the tuned detection kernels (`box_nms`, `ROIAlign`,
+/// deformable convolution) compute in: float64 arrays in f64, every other float
+/// type in f32 (float16/bfloat16 are widened on read and narrowed on write).
+pub trait Real:
+    crate::kernels::cpu::gemm::GemmElem
+    + crate::dtype::Element
+    + PartialOrd
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::Neg<Output = Self>
+    + std::ops::AddAssign
+    + std::iter::Sum
+{
+    fn of(v: f64) -> Self;
+    fn get(self) -> f64;
+    fn floor(self) -> Self;
+}
+
+macro_rules! impl_real {
+    ($t:ty) => {
+        impl Real for $t {
+            #[inline(always)]
+            fn of(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn get(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn floor(self) -> Self {
+                <$t>::floor(self)
+            }
+        }
+    };
+}
+impl_real!(f32);
+impl_real!(f64);
+
+/// A blob's elements as `T`: borrowed when the blob holds `T`, else converted.
+pub fn read_as<T: Real>(b: &super::Blob) -> std::borrow::Cow<'_, [T]> {
+    use crate::dtype::Element;
+    if b.dtype == <T as Element>::DTYPE {
+        // SAFETY: a blob holds its elements; nothing writes it during the call.
+        return std::borrow::Cow::Borrowed(unsafe { b.slice::<T>() });
+    }
+    // SAFETY: as above.
+    crate::with_dtype!(b.dtype, U, { std::borrow::Cow::Owned(unsafe { b.slice::<U>() }.iter().map(|v| T::of(v.to_f64())).collect()) })
+}
+
+/// Runs `f` on the output blob's elements as `T` (in place when the blob holds `T`,
+/// else through a buffer converted afterwards). `f` must write every element.
+pub fn write_as<T: Real>(b: &super::Blob, f: impl FnOnce(&mut [T])) {
+    use crate::dtype::Element;
+    if b.dtype == <T as Element>::DTYPE {
+        // SAFETY: the output is ours to write.
+        f(unsafe { b.slice_mut::<T>() });
+        return;
+    }
+    let mut v = vec![T::of(0.0); b.size()];
+    f(&mut v);
+    // SAFETY: the output is ours to write and holds v.len() elements.
+    crate::with_dtype!(b.dtype, U, {
+        for (d, s) in unsafe { b.slice_mut::<U>() }.iter_mut().zip(&v) {
+            *d = U::from_f64(s.get());
+        }
+    })
+}
