@@ -11,7 +11,10 @@
 //!
 //! The CPU kernel projects the input of all time steps with one GEMM per layer and
 //! direction, then runs one `(N, P) x (P, G*H)` GEMM and the gate arithmetic per
-//! step. The forward writes what the backward needs (gate activations, the states
+//! step; the h2h weight is packed once per layer and direction and reused by the T
+//! steps' products (`kernels::cpu::packed_gemm`), forward and backward, and the
+//! float32 LSTM cell runs as one vectorised pass (`kernels::cpu::rnn_cell`). The
+//! backward's weight gradients are one GEMM over all steps per weight. The forward writes what the backward needs (gate activations, the states
 //! before each step, the cells, the layers' inputs and dropout masks) into a hidden
 //! last output, the reserve; `_backward_RNN` reads it back, so the backward does not
 //! run the forward again. With `use_sequence_length`, the steps past each item's
@@ -727,6 +730,7 @@ unsafe fn backward<T: Real>(
     let zero = T::zero();
     let one = T::from_f64(1.0);
     let lstm = cfg.mode == Mode::Lstm;
+    let full = lens.iter().all(|&l| l == t);
     at(dw, 0, wtotal).fill(zero);
     let ystride = dirs * p;
     // the gradient of the current layer's output, and of its input
@@ -755,8 +759,11 @@ unsafe fn backward<T: Real>(
             let (wo, ro) = (woff[ld], roff[ld]);
             // h2h weight packed once for the T steps' products dA_h · Wh
             let whp = PackedB::pack(gh, p, b.w.add(wo.wh), p, false);
-            dax.fill(zero);
-            dah.fill(zero);
+            if !full {
+                // rows of steps past an item's length are not written below
+                dax.fill(zero);
+                dah.fill(zero);
+            }
             match dhy {
                 Some(g) => dh.copy_from_slice(at(g, ld * n * p, n * p)),
                 None => dh.fill(zero),

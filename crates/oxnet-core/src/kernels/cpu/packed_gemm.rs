@@ -15,25 +15,12 @@ use super::gemm::GemmElem;
 use super::SendPtr;
 use std::ops::{Add, Mul};
 
-/// The element types of the packed GEMM (float32 and float64).
-pub trait PackElem: GemmElem + Add<Output = Self> + Mul<Output = Self> {
-    /// `a * b + c`, fused (only called where the CPU has FMA).
-    fn fma(a: Self, b: Self, c: Self) -> Self;
-}
+/// The element types of the packed GEMM: float32 and float64 have SIMD kernels,
+/// other types run the plain one.
+pub trait PackElem: GemmElem + Add<Output = Self> + Mul<Output = Self> {}
 
-impl PackElem for f32 {
-    #[inline(always)]
-    fn fma(a: f32, b: f32, c: f32) -> f32 {
-        a.mul_add(b, c)
-    }
-}
-
-impl PackElem for f64 {
-    #[inline(always)]
-    fn fma(a: f64, b: f64, c: f64) -> f64 {
-        a.mul_add(b, c)
-    }
-}
+impl PackElem for f32 {}
+impl PackElem for f64 {}
 
 /// The instruction set the micro-kernel is compiled for.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -90,7 +77,9 @@ impl<T: PackElem> PackedB<T> {
     /// # Safety
     /// `b` must be valid for the extent described.
     pub unsafe fn pack(k: usize, n: usize, b: *const T, ldb: usize, trans: bool) -> PackedB<T> {
-        Self::pack_for(isa(), k, n, b, ldb, trans)
+        let simd =
+            std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() || std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>();
+        Self::pack_for(if simd { isa() } else { Isa::Portable }, k, n, b, ldb, trans)
     }
 
     /// [`PackedB::pack`] for the kernel of `isa` (which the CPU must run).
@@ -168,7 +157,17 @@ pub unsafe fn gemm_packed<T: PackElem>(m: usize, a: *const T, lda: usize, b: &Pa
 /// Panels `p0..p1` of the product, on the calling thread, by the kernel `b` was
 /// packed for.
 #[allow(clippy::too_many_arguments)]
-unsafe fn run_panels<T: PackElem>(b: &PackedB<T>, m: usize, a: *const T, lda: usize, p0: usize, p1: usize, acc: bool, c: *mut T, ldc: usize) {
+unsafe fn run_panels<T: PackElem>(
+    b: &PackedB<T>,
+    m: usize,
+    a: *const T,
+    lda: usize,
+    p0: usize,
+    p1: usize,
+    acc: bool,
+    c: *mut T,
+    ldc: usize,
+) {
     let mr = tile_rows(b.isa);
     // A copy of the last rows of A, zero-padded to a whole tile.
     let tail = m % mr;
@@ -180,41 +179,44 @@ unsafe fn run_panels<T: PackElem>(b: &PackedB<T>, m: usize, a: *const T, lda: us
             pad[i * b.k..(i + 1) * b.k].copy_from_slice(src);
         }
     }
-    let args = Args { m, k: b.k, n: b.n, a, lda, b: b.buf.as_ptr(), p0, p1, acc, c, ldc, pad: pad.as_ptr() };
-    let wide = std::mem::size_of::<T>() == 4;
-    match b.isa {
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => {
-            if wide {
-                panels_avx512::<T, 32>(&args)
-            } else {
-                panels_avx512::<T, 16>(&args)
+    let args = Args { m, k: b.k, n: b.n, nr: b.nr, mr, a, lda, b: b.buf.as_ptr(), p0, p1, acc, c, ldc, pad: pad.as_ptr() };
+    #[cfg(target_arch = "x86_64")]
+    {
+        let any: &dyn std::any::Any = &args;
+        // SAFETY (all four): `b.isa` is an instruction set the CPU runs, and the
+        // matrix was packed with the panel width of that kernel.
+        match b.isa {
+            Isa::Avx512 => {
+                if let Some(g) = any.downcast_ref::<Args<f32>>() {
+                    return avx512_f32(g);
+                }
+                if let Some(g) = any.downcast_ref::<Args<f64>>() {
+                    return avx512_f64(g);
+                }
             }
-        }
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => {
-            if wide {
-                panels_avx2::<T, 16>(&args)
-            } else {
-                panels_avx2::<T, 8>(&args)
+            Isa::Avx2 => {
+                if let Some(g) = any.downcast_ref::<Args<f32>>() {
+                    return avx2_f32(g);
+                }
+                if let Some(g) = any.downcast_ref::<Args<f64>>() {
+                    return avx2_f64(g);
+                }
             }
-        }
-        _ => {
-            if wide {
-                panels::<T, 4, 16, false>(&args)
-            } else {
-                panels::<T, 4, 8, false>(&args)
-            }
+            Isa::Portable => {}
         }
     }
+    portable(&args)
 }
 
-/// One call's operands (see [`gemm_packed`]); `pad` is the zero-padded copy of A's
-/// last `m % MR` rows (`MR × k`), when there are such rows.
+/// One call's operands (see [`gemm_packed`]): panels `p0..p1` of width `nr`, tiles
+/// of `mr` rows; `pad` is the zero-padded copy of A's last `m % mr` rows
+/// (`mr × k`), when there are such rows.
 struct Args<T> {
     m: usize,
     k: usize,
     n: usize,
+    nr: usize,
+    mr: usize,
     a: *const T,
     lda: usize,
     b: *const T,
@@ -226,72 +228,158 @@ struct Args<T> {
     pad: *const T,
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,fma")]
-unsafe fn panels_avx512<T: PackElem, const NR: usize>(args: &Args<T>) {
-    panels::<T, 8, NR, true>(args)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn panels_avx2<T: PackElem, const NR: usize>(args: &Args<T>) {
-    panels::<T, 6, NR, true>(args)
-}
-
-/// Panels `p0..p1`, tile by tile. Inlined into the `target_feature` functions above,
-/// whose instruction sets it is vectorised for.
-#[inline(always)]
-unsafe fn panels<T: PackElem, const MR: usize, const NR: usize, const FMA: bool>(g: &Args<T>) {
+/// The plain kernel (any CPU, any panel width): one `mr × nr` tile at a time.
+unsafe fn portable<T: PackElem>(g: &Args<T>) {
+    let (mr, nr) = (g.mr, g.nr);
+    let mut acc = vec![T::zero(); mr * nr];
     for pi in g.p0..g.p1 {
-        let bp = g.b.add(pi * g.k * NR);
-        let j0 = pi * NR;
-        let cols = NR.min(g.n - j0);
+        let bp = g.b.add(pi * g.k * nr);
+        let j0 = pi * nr;
+        let cols = nr.min(g.n - j0);
         let mut i0 = 0;
         while i0 < g.m {
-            let rows = MR.min(g.m - i0);
-            let (ap, la) = if rows == MR { (g.a.add(i0 * g.lda), g.lda) } else { (g.pad, g.k) };
-            micro::<T, MR, NR, FMA>(g.k, ap, la, bp, g.c.add(i0 * g.ldc + j0), g.ldc, rows, cols, g.acc);
-            i0 += MR;
+            let rows = mr.min(g.m - i0);
+            let (ap, la) = if rows == mr { (g.a.add(i0 * g.lda), g.lda) } else { (g.pad, g.k) };
+            acc.fill(T::zero());
+            for p in 0..g.k {
+                let brow = std::slice::from_raw_parts(bp.add(p * nr), nr);
+                for (i, row) in acc.chunks_exact_mut(nr).enumerate() {
+                    let av = *ap.add(i * la + p);
+                    for (x, &bv) in row.iter_mut().zip(brow) {
+                        *x = *x + av * bv;
+                    }
+                }
+            }
+            for (i, row) in acc.chunks_exact(nr).enumerate().take(rows) {
+                let crow = std::slice::from_raw_parts_mut(g.c.add((i0 + i) * g.ldc + j0), cols);
+                if g.acc {
+                    for (o, &v) in crow.iter_mut().zip(row) {
+                        *o = *o + v;
+                    }
+                } else {
+                    crow.copy_from_slice(&row[..cols]);
+                }
+            }
+            i0 += mr;
         }
     }
 }
 
-/// One `MR × NR` tile of C: the accumulators stay in registers over all of `k`;
-/// only the first `rows × cols` are stored.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn micro<T: PackElem, const MR: usize, const NR: usize, const FMA: bool>(
-    k: usize,
-    a: *const T,
-    lda: usize,
-    bp: *const T,
-    c: *mut T,
-    ldc: usize,
-    rows: usize,
-    cols: usize,
-    acc_c: bool,
-) {
-    let mut acc = [[T::zero(); NR]; MR];
-    for p in 0..k {
-        let brow = &*(bp.add(p * NR) as *const [T; NR]);
-        for (i, row) in acc.iter_mut().enumerate() {
-            let av = *a.add(i * lda + p);
-            for (x, &bv) in row.iter_mut().zip(brow.iter()) {
-                *x = if FMA { T::fma(av, bv, *x) } else { *x + av * bv };
+/// The SIMD kernels: panels of two vectors' width (`2 · L` columns), tiles of `MR`
+/// rows whose `2 · MR` accumulators stay in registers over all of `k`. Full
+/// panels are stored with vector loads and stores, the last narrow one through a
+/// buffer.
+macro_rules! simd_kernel {
+    ($name:ident, $feat:literal, $t:ty, $lanes:expr, $mr:expr, $zero:ident, $load:ident, $set1:ident, $fma:ident, $add:ident, $store:ident) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $feat)]
+        unsafe fn $name(g: &Args<$t>) {
+            use std::arch::x86_64::*;
+            const L: usize = $lanes;
+            const NR: usize = 2 * L;
+            const MR: usize = $mr;
+            debug_assert!(g.nr == NR && g.mr == MR);
+            for pi in g.p0..g.p1 {
+                let bp = g.b.add(pi * g.k * NR);
+                let j0 = pi * NR;
+                let cols = NR.min(g.n - j0);
+                let mut i0 = 0;
+                while i0 < g.m {
+                    let rows = MR.min(g.m - i0);
+                    let (ap, la) = if rows == MR { (g.a.add(i0 * g.lda), g.lda) } else { (g.pad, g.k) };
+                    let z = $zero();
+                    let mut acc = [[z; 2]; MR];
+                    for p in 0..g.k {
+                        let b0 = $load(bp.add(p * NR));
+                        let b1 = $load(bp.add(p * NR + L));
+                        for (i, r) in acc.iter_mut().enumerate() {
+                            let av = $set1(*ap.add(i * la + p));
+                            r[0] = $fma(av, b0, r[0]);
+                            r[1] = $fma(av, b1, r[1]);
+                        }
+                    }
+                    for (i, r) in acc.iter().enumerate() {
+                        if i >= rows {
+                            break;
+                        }
+                        let crow = g.c.add((i0 + i) * g.ldc + j0);
+                        if cols == NR {
+                            let (mut v0, mut v1) = (r[0], r[1]);
+                            if g.acc {
+                                v0 = $add(v0, $load(crow));
+                                v1 = $add(v1, $load(crow.add(L)));
+                            }
+                            $store(crow, v0);
+                            $store(crow.add(L), v1);
+                        } else {
+                            let mut tmp = [0 as $t; NR];
+                            $store(tmp.as_mut_ptr(), r[0]);
+                            $store(tmp.as_mut_ptr().add(L), r[1]);
+                            for (j, &v) in tmp.iter().enumerate().take(cols) {
+                                let o = crow.add(j);
+                                *o = if g.acc { *o + v } else { v };
+                            }
+                        }
+                    }
+                    i0 += MR;
+                }
             }
         }
-    }
-    for (i, row) in acc.iter().enumerate().take(rows) {
-        let crow = std::slice::from_raw_parts_mut(c.add(i * ldc), cols);
-        if acc_c {
-            for (o, &v) in crow.iter_mut().zip(row.iter()) {
-                *o = *o + v;
-            }
-        } else {
-            crow.copy_from_slice(&row[..cols]);
-        }
-    }
+    };
 }
+
+simd_kernel!(
+    avx512_f32,
+    "avx512f,fma",
+    f32,
+    16,
+    8,
+    _mm512_setzero_ps,
+    _mm512_loadu_ps,
+    _mm512_set1_ps,
+    _mm512_fmadd_ps,
+    _mm512_add_ps,
+    _mm512_storeu_ps
+);
+simd_kernel!(
+    avx512_f64,
+    "avx512f,fma",
+    f64,
+    8,
+    8,
+    _mm512_setzero_pd,
+    _mm512_loadu_pd,
+    _mm512_set1_pd,
+    _mm512_fmadd_pd,
+    _mm512_add_pd,
+    _mm512_storeu_pd
+);
+simd_kernel!(
+    avx2_f32,
+    "avx2,fma",
+    f32,
+    8,
+    6,
+    _mm256_setzero_ps,
+    _mm256_loadu_ps,
+    _mm256_set1_ps,
+    _mm256_fmadd_ps,
+    _mm256_add_ps,
+    _mm256_storeu_ps
+);
+simd_kernel!(
+    avx2_f64,
+    "avx2,fma",
+    f64,
+    4,
+    6,
+    _mm256_setzero_pd,
+    _mm256_loadu_pd,
+    _mm256_set1_pd,
+    _mm256_fmadd_pd,
+    _mm256_add_pd,
+    _mm256_storeu_pd
+);
 
 #[cfg(test)]
 mod tests {
