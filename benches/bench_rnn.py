@@ -1,4 +1,4 @@
-"""The fused RNN op: a 2-layer LSTM (T=35, N=32, C=H=256, float32, the shape of the
+"""The fused RNN op: a 2-layer LSTM (T=35, N=32, C=H=512, float32, the shape of the
 PTB language model) through `gluon.rnn.LSTM`, oxnet against MXNet 1.9.1 (its fused
 `RNN` op; the pip build runs it with oneDNN) and PyTorch's CPU `nn.LSTM` where a
 Python here imports torch, each in its own process in one run, printing medians and
@@ -6,6 +6,7 @@ ratios.
 
     python benches/bench_rnn.py            # forward (inference) and forward+backward
     python benches/bench_rnn.py --record   # ... and append the table to RESULTS.md
+    python benches/bench_rnn.py --no-torch # oxnet and MXNet only
 """
 
 import argparse
@@ -21,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _driver import mxnet_python, run_worker, torch_python, torch_setup  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-T, N, C, H, L = 35, 32, 256, 256, 2
+T, N, C, H, L = 35, 32, 512, 512, 2
 CASES = ["lstm forward", "lstm forward+backward"]
 REPEATS = 15
 
@@ -83,6 +84,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--worker")
     ap.add_argument("--record", action="store_true")
+    ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
     args = ap.parse_args()
     if args.worker == "torch":
         print(json.dumps(torch_worker()))
@@ -93,7 +95,7 @@ def main():
     results = {"oxnet": run_worker(sys.executable, __file__, "oxnet")}
     mxpy = mxnet_python()
     results["mxnet"] = run_worker(mxpy, __file__, "mxnet") if mxpy else None
-    tpy = torch_python()
+    tpy = None if args.no_torch else torch_python()
     results["torch"] = run_worker(tpy, __file__, "torch") if tpy else None
     backends = [b for b in ("oxnet", "mxnet", "torch") if results.get(b)]
     lines = ["| case (ms, median of %d) | %s | mxnet / oxnet | torch / oxnet |" % (REPEATS, " | ".join(backends)),

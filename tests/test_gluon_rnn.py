@@ -210,10 +210,13 @@ def test_layer_sequence_length_matches_bidirectional_cells_with_valid_length(mod
                                 valid_length=valid)
     np.testing.assert_allclose(out.asnumpy(), ref.asnumpy(), rtol=1e-6, atol=1e-7)
     assert (out.asnumpy()[2, 1:] == 0).all()
+    # float32: the fused op's recurrent product sums in another order than the
+    # cells' FullyConnected (a packed FMA kernel), so a few ulps apart
     for i in range(n):
-        np.testing.assert_allclose(new[i].asnumpy()[0], ref_states[i].asnumpy(), rtol=1e-6)
+        np.testing.assert_allclose(new[i].asnumpy()[0], ref_states[i].asnumpy(), rtol=1e-5,
+                                   atol=1e-6)
         np.testing.assert_allclose(new[i].asnumpy()[1], ref_states[n + i].asnumpy(),
-                                   rtol=1e-6)
+                                   rtol=1e-5, atol=1e-6)
     layer.hybridize()
     out_h, _ = layer(x, states, sequence_length=valid)
     np.testing.assert_allclose(out_h.asnumpy(), out.asnumpy(), rtol=1e-6, atol=1e-7)

@@ -11,7 +11,10 @@
 //!
 //! The CPU kernel projects the input of all time steps with one GEMM per layer and
 //! direction, then runs one `(N, P) x (P, G*H)` GEMM and the gate arithmetic per
-//! step. The forward writes what the backward needs (gate activations, the states
+//! step; the h2h weight is packed once per layer and direction and reused by the T
+//! steps' products (`kernels::cpu::packed_gemm`), forward and backward, and the
+//! float32 LSTM cell runs as one vectorised pass (`kernels::cpu::rnn_cell`). The
+//! backward's weight gradients are one GEMM over all steps per weight. The forward writes what the backward needs (gate activations, the states
 //! before each step, the cells, the layers' inputs and dropout masks) into a hidden
 //! last output, the reserve; `_backward_RNN` reads it back, so the backward does not
 //! run the forward again. With `use_sequence_length`, the steps past each item's
@@ -23,7 +26,9 @@
 use super::{invoke, lookup, Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Params, Registry};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::cpu::gemm::{gemm, GemmElem};
+use crate::kernels::cpu::gemm::gemm;
+use crate::kernels::cpu::packed_gemm::{gemm_packed, PackElem, PackedB};
+use crate::kernels::cpu::rnn_cell;
 use crate::ndarray::NDArray;
 use crate::random::uniform01;
 use crate::shape::{fmt_shape, Shape};
@@ -425,7 +430,7 @@ fn bwd_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
 // ---- the kernel ----------------------------------------------------------------------
 
 trait Real:
-    GemmElem
+    PackElem
     + PartialOrd
     + std::ops::Add<Output = Self>
     + std::ops::Sub<Output = Self>
@@ -437,6 +442,31 @@ trait Real:
     fn exp_(self) -> Self;
     fn tanh_(self) -> Self;
     fn is_nan_(self) -> bool;
+    /// One LSTM row of `h` units without state clipping: gates from the
+    /// pre-activations `xr + hr`, `c` updated (and copied to `cn`), `out = o·tanh(c)`.
+    #[allow(clippy::too_many_arguments)]
+    fn lstm_row(h: usize, xr: &[Self], hr: &[Self], c: &mut [Self], gates: &mut [Self], cn: &mut [Self], out: &mut [Self]) {
+        for j in 0..h {
+            let ig = sigmoid(xr[j] + hr[j]);
+            let fg = sigmoid(xr[h + j] + hr[h + j]);
+            let gg = (xr[2 * h + j] + hr[2 * h + j]).tanh_();
+            let og = sigmoid(xr[3 * h + j] + hr[3 * h + j]);
+            let cv = fg * c[j] + ig * gg;
+            gates[j] = ig;
+            gates[h + j] = fg;
+            gates[2 * h + j] = gg;
+            gates[3 * h + j] = og;
+            c[j] = cv;
+            cn[j] = cv;
+            out[j] = og * cv.tanh_();
+        }
+    }
+    /// `dst[i] = tanh(src[i])`.
+    fn tanh_slice(src: &[Self], dst: &mut [Self]) {
+        for (d, &v) in dst.iter_mut().zip(src) {
+            *d = v.tanh_();
+        }
+    }
 }
 impl Real for f32 {
     fn exp_(self) -> Self {
@@ -447,6 +477,12 @@ impl Real for f32 {
     }
     fn is_nan_(self) -> bool {
         self.is_nan()
+    }
+    fn lstm_row(h: usize, xr: &[f32], hr: &[f32], c: &mut [f32], gates: &mut [f32], cn: &mut [f32], out: &mut [f32]) {
+        rnn_cell::lstm_row(h, xr, hr, c, gates, cn, out)
+    }
+    fn tanh_slice(src: &[f32], dst: &mut [f32]) {
+        rnn_cell::tanh_slice(src, dst)
     }
 }
 impl Real for f64 {
@@ -532,6 +568,8 @@ unsafe fn forward<T: Real>(cfg: &Cfg, b: &Bufs<T>, lens: &[usize], out: *mut T, 
                     *v += bb;
                 }
             }
+            // h2h weight packed once for the T steps' products h · Whᵀ
+            let whp = PackedB::pack(p, gh, b.w.add(wo.wh), p, true);
             let hs = at(hy, ld * n * p, n * p);
             hs.copy_from_slice(at(b.h0, ld * n * p, n * p));
             let cs: &mut [T] = if cfg.mode == Mode::Lstm {
@@ -549,7 +587,7 @@ unsafe fn forward<T: Real>(cfg: &Cfg, b: &Bufs<T>, lens: &[usize], out: *mut T, 
                 for row in hh.chunks_exact_mut(gh) {
                     row.copy_from_slice(bh);
                 }
-                gemm(n, gh, p, one, hs.as_ptr(), p, false, b.w.add(wo.wh), p, true, one, hh.as_mut_ptr(), gh);
+                gemm_packed(n, hs.as_ptr(), p, &whp, true, hh.as_mut_ptr(), gh);
                 let gates = at(b.res, ro.gates + s * n * gh, n * gh);
                 for bi in 0..n {
                     let Some(tau) = step_of(s, lens[bi], d) else {
@@ -576,6 +614,12 @@ unsafe fn forward<T: Real>(cfg: &Cfg, b: &Bufs<T>, lens: &[usize], out: *mut T, 
                                 gr[j] = v;
                                 hrow[j] = v;
                             }
+                        }
+                        Mode::Lstm if clip.is_none() => {
+                            let crow = &mut cs[bi * h..(bi + 1) * h];
+                            let cn = at(b.res, ro.cnew + s * n * h + bi * h, h);
+                            let outr: &mut [T] = if cfg.proj { &mut rr[bi * h..(bi + 1) * h] } else { &mut hrow[..h] };
+                            T::lstm_row(h, xr, hr, crow, gr, cn, outr);
                         }
                         Mode::Lstm => {
                             let crow = &mut cs[bi * h..(bi + 1) * h];
@@ -686,6 +730,7 @@ unsafe fn backward<T: Real>(
     let zero = T::zero();
     let one = T::from_f64(1.0);
     let lstm = cfg.mode == Mode::Lstm;
+    let full = lens.iter().all(|&l| l == t);
     at(dw, 0, wtotal).fill(zero);
     let ystride = dirs * p;
     // the gradient of the current layer's output, and of its input
@@ -699,6 +744,7 @@ unsafe fn backward<T: Real>(
     let mut direct = vec![zero; if cfg.mode == Mode::Gru { n * h } else { 0 }];
     let mut rr = vec![zero; if cfg.proj { n * h } else { 0 }];
     let mut dr = vec![zero; if cfg.proj { n * h } else { 0 }];
+    let mut th_row = vec![zero; if lstm { h } else { 0 }];
     for l in (0..cfg.layers).rev() {
         let ins = cfg.in_size(l);
         let x: *mut T = if l == 0 { b.x } else { b.res.add(xin_off[l]) };
@@ -711,8 +757,13 @@ unsafe fn backward<T: Real>(
         for d in 0..dirs {
             let ld = l * dirs + d;
             let (wo, ro) = (woff[ld], roff[ld]);
-            dax.fill(zero);
-            dah.fill(zero);
+            // h2h weight packed once for the T steps' products dA_h · Wh
+            let whp = PackedB::pack(gh, p, b.w.add(wo.wh), p, false);
+            if !full {
+                // rows of steps past an item's length are not written below
+                dax.fill(zero);
+                dah.fill(zero);
+            }
             match dhy {
                 Some(g) => dh.copy_from_slice(at(g, ld * n * p, n * p)),
                 None => dh.fill(zero),
@@ -769,10 +820,11 @@ unsafe fn backward<T: Real>(
                             let cn = at(b.res, ro.cnew + s * n * h + bi * h, h);
                             let cp = at(b.res, ro.cprev + s * n * h + bi * h, h);
                             let dcr = &mut dc[bi * h..(bi + 1) * h];
+                            T::tanh_slice(cn, &mut th_row);
                             for j in 0..h {
                                 let (ig, fg, gg, og) = (gr[j], gr[h + j], gr[2 * h + j], gr[3 * h + j]);
                                 let c = cn[j];
-                                let th = c.tanh_();
+                                let th = th_row[j];
                                 let dro = dhr[j];
                                 let d_o = dro * th;
                                 let mut dct = dcr[j] + dro * og * (one - th * th);
@@ -821,7 +873,7 @@ unsafe fn backward<T: Real>(
                 }
                 // dH_prev = dAh_s · Wh (+ GRU's direct term); items past their length
                 // keep their gradient
-                gemm(n, p, gh, one, dah.as_ptr().add(s * n * gh), gh, false, b.w.add(wo.wh), p, false, zero, tmp.as_mut_ptr(), p);
+                gemm_packed(n, dah.as_ptr().add(s * n * gh), gh, &whp, false, tmp.as_mut_ptr(), p);
                 for bi in 0..n {
                     if s >= lens[bi] {
                         continue;
