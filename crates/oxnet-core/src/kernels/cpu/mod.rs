@@ -13,6 +13,7 @@ pub mod index;
 pub mod layout;
 pub mod nn;
 pub mod reduce;
+pub mod small_la;
 pub mod softmax;
 pub mod sort;
 pub mod winograd;
