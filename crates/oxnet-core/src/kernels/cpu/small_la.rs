@@ -92,6 +92,7 @@ fn div_all<T: LaFloat>(y: &mut [T], d: T) {
 /// trailing rows with `axpy`s along contiguous rows. False when the matrix is not
 /// positive definite (a pivot is not > 0, NaN included).
 #[inline(always)]
+#[allow(clippy::neg_cmp_op_on_partial_ord)] // `!(d > 0)` is meant: NaN fails too
 fn cholesky_upper<T: LaFloat>(u: &mut [T], n: usize) -> bool {
     for k in 0..n {
         let (head, tail) = u.split_at_mut((k + 1) * n);
@@ -289,7 +290,7 @@ pub fn potrf_batch<T: LaFloat>(a: &[T], out: &mut [T], n: usize, lower: bool) ->
 pub fn trsm_batch<T: LaFloat>(a: &[T], b: &[T], out: &mut [T], s: Trsm, alpha: T) {
     assert_eq!(b.len(), out.len(), "trsm_batch: B and output sizes differ");
     assert_eq!(s.n, if s.right { s.k } else { s.m }, "trsm_batch: A's order does not match B");
-    let count = if s.m * s.k == 0 { 0 } else { b.len() / (s.m * s.k) };
+    let count = b.len().checked_div(s.m * s.k).unwrap_or(0);
     assert!(a.len() >= count * s.n * s.n, "trsm_batch: too few matrices in A");
     #[cfg(target_arch = "x86_64")]
     if has_avx2() {
