@@ -8,6 +8,10 @@
 //! float64; the factorizations run in float64 on `faer` (float32 inputs are widened
 //! and the results rounded back). The gradients live in `linalg_la_grad.rs`.
 //!
+//! `potrf` and `trsm` on matrices of order up to [`SMALL_N`] skip `faer` and the
+//! float64 widening: they run [`small_la`]'s in-place kernels on the contiguous batch
+//! in the input's own dtype, in chunks of matrices across the pool.
+//!
 //! Why `faer`: a pure-Rust, maintained LAPACK-quality library (Cholesky, triangular
 //! solves, QR, LU with pivoting, symmetric eigensolver) that needs no system BLAS or
 //! LAPACK, so the wheel stays self-contained. `gelqf` is a small Householder LQ of
@@ -16,6 +20,7 @@
 use super::{check_same_dtype, Arity, Blob, InferArgs, OpCall, OpDef, PType, ParamSpec, Registry};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernels::cpu::small_la::{self, LaFloat, SMALL_N};
 use crate::shape::{fmt_shape, Shape};
 use faer::linalg::solvers::DenseSolveCore;
 use faer::linalg::triangular_solve::{solve_lower_triangular_in_place, solve_upper_triangular_in_place};
@@ -229,19 +234,75 @@ pub(super) const TRIAN_PARAMS: &[ParamSpec] = &[
 
 // ---- potrf / potri ------------------------------------------------------------------
 
+/// Runs `f(first, chunk)` over chunks of whole matrices of the stack `out` (`per`
+/// elements each; `first` is the chunk's first matrix), across the pool when the
+/// work is worth it. `f` gives the index and message of a failing matrix; the
+/// lowest failing index gives the op's error.
+fn for_chunks<T: Send>(
+    op: &str,
+    out: &mut [T],
+    per: usize,
+    work_each: usize,
+    f: impl Fn(usize, &mut [T]) -> std::result::Result<(), (usize, String)> + Sync + Send,
+) -> Result<()> {
+    if per == 0 || out.is_empty() {
+        return Ok(());
+    }
+    let count = out.len() / per;
+    let threads = crate::engine::threads();
+    let first = if count > 1 && threads > 1 && count.saturating_mul(work_each) >= 1 << 15 {
+        let chunk = count.div_ceil(threads * 4);
+        crate::engine::install(|| {
+            out.par_chunks_mut(chunk * per).enumerate().filter_map(|(ci, o)| f(ci * chunk, o).err()).min_by_key(|e| e.0)
+        })
+    } else {
+        f(0, out).err()
+    };
+    match first {
+        Some((_, m)) => Err(Error::op(op, m)),
+        None => Ok(()),
+    }
+}
+
+fn not_positive_definite(i: usize, s: &[usize]) -> String {
+    format!(
+        "the matrix at batch index {i} is not symmetric positive definite (Cholesky factorization failed); input shape {}",
+        fmt_shape(s)
+    )
+}
+
+/// `potrf` on matrices of order <= `SMALL_N`: in place in the output, in `T`.
+fn potrf_small<T: LaFloat>(c: &OpCall, lower: bool) -> Result<()> {
+    let s = &c.inputs[0].shape;
+    let n = s[s.len() - 1];
+    let nn = n * n;
+    if c.outputs[0].size() == 0 {
+        return Ok(());
+    }
+    // SAFETY: the op is not in place, so the output does not alias the input; the
+    // engine gives the op exclusive use of its output while it runs.
+    let (a, out) = unsafe { (c.inputs[0].slice::<T>(), c.outputs[0].slice_mut::<T>()) };
+    for_chunks(c.op.name, out, nn, nn * n, |first, o| {
+        let a = &a[first * nn..first * nn + o.len()];
+        small_la::potrf_batch(a, o, n, lower).map_err(|j| (first + j, not_positive_definite(first + j, s)))
+    })
+}
+
 fn potrf_compute(c: &mut OpCall) -> Result<()> {
     let lower = c.params.bool("lower");
     let s = &c.inputs[0].shape;
     let n = s[s.len() - 1];
+    if n <= SMALL_N {
+        match c.inputs[0].dtype {
+            DType::F32 => return potrf_small::<f32>(c, lower),
+            DType::F64 => return potrf_small::<f64>(c, lower),
+            _ => {}
+        }
+    }
     let (a, o) = (Buf::of(&c.inputs[0]), Buf::of(&c.outputs[0]));
     for_batch(c.op.name, batch_of(s), n * n * n, |i| {
         let off = i * n * n;
-        let l = lower_sym(&a.mat(off, n, n), lower).llt(Side::Lower).map_err(|_| {
-            format!(
-                "the matrix at batch index {i} is not symmetric positive definite (Cholesky factorization failed); input shape {}",
-                fmt_shape(s)
-            )
-        })?;
+        let l = lower_sym(&a.mat(off, n, n), lower).llt(Side::Lower).map_err(|_| not_positive_definite(i, s))?;
         let l = Mat::from_fn(n, n, |r, k| if r >= k { l.L()[(r, k)] } else { 0.0 });
         o.put(off, if lower { l.as_ref() } else { l.transpose() });
         Ok(())
@@ -342,11 +403,38 @@ pub(super) fn trsm_one(t: &Mat<f64>, t_lower: bool, b: &Mat<f64>, alpha: f64, ri
     }
 }
 
+/// `trsm` on triangles of order <= `SMALL_N`: in place in the output, in `T`.
+fn trsm_small<T: LaFloat>(c: &OpCall, tr: bool, right: bool, lower: bool, alpha: f64) -> Result<()> {
+    let (sa, sb) = (&c.inputs[0].shape, &c.inputs[1].shape);
+    let n = sa[sa.len() - 1];
+    let (m, k) = (sb[sb.len() - 2], sb[sb.len() - 1]);
+    let (nn, mk) = (n * n, m * k);
+    if c.outputs[0].size() == 0 {
+        return Ok(());
+    }
+    // SAFETY: as in `potrf_small` (trsm is not in place either).
+    let (a, b, out) = unsafe { (c.inputs[0].slice::<T>(), c.inputs[1].slice::<T>(), c.outputs[0].slice_mut::<T>()) };
+    let alpha = T::from_f64(alpha);
+    for_chunks(c.op.name, out, mk, n * mk, |first, o| {
+        let count = o.len() / mk;
+        let (a, b) = (&a[first * nn..(first + count) * nn], &b[first * mk..first * mk + o.len()]);
+        small_la::trsm_batch(a, b, o, small_la::Trsm { n, m, k, lower, transpose: tr, right }, alpha);
+        Ok(())
+    })
+}
+
 fn trsm_compute(c: &mut OpCall) -> Result<()> {
     let p = c.params;
     let (tr, right, lower, alpha) = (p.bool("transpose"), p.bool("rightside"), p.bool("lower"), p.float("alpha"));
     let (sa, sb) = (&c.inputs[0].shape, &c.inputs[1].shape);
     let n = sa[sa.len() - 1];
+    if n <= SMALL_N {
+        match c.inputs[1].dtype {
+            DType::F32 => return trsm_small::<f32>(c, tr, right, lower, alpha),
+            DType::F64 => return trsm_small::<f64>(c, tr, right, lower, alpha),
+            _ => {}
+        }
+    }
     let (m, k) = (sb[sb.len() - 2], sb[sb.len() - 1]);
     let (a, b, o) = (Buf::of(&c.inputs[0]), Buf::of(&c.inputs[1]), Buf::of(&c.outputs[0]));
     for_batch(c.op.name, batch_of(sb), n * m * k, |i| {
@@ -1026,3 +1114,7 @@ pub(super) fn register(r: &mut Registry) {
     );
     super::linalg_la_grad::register(r);
 }
+
+#[cfg(test)]
+#[path = "linalg_la_tests.rs"]
+mod tests;

@@ -15,6 +15,7 @@ pub mod packed_gemm;
 pub mod nn;
 pub mod reduce;
 pub mod rnn_cell;
+pub mod small_la;
 pub mod softmax;
 pub mod sort;
 pub mod winograd;
