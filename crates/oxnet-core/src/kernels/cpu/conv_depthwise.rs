@@ -30,7 +30,7 @@
 //! other CPU runs the same loops without fused multiply-adds.
 
 use super::conv::{par_ranges, valid_range, ConvElem, ConvGeom, Scratch};
-use super::SendPtr;
+use super::{isa, Isa, SendPtr};
 use crate::error::{Error, Result};
 use half::f16;
 use std::any::TypeId;
@@ -158,35 +158,13 @@ pub fn applies<T: 'static>(g: &ConvGeom) -> bool {
         && g.y_len() > 0
 }
 
-/// Which kernels the CPU can run.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Isa {
-    Avx512,
-    Avx2,
-    Plain,
-}
-
-fn isa() -> Isa {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let fma = std::arch::is_x86_feature_detected!("fma");
-        if std::arch::is_x86_feature_detected!("avx512f") && fma {
-            return Isa::Avx512;
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && fma {
-            return Isa::Avx2;
-        }
-    }
-    Isa::Plain
-}
-
 /// Columns per block (one vector of float32 on AVX-512, two on AVX2; float64
 /// blocks take twice the registers).
 fn block_width(isa: Isa) -> usize {
     match isa {
         Isa::Avx512 => 16,
         Isa::Avx2 => 8,
-        Isa::Plain => 4,
+        Isa::Portable => 4,
     }
 }
 
@@ -683,7 +661,7 @@ unsafe fn forward_with<T: DwElem>(isa: Isa, g: &ConvGeom, x: *const T, w: *const
             match isa {
                 Isa::Avx512 => fwd_avx512::<T, 16>(geo, job, q0, q1, b.ptr),
                 Isa::Avx2 => fwd_avx2::<T, 8>(geo, job, q0, q1, b.ptr),
-                Isa::Plain => fwd_task::<T, 4, false>(geo, job, q0, q1, b.ptr),
+                Isa::Portable => fwd_task::<T, 4, false>(geo, job, q0, q1, b.ptr),
             }
         }
         Ok(())
@@ -759,7 +737,7 @@ unsafe fn backward_with<T: DwElem>(
             match isa {
                 Isa::Avx512 => bwd_avx512::<T, 16>(geo, &job, q0, q1, b.ptr, d.ptr),
                 Isa::Avx2 => bwd_avx2::<T, 8>(geo, &job, q0, q1, b.ptr, d.ptr),
-                Isa::Plain => bwd_task::<T, 4, false>(geo, &job, q0, q1, b.ptr, d.ptr),
+                Isa::Portable => bwd_task::<T, 4, false>(geo, &job, q0, q1, b.ptr, d.ptr),
             }
         }
         Ok(())
@@ -788,7 +766,7 @@ mod tests {
 
     /// The kernels this CPU can run, the plain loops included.
     fn isas() -> Vec<Isa> {
-        let mut v = vec![Isa::Plain];
+        let mut v = vec![Isa::Portable];
         #[cfg(target_arch = "x86_64")]
         {
             let fma = std::arch::is_x86_feature_detected!("fma");

@@ -79,3 +79,27 @@ mod tests {
         assert_eq!(outside.load(Ordering::Relaxed), 0);
     }
 }
+
+/// The x86-64 vector instruction set a hand-written kernel can use on this CPU
+/// (AVX-512F or AVX2, each with FMA); `Portable` elsewhere.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Isa {
+    Avx512,
+    Avx2,
+    Portable,
+}
+
+/// The best [`Isa`] this CPU runs.
+pub(crate) fn isa() -> Isa {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let fma = std::arch::is_x86_feature_detected!("fma");
+        if std::arch::is_x86_feature_detected!("avx512f") && fma {
+            return Isa::Avx512;
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && fma {
+            return Isa::Avx2;
+        }
+    }
+    Isa::Portable
+}

@@ -12,7 +12,7 @@
 //! fallback; the panel width is chosen at packing time for the CPU's vector width.
 
 use super::gemm::GemmElem;
-use super::SendPtr;
+use super::{isa, Isa, SendPtr};
 use std::ops::{Add, Mul};
 
 /// The element types of the packed GEMM: float32 and float64 have SIMD kernels,
@@ -21,28 +21,6 @@ pub trait PackElem: GemmElem + Add<Output = Self> + Mul<Output = Self> {}
 
 impl PackElem for f32 {}
 impl PackElem for f64 {}
-
-/// The instruction set the micro-kernel is compiled for.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Isa {
-    Avx512,
-    Avx2,
-    Portable,
-}
-
-fn isa() -> Isa {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let fma = std::arch::is_x86_feature_detected!("fma");
-        if std::arch::is_x86_feature_detected!("avx512f") && fma {
-            return Isa::Avx512;
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && fma {
-            return Isa::Avx2;
-        }
-    }
-    Isa::Portable
-}
 
 /// Panel width (columns) for `isa` and an element of `size` bytes: two vectors.
 fn panel_width(isa: Isa, size: usize) -> usize {
