@@ -43,3 +43,20 @@ def run_worker(python, script, name, extra=()):
         print("[%s failed]\n%s" % (name, r.stderr[-2000:]), file=sys.stderr)
         return None
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def alternating_rounds(runs, rounds):
+    """Runs each backend of ``runs`` ({name: zero-argument callable giving a result or
+    None}) once per round, in turn, so that a swing in a shared machine's load falls on
+    all of them; returns {name: [results of the rounds that succeeded]} and the list of
+    rounds in which every backend succeeded (each a {name: result})."""
+    per = {name: [] for name in runs}
+    complete = []
+    for _ in range(rounds):
+        got = {name: fn() for name, fn in runs.items()}
+        for name, r in got.items():
+            if r is not None:
+                per[name].append(r)
+        if all(r is not None for r in got.values()):
+            complete.append(got)
+    return per, complete

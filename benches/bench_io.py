@@ -25,7 +25,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _driver import mxnet_python  # noqa: E402
+from _driver import alternating_rounds, mxnet_python  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EPOCHS = 3
@@ -121,16 +121,14 @@ def main():
         # Rounds alternate oxnet and MXNet, so that a change in the shared machine's load
         # falls on both; the table gives the medians over rounds and the median of the
         # rounds' ratios.
-        oxs, mxs, ratios = [], [], []
-        for _ in range(args.rounds):
-            ox = run(sys.executable, "oxnet", case, path)
-            mxr = run(mxpy, "mxnet", case, path) if mxpy else None
-            if ox:
-                oxs.append(ox["images_per_s"])
-            if mxr:
-                mxs.append(mxr["images_per_s"])
-            if ox and mxr:
-                ratios.append(ox["images_per_s"] / mxr["images_per_s"])
+        runs = {"oxnet": lambda: run(sys.executable, "oxnet", case, path)}
+        if mxpy:
+            runs["mxnet"] = lambda: run(mxpy, "mxnet", case, path)
+        per, complete = alternating_rounds(runs, args.rounds)
+        oxs = [r["images_per_s"] for r in per["oxnet"]]
+        mxs = [r["images_per_s"] for r in per.get("mxnet", [])]
+        ratios = [r["oxnet"]["images_per_s"] / r["mxnet"]["images_per_s"]
+                  for r in complete if "mxnet" in r]
         med = lambda v: {"images_per_s": statistics.median(v)} if v else None  # noqa: E731
         ratio = "%.2fx" % statistics.median(ratios) if ratios else "-"
         each = " (rounds: %s)" % ", ".join("%.2f" % r for r in ratios) if len(ratios) > 1 else ""

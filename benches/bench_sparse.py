@@ -22,7 +22,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _driver import mxnet_python, run_worker  # noqa: E402
+from _driver import alternating_rounds, mxnet_python, run_worker  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPEATS = 7
@@ -84,12 +84,11 @@ def main():
     # Rounds alternate oxnet and MXNet so that a swing in a shared machine's load falls
     # on both; the table gives medians over rounds and the median of the rounds' ratios.
     mxpy = mxnet_python()
-    rounds = {"oxnet": [], "mxnet": []}
-    for _ in range(args.rounds):
-        rounds["oxnet"].append(run_worker(sys.executable, __file__, "oxnet"))
-        if mxpy:
-            rounds["mxnet"].append(run_worker(mxpy, __file__, "mxnet"))
-    rounds = {b: [r for r in v if r] for b, v in rounds.items()}
+    runs = {"oxnet": lambda: run_worker(sys.executable, __file__, "oxnet")}
+    if mxpy:
+        runs["mxnet"] = lambda: run_worker(mxpy, __file__, "mxnet")
+    rounds, complete = alternating_rounds(runs, args.rounds)
+    rounds.setdefault("mxnet", [])
     med = lambda rs: {k: statistics.median(r[k] for r in rs) for k in rs[0]} if rs else None  # noqa: E731
     results = {b: med(v) for b, v in rounds.items()}
     ox, mxr = results["oxnet"], results["mxnet"]
@@ -104,7 +103,7 @@ def main():
         cells = ["%.3g" % results[b][key] for b in backends]
         ratio = "-"
         if ox and mxr:
-            each = [m[key] / o[key] for o, m in zip(rounds["oxnet"], rounds["mxnet"])]
+            each = [r["mxnet"][key] / r["oxnet"][key] for r in complete]
             ratio = "%.2fx (%s)" % (statistics.median(each), ", ".join("%.2f" % r for r in each))
         lines.append("| %s | %s | %s |" % (title, " | ".join(cells), ratio))
     if ox and mxr:

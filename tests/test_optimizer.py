@@ -430,3 +430,29 @@ def test_poly_and_cosine_schedulers():
         assert abs(c(n) - want) < 1e-12
     with pytest.raises(ValueError):
         mx.lr_scheduler.CosineScheduler(max_update=0)
+
+
+def test_adadelta_float32_rounding_matches_mxnet_step_by_step():
+    # MXNet's AdaDelta forms 1 - rho in double and rounds it once to float32 (0.1f for
+    # rho = 0.9; 1 - 0.9f in float32 is one ulp above). The fused update follows the
+    # same order of float32 operations, so it agrees with the op-by-op computation
+    # exactly, and float16 weights (multi_precision) round the same way.
+    rng = np.random.default_rng(7)
+    shape = (4, 64)
+    w = rng.uniform(size=shape).astype(np.float32)
+    g = rng.uniform(size=shape).astype(np.float32)
+    opt = mx.optimizer.AdaDelta(rho=0.9, epsilon=1e-5)
+    weight = mx.nd.array(w)
+    state = opt.create_state(0, weight)
+    rho, one_m_rho, eps = np.float32(0.9), np.float32(1 - 0.9), np.float32(1e-5)
+    acc_g = np.zeros(shape, np.float32)
+    acc_d = np.zeros(shape, np.float32)
+    for _ in range(3):
+        opt.update(0, weight, mx.nd.array(g), state)
+        acc_g = rho * acc_g + one_m_rho * (g * g)
+        delta = np.sqrt(acc_d + eps) / np.sqrt(acc_g + eps) * g
+        acc_d = rho * acc_d + one_m_rho * (delta * delta)
+        w = w - delta
+    np.testing.assert_array_equal(state[0].asnumpy(), acc_g)
+    np.testing.assert_array_equal(state[1].asnumpy(), acc_d)
+    np.testing.assert_array_equal(weight.asnumpy(), w)

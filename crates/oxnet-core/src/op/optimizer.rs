@@ -530,15 +530,18 @@ fn adagrad<T: Fl>(c: &OpCall) {
 
 fn adadelta<T: Fl>(c: &OpCall) {
     let k = common::<T::R>(c.params);
-    let (rho, eps) = (T::R::c(c.params.float("rho")), T::R::c(c.params.float("epsilon")));
-    let one = T::R::c(1.0);
+    let rho64 = c.params.float("rho");
+    let (rho, eps) = (T::R::c(rho64), T::R::c(c.params.float("epsilon")));
+    // 1 - rho in double, then rounded once, as MXNet's Python optimizer computes it
+    // (1 - 0.9f in float32 is 0.100000024, one ulp off 0.1f)
+    let one_m_rho = T::R::c(1.0 - rho64);
     let (w, g, ag, ad, o) = (p::<T>(&c.inputs[0]), p::<T>(&c.inputs[1]), p::<T>(&c.inputs[2]), p::<T>(&c.inputs[3]), p::<T>(&c.outputs[0]));
     each(c.outputs[0].size(), |i| {
         let wv = w.get(i).ld();
         let gr = k.g(g.get(i).ld());
-        let agv = rho * ag.get(i).ld() + (one - rho) * gr * gr;
+        let agv = rho * ag.get(i).ld() + one_m_rho * (gr * gr);
         let delta = (ad.get(i).ld() + eps).sqrt() / (agv + eps).sqrt() * gr;
-        let adv = rho * ad.get(i).ld() + (one - rho) * delta * delta;
+        let adv = rho * ad.get(i).ld() + one_m_rho * (delta * delta);
         ag.set(i, T::st(agv));
         ad.set(i, T::st(adv));
         o.set(i, T::st(wv - (delta + k.wd * wv)));
