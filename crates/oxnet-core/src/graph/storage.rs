@@ -15,7 +15,7 @@
 //! computes sparse storage run their forward passes here.
 
 use super::infer::infer;
-use super::{Node, Symbol};
+use super::{Entry, Node, Symbol};
 use crate::autograd;
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -41,6 +41,47 @@ fn ptr(n: &Arc<Node>) -> usize {
     Arc::as_ptr(n) as usize
 }
 
+/// Each node's position in the topological order, by node address.
+fn topo_index(topo: &[Arc<Node>]) -> HashMap<usize, usize> {
+    topo.iter().enumerate().map(|(i, n)| (ptr(n), i)).collect()
+}
+
+/// The values given for the graph's arguments and auxiliary states (their list
+/// orders), by variable node address; `what` names the caller and `kind` the values
+/// in the error when the counts differ.
+fn by_variable<T: Clone>(
+    what: &str,
+    kind: &str,
+    arg_vars: &[Arc<Node>],
+    aux_vars: &[Arc<Node>],
+    args: &[T],
+    aux: &[T],
+) -> Result<HashMap<usize, T>> {
+    if args.len() != arg_vars.len() || aux.len() != aux_vars.len() {
+        return Err(Error::new(format!(
+            "{what}: the symbol has {} arguments and {} auxiliary states, {} and {} {kind} given",
+            arg_vars.len(),
+            aux_vars.len(),
+            args.len(),
+            aux.len()
+        )));
+    }
+    Ok(arg_vars.iter().zip(args).chain(aux_vars.iter().zip(aux)).map(|(n, v)| (ptr(n), v.clone())).collect())
+}
+
+/// The storage type of the node output entry `e` (default where none was found).
+fn stype_at(st: &[Vec<SType>], index: &HashMap<usize, usize>, e: &Entry) -> SType {
+    st[index[&ptr(&e.node)]].get(e.index).copied().unwrap_or(SType::Default)
+}
+
+/// The value of the node output entry `e` computed so far.
+fn value_at(vals: &[Vec<AnyArray>], index: &HashMap<usize, usize>, e: &Entry) -> Result<AnyArray> {
+    vals[index[&ptr(&e.node)]]
+        .get(e.index)
+        .cloned()
+        .ok_or_else(|| Error::new(format!("run_sparse: node {} has no output {}", e.node.name, e.index)))
+}
+
 fn in_node(n: &Node, e: Error) -> Error {
     Error::new(format!("{} (in node {})", e.message(), n.name))
 }
@@ -49,19 +90,9 @@ fn in_node(n: &Node, e: Error) -> Error {
 /// auxiliary states of storage types `args` and `aux` (their list orders).
 pub fn infer_storage(sym: &Symbol, args: &[SType], aux: &[SType]) -> Result<StorageInfo> {
     let topo = sym.topo();
-    let index: HashMap<usize, usize> = topo.iter().enumerate().map(|(i, n)| (ptr(n), i)).collect();
+    let index = topo_index(&topo);
     let (arg_vars, aux_vars) = sym.var_nodes();
-    if args.len() != arg_vars.len() || aux.len() != aux_vars.len() {
-        return Err(Error::new(format!(
-            "infer_storage: the symbol has {} arguments and {} auxiliary states, {} and {} storage types given",
-            arg_vars.len(),
-            aux_vars.len(),
-            args.len(),
-            aux.len()
-        )));
-    }
-    let var_st: HashMap<usize, SType> =
-        arg_vars.iter().zip(args).chain(aux_vars.iter().zip(aux)).map(|(n, s)| (ptr(n), *s)).collect();
+    let var_st = by_variable("infer_storage", "storage types", &arg_vars, &aux_vars, args, aux)?;
     let mut st: Vec<Vec<SType>> = Vec::with_capacity(topo.len());
     let mut computes_sparse = false;
     for n in &topo {
@@ -69,7 +100,7 @@ pub fn infer_storage(sym: &Symbol, args: &[SType], aux: &[SType]) -> Result<Stor
             st.push(vec![var_st.get(&ptr(n)).copied().unwrap_or(SType::Default)]);
             continue;
         };
-        let ins: Vec<SType> = n.inputs.iter().map(|e| st[index[&ptr(&e.node)]].get(e.index).copied().unwrap_or(SType::Default)).collect();
+        let ins: Vec<SType> = n.inputs.iter().map(|e| stype_at(&st, &index, e)).collect();
         let (outs, sparse) = stype::forward(op, &n.params, &ins, n.num_outputs()).map_err(|e| in_node(n, e))?;
         computes_sparse |= sparse;
         st.push(outs);
@@ -88,14 +119,14 @@ pub fn infer_storage(sym: &Symbol, args: &[SType], aux: &[SType]) -> Result<Stor
             continue;
         }
         let ograd = contrib[i].first().map(|c| stype::sum_of(c)).unwrap_or(SType::Default);
-        let ins: Vec<SType> = n.inputs.iter().map(|e| st[index[&ptr(&e.node)]].get(e.index).copied().unwrap_or(SType::Default)).collect();
+        let ins: Vec<SType> = n.inputs.iter().map(|e| stype_at(&st, &index, e)).collect();
         for (e, g) in n.inputs.iter().zip(stype::backward(op, &n.params, &ins, ograd)) {
             if let Some(c) = contrib[index[&ptr(&e.node)]].get_mut(e.index) {
                 c.push(g);
             }
         }
     }
-    let outputs = sym.outputs.iter().map(|e| st[index[&ptr(&e.node)]].get(e.index).copied().unwrap_or(SType::Default)).collect();
+    let outputs = sym.outputs.iter().map(|e| stype_at(&st, &index, e)).collect();
     let arg_grads = arg_vars.iter().map(|n| stype::sum_of(&contrib[index[&ptr(n)]][0])).collect();
     Ok(StorageInfo { outputs, arg_grads, computes_sparse })
 }
@@ -106,19 +137,9 @@ pub fn infer_storage(sym: &Symbol, args: &[SType], aux: &[SType]) -> Result<Stor
 /// the ops update are updated in place.
 pub fn run_sparse(sym: &Symbol, args: &[AnyArray], aux: &[AnyArray], ctx: Context, is_train: bool) -> Result<Vec<AnyArray>> {
     let topo = sym.topo();
-    let index: HashMap<usize, usize> = topo.iter().enumerate().map(|(i, n)| (ptr(n), i)).collect();
+    let index = topo_index(&topo);
     let (arg_vars, aux_vars) = sym.var_nodes();
-    if args.len() != arg_vars.len() || aux.len() != aux_vars.len() {
-        return Err(Error::new(format!(
-            "run_sparse: the symbol has {} arguments and {} auxiliary states, {} and {} arrays given",
-            arg_vars.len(),
-            aux_vars.len(),
-            args.len(),
-            aux.len()
-        )));
-    }
-    let var_val: HashMap<usize, AnyArray> =
-        arg_vars.iter().zip(args).chain(aux_vars.iter().zip(aux)).map(|(n, a)| (ptr(n), a.clone())).collect();
+    let var_val = by_variable("run_sparse", "arrays", &arg_vars, &aux_vars, args, aux)?;
     let prev_t = autograd::set_training(is_train);
     let prev_r = autograd::set_recording(false);
     let run = || -> Result<Vec<Vec<AnyArray>>> {
@@ -130,16 +151,7 @@ pub fn run_sparse(sym: &Symbol, args: &[AnyArray], aux: &[AnyArray], ctx: Contex
                 vals.push(vec![v]);
                 continue;
             };
-            let inputs: Vec<AnyArray> = n
-                .inputs
-                .iter()
-                .map(|e| {
-                    vals[index[&ptr(&e.node)]]
-                        .get(e.index)
-                        .cloned()
-                        .ok_or_else(|| Error::new(format!("run_sparse: node {} has no output {}", e.node.name, e.index)))
-                })
-                .collect::<Result<_>>()?;
+            let inputs: Vec<AnyArray> = n.inputs.iter().map(|e| value_at(&vals, &index, e)).collect::<Result<_>>()?;
             let mut params = n.params.clone();
             // An input-less op whose `shape` has unknown (0) dimensions runs with the
             // shape inference finds, as in the dense executor.
@@ -165,15 +177,7 @@ pub fn run_sparse(sym: &Symbol, args: &[AnyArray], aux: &[AnyArray], ctx: Contex
     autograd::set_training(prev_t);
     autograd::set_recording(prev_r);
     let vals = res?;
-    sym.outputs
-        .iter()
-        .map(|e| {
-            vals[index[&ptr(&e.node)]]
-                .get(e.index)
-                .cloned()
-                .ok_or_else(|| Error::new(format!("run_sparse: node {} has no output {}", e.node.name, e.index)))
-        })
-        .collect()
+    sym.outputs.iter().map(|e| value_at(&vals, &index, e)).collect()
 }
 
 #[cfg(test)]
