@@ -357,7 +357,7 @@ fn dedup<'a>(reads: &'a [Arc<Var>], writes: &'a [Arc<Var>]) -> (RefList<'a>, Ref
     (r, w)
 }
 
-fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+pub(crate) fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
         s.to_string()
     } else if let Some(s) = p.downcast_ref::<String>() {

@@ -133,6 +133,9 @@ fn pick_axis(a: &InferArgs) -> Result<usize> {
 
 fn infer_pick(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     let (ds, is) = (a.shapes[0], a.shapes[1]);
+    if ds.is_empty() {
+        return Err(a.err("data must have at least one dimension, got a scalar (shape ())"));
+    }
     let ax = pick_axis(a)?;
     let removed: Shape = ds.iter().enumerate().filter(|(d, _)| *d != ax).map(|(_, &s)| s).collect();
     let kept: Shape = ds.iter().enumerate().map(|(d, &s)| if d == ax { 1 } else { s }).collect();

@@ -178,20 +178,21 @@ fn block_infer(a: &InferArgs) -> Out {
     }
     let b = b as usize;
     let (n, ch, h, w) = (s[0], s[1], s[2], s[3]);
+    // b * b past usize is more than any channel count: not a multiple of it
+    let bb = b.checked_mul(b).unwrap_or(usize::MAX);
     let out = if a.op.name == "depth_to_space" {
-        if ch % (b * b) != 0 {
+        if bb == usize::MAX || ch % bb != 0 {
             return Err(a.err(format!(
-                "the channel dimension {ch} of shape {} must be a multiple of block_size^2 = {}",
-                fmt_shape(s),
-                b * b
+                "the channel dimension {ch} of shape {} must be a multiple of block_size^2 (block_size {b})",
+                fmt_shape(s)
             )));
         }
-        [n, ch / (b * b), h * b, w * b]
+        [n, ch / bb, h * b, w * b]
     } else {
         if h % b != 0 || w % b != 0 {
             return Err(a.err(format!("height {h} and width {w} of shape {} must be multiples of block_size {b}", fmt_shape(s))));
         }
-        [n, ch * b * b, h / b, w / b]
+        [n, ch * bb, h / b, w / b]
     };
     Ok(vec![(Shape::from_slice(&out), a.dtypes[0])])
 }

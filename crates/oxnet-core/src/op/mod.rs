@@ -627,6 +627,30 @@ pub fn invoke(
     out: Option<&[NDArray]>,
     ctx: Option<Context>,
 ) -> Result<Vec<NDArray>> {
+    guard(op.name, || invoke_unguarded(op, inputs, params, out, ctx))
+}
+
+/// Runs `f`, an op call's synchronous part (checks, inference, scheduling), turning a
+/// panic into an error naming the op: a panic there is a bug, and it must reach the
+/// caller as an error, never unwind into Python. A panic that carries an [`Error`]
+/// (`Storage::ptr` when the host is out of memory) is that error.
+pub(crate) fn guard<T>(op: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => match p.downcast::<Error>() {
+            Ok(e) => Err(*e),
+            Err(p) => Err(Error::op(op, format!("internal error (panic): {}", crate::engine::panic_message(p)))),
+        },
+    }
+}
+
+fn invoke_unguarded(
+    op: &'static OpDef,
+    inputs: &[NDArray],
+    params: Params,
+    out: Option<&[NDArray]>,
+    ctx: Option<Context>,
+) -> Result<Vec<NDArray>> {
     let n_in = op.num_inputs(&params);
     if inputs.len() != n_in {
         return Err(Error::op(op.name, format!("expects {n_in} input(s), got {}", inputs.len())));

@@ -500,6 +500,20 @@ fn sce_infer(a: &InferArgs) -> Out {
     Ok(vec![(Shape::from_slice(&[1]), a.dtypes[0])])
 }
 
+fn sce_backward_infer(a: &InferArgs) -> Out {
+    float_input(a, 1)?;
+    let (g, s, l) = (a.shapes[0], a.shapes[1], a.shapes[2]);
+    if s.len() != 2 || l != [s[0]] || g.iter().product::<usize>() != 1 {
+        return Err(a.err(format!(
+            "ograd must hold one value, data be (batch, classes) and label (batch,): got ograd {}, data {}, label {}",
+            fmt_shape(g),
+            fmt_shape(s),
+            fmt_shape(l)
+        )));
+    }
+    Ok(vec![(Shape::from_slice(s), a.dtypes[1])])
+}
+
 fn softmax_rows(x: &[f64], k: usize) -> Vec<f64> {
     let mut out = vec![0f64; x.len()];
     for (r, row) in x.chunks(k).enumerate() {
@@ -776,7 +790,7 @@ weight ``(C, 1, k, k)`` with ``k = 2*scale - scale%2`` (usually initialised with
         "Gradient of softmax_cross_entropy.",
         Arity::Fixed(&["ograd", "data", "label"]),
         &[],
-        like_second,
+        sce_backward_infer,
         sce_backward_compute,
     ));
     r.add(

@@ -113,6 +113,12 @@ fn parse_bool(s: &str) -> Option<bool> {
     }
 }
 
+/// A float that is a whole number within i64's range, as that integer (`1e30` or
+/// `2.5` given for an int parameter is an error, not a saturated or truncated value).
+fn whole(f: f64) -> Option<i64> {
+    (f.fract() == 0.0 && (-9.223372036854775808e18..9.223372036854775808e18).contains(&f)).then_some(f as i64)
+}
+
 fn parse_tuple_items(s: &str) -> Option<Vec<Option<i64>>> {
     let t = s.trim();
     let inner = if (t.starts_with('(') && t.ends_with(')')) || (t.starts_with('[') && t.ends_with(']')) { &t[1..t.len() - 1] } else { t };
@@ -127,8 +133,7 @@ fn parse_tuple_items(s: &str) -> Option<Vec<Option<i64>>> {
         } else {
             let item = item.trim_end_matches('L');
             out.push(Some(item.parse::<i64>().ok().or_else(|| {
-                let f = item.parse::<f64>().ok()?;
-                (f.fract() == 0.0).then_some(f as i64)
+                whole(item.parse::<f64>().ok()?)
             })?));
         }
     }
@@ -194,10 +199,7 @@ fn coerce(spec: &ParamSpec, v: Value) -> std::result::Result<Value, ()> {
             };
         }
         return match spec.ty {
-            Int | OptInt => s.parse::<i64>().map(Value::Int).or_else(|_| match s.parse::<f64>() {
-                Ok(f) if f.fract() == 0.0 => Ok(Value::Int(f as i64)),
-                _ => Err(()),
-            }),
+            Int | OptInt => s.parse::<i64>().map(Value::Int).or_else(|_| s.parse::<f64>().ok().and_then(whole).map(Value::Int).ok_or(())),
             Float | OptFloat => match s {
                 "inf" | "Inf" => Ok(Value::Float(f64::INFINITY)),
                 "-inf" | "-Inf" => Ok(Value::Float(f64::NEG_INFINITY)),
@@ -225,7 +227,7 @@ fn coerce(spec: &ParamSpec, v: Value) -> std::result::Result<Value, ()> {
         (Str, Value::None) if spec.choices.contains(&"None") => Ok(Value::Str("None".into())),
         (Int | OptInt, Value::Int(i)) => Ok(Value::Int(i)),
         (Int | OptInt, Value::Bool(b)) => Ok(Value::Int(b as i64)),
-        (Int | OptInt, Value::Float(f)) if f.fract() == 0.0 => Ok(Value::Int(f as i64)),
+        (Int | OptInt, Value::Float(f)) => whole(f).map(Value::Int).ok_or(()),
         (Float | OptFloat, Value::Float(f)) => Ok(Value::Float(f)),
         (Float | OptFloat, Value::Int(i)) => Ok(Value::Float(i as f64)),
         (Float | OptFloat, Value::Bool(b)) => Ok(Value::Float(b as i64 as f64)),

@@ -94,6 +94,16 @@ pub fn invoke_any(
     out: Option<&[AnyArray]>,
     ctx: Option<Context>,
 ) -> Result<Vec<AnyArray>> {
+    super::guard(op.name, || invoke_any_unguarded(op, inputs, params, out, ctx))
+}
+
+fn invoke_any_unguarded(
+    op: &'static OpDef,
+    inputs: &[AnyArray],
+    params: Params,
+    out: Option<&[AnyArray]>,
+    ctx: Option<Context>,
+) -> Result<Vec<AnyArray>> {
     let in_st: Vec<SType> = inputs.iter().map(|a| a.stype()).collect();
     stype::check_supported(op, &params, &in_st)?;
     let all_dense_out = out.map(|o| o.iter().all(|a| a.stype() == SType::Default)).unwrap_or(true);
