@@ -249,11 +249,17 @@ class SlotPool:
         while self._released:
             slot = self._released.popleft()
             slot.refs -= 1
-            if slot.refs == 0 and not slot.retired:
-                if slot.size >= self.target and self.enabled:
-                    self._free.append(slot)
-                else:
-                    self._retire(slot)
+            if slot.refs:
+                continue
+            if slot.retired:
+                try:
+                    slot.mem.close()
+                except (BufferError, ValueError):
+                    pass
+            elif slot.size >= self.target and self.enabled:
+                self._free.append(slot)
+            else:
+                self._retire(slot)
 
     def _retire(self, slot):
         if slot.retired:

@@ -24,6 +24,13 @@ usable. Killing workers at shutdown is always safe.
 
 Each forked worker closes the parent's ends of every other worker's pipes (of all
 loaders in the process), so pipes do not leak into siblings.
+
+Each task names one of the pool's shared-memory segments (``_shm``, created and
+unlinked by the parent only): the worker writes the batch there and the result frame
+carries only where each array lies, plus the bytes the batch needed (which sizes the
+segments). A segment goes back to the pool when the task's batch has been read and
+its arrays are gone, when its task is dropped and the worker has finished writing
+it, or when the worker writing it is stopped.
 """
 
 import atexit

@@ -6,9 +6,14 @@ MXNet, started with ``fork`` so the workers inherit the dataset and ``batchify_f
 notebooks work). The processes are oxnet's own small pool (``_workers.py``: a private
 pipe pair per worker, no process-shared lock, no handler thread; see there why not
 ``multiprocessing.Pool``). Each task sent to a worker is the list of sample indices of
-one batch; the worker returns the batch with its NDArrays as NumPy arrays (lists and
-tuples kept), and the parent turns those back into NDArrays on ``cpu_shared(0)`` as in
-MXNet (``cpu_pinned(pin_device_id)`` with ``pin_memory``). Batches come back in order,
+one batch and a shared-memory segment of the parent's (``_shm.py``) to write the
+batch into: the default batchify functions stack straight into it, other NDArrays of
+the batch are copied in, and only their places (offset, shape, dtype; lists, tuples
+and dicts kept) come back through the pipe. The parent's batch NDArrays, on
+``cpu_shared(0)`` as in MXNet, take that memory over without a copy, and the segment
+is used again once they are all gone (``cpu_pinned(pin_device_id)`` with
+``pin_memory``: copied there). What does not fit comes through the pipe as NumPy
+arrays. Batches come back in order,
 up to ``prefetch`` requested ahead. A worker's exception is raised again in the
 parent, with the worker's traceback attached as its cause. A worker that dies or gives
 no batch within ``timeout`` seconds makes ``next()`` raise (``MXNetError``, or
