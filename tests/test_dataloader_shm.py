@@ -264,3 +264,31 @@ def test_thread_pool_mode_uses_no_segments():
     got = [b.asnumpy() for b in loader]
     np.testing.assert_array_equal(np.concatenate(got), data)
     assert _segments() == before
+
+
+def test_interpreter_exit_mid_epoch_unlinks_the_segments():
+    import subprocess
+    import sys
+    import textwrap
+    root = os.path.dirname(os.path.dirname(os.path.abspath(mx.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    code = textwrap.dedent("""
+        import os
+        import numpy as np
+        import oxnet as mx
+        dl = mx.gluon.data.DataLoader(np.random.rand(200, 3000), batch_size=8,
+                                      num_workers=2)
+        for _ in range(2):
+            list(dl)
+        it = iter(dl)
+        held = [next(it) for _ in range(3)]
+        prefix = "oxnet_dl_%d_" % os.getpid()
+        print(os.getpid(), len([n for n in os.listdir("/dev/shm") if n.startswith(prefix)]))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    pid, during = out.stdout.split()
+    assert int(during) > 0  # the batches did come in segments
+    assert not [n for n in os.listdir("/dev/shm") if n.startswith("oxnet_dl_%s_" % pid)]
