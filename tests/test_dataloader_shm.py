@@ -292,3 +292,27 @@ def test_interpreter_exit_mid_epoch_unlinks_the_segments():
     pid, during = out.stdout.split()
     assert int(during) > 0  # the batches did come in segments
     assert not [n for n in os.listdir("/dev/shm") if n.startswith("oxnet_dl_%s_" % pid)]
+
+
+def test_without_shared_memory_the_pipe_carries_the_batches(monkeypatch):
+    # no segment can be made (a full or missing /dev/shm): batches come intact
+    # through the pipe; with room for only one segment, that one is used
+    before = _segments()
+    data = np.random.RandomState(5).rand(60, 7).astype(np.float32)
+    real = _shm._create
+    for room in (0, 1):
+        made = []
+
+        def create(size):
+            if len(made) >= room:
+                return None
+            made.append(real(size))
+            return made[-1]
+        monkeypatch.setattr(_shm, "_create", create)
+        loader = DataLoader(mx.nd.array(data), batch_size=8, num_workers=2)
+        for _ in range(3):
+            got = list(loader)
+            np.testing.assert_array_equal(np.concatenate([g.asnumpy() for g in got]), data)
+        assert len(loader._worker_pool.shm_names) == room == len(made)
+        del loader, got
+        assert _settle(before) == set()

@@ -222,7 +222,10 @@ class SlotPool:
             return None
         slot = _create(self.target)
         if slot is None:
-            self.enabled = False  # no shared memory to be had: pipes from now on
+            # no more shared memory to be had (a small /dev/shm): keep the slots
+            # there are, the pipe carries the rest
+            self.max_slots = len(self._all)
+            self.enabled = bool(self._all)
             return None
         self._all[slot.name] = slot
         slot.refs = 1
