@@ -383,7 +383,7 @@ class DataLoader:
     def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None,
                  last_batch=None, batch_sampler=None, batchify_fn=None, num_workers=0,
                  pin_memory=False, pin_device_id=0, prefetch=None, thread_pool=False,
-                 timeout=120, try_nopython=None, auto_reload=True):
+                 timeout=120, try_nopython=None, auto_reload=False):
         self._dataset = dataset
         # MXNet's auto_reload prefetches the next epoch's first batches when one ends;
         # batches are the same either way (oxnet requests them when iteration starts).
