@@ -231,6 +231,13 @@ def test_batches_that_outgrow_the_segments():
     pool = loader._worker_pool
     assert pool._slots.target >= 8 * 3000 * 4
     assert all(s.size >= pool._slots.target for s in pool._slots._all.values())
+    # the workers were told of the retired segments: they map only the live ones
+    live = set(pool.shm_names)
+    for proc in pool.processes:
+        with open("/proc/%d/maps" % proc.pid) as f:
+            mapped = {line.split("/dev/shm/")[1].split()[0] for line in f
+                      if "/dev/shm/oxnet_dl_" in line}
+        assert mapped and mapped <= live
     del loader, b
     assert _settle(before) == set()
 
