@@ -13,8 +13,7 @@ and dicts kept) come back through the pipe. The parent's batch NDArrays, on
 ``cpu_shared(0)`` as in MXNet, take that memory over without a copy, and the segment
 is used again once they are all gone (``cpu_pinned(pin_device_id)`` with
 ``pin_memory``: copied there). What does not fit comes through the pipe as NumPy
-arrays. Batches come back in order,
-up to ``prefetch`` requested ahead. A worker's exception is raised again in the
+arrays. Batches come back in order, up to ``prefetch`` requested ahead. A worker's exception is raised again in the
 parent, with the worker's traceback attached as its cause. A worker that dies or gives
 no batch within ``timeout`` seconds makes ``next()`` raise (``MXNetError``, or
 ``multiprocessing.TimeoutError``) naming the worker; it is replaced by a fresh worker
@@ -332,9 +331,16 @@ class _MultiWorkerIter:
                     "transform: raise `timeout`)" % (who, self._timeout)) from None
             return _as_in_context(batch, self._pinned) if self._pinned is not None else batch
         ctx = self._pinned or context.Context("cpu_shared", 0)
-        batch = self._pool.get(self._pending.popleft(), self._timeout,
-                               lambda b, view: b if isinstance(b, _Failure)
-                               else _from_host(b, ctx, view))
+        tid = self._pending.popleft()
+        try:
+            batch = self._pool.get(tid, self._timeout,
+                                   lambda b, view: b if isinstance(b, _Failure)
+                                   else _from_host(b, ctx, view))
+        except BaseException:
+            # (Ctrl-C while waiting): nobody will collect this batch; frees its
+            # shared-memory slot when it comes
+            self._pool.drop([tid])
+            raise
         if isinstance(batch, _Failure):
             raise batch.exception()
         return batch
