@@ -323,3 +323,40 @@ def test_without_shared_memory_the_pipe_carries_the_batches(monkeypatch):
         assert len(loader._worker_pool.shm_names) == room == len(made)
         del loader, got
         assert _settle(before) == set()
+
+
+def test_parent_killed_its_workers_unlink_the_segments():
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    root = os.path.dirname(os.path.dirname(os.path.abspath(mx.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    code = textwrap.dedent("""
+        import os, signal, sys
+        import numpy as np
+        import oxnet as mx
+        dl = mx.gluon.data.DataLoader(np.random.rand(200, 3000), batch_size=8,
+                                      num_workers=2)
+        list(dl)
+        it = iter(dl)
+        held = [next(it) for _ in range(3)]
+        print(os.getpid(), " ".join(str(p.pid) for p in dl._worker_pool.processes),
+              len(dl._worker_pool.shm_names), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == -signal.SIGKILL, out.stderr
+    fields = out.stdout.split()
+    pid, workers, count = fields[0], fields[1:-1], int(fields[-1])
+    assert count > 0 and len(workers) == 2
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        alive = [w for w in workers if os.path.exists("/proc/%s" % w)]
+        left = [n for n in os.listdir("/dev/shm") if n.startswith("oxnet_dl_%s_" % pid)]
+        if not alive and not left:
+            break
+        time.sleep(0.1)
+    assert not left and not alive

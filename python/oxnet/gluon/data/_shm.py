@@ -92,6 +92,20 @@ class WorkerMaps:
         for name in names:
             self._maps.pop(name, None)  # unmapped once nothing uses it any more
 
+    def orphaned(self, parent):
+        """The parent (pid ``parent``) died without closing its pool (SIGKILL):
+        unlinks its segments, which nobody else would."""
+        names = set(self._maps)
+        prefix = "oxnet_dl_%d_" % parent
+        try:
+            names.update(n for n in os.listdir("/dev/shm") if n.startswith(prefix))
+        except OSError:
+            pass
+        for name in names:
+            if name.startswith(prefix):
+                _unlink(name)
+        self._maps.clear()
+
     def arena(self, slot):
         """The ``Arena`` for a task's slot descriptor ``(name, size)`` or ``None``."""
         if slot is None or _posixshmem is None:

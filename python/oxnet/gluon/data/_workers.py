@@ -162,11 +162,15 @@ def _worker_main(task_fd, result_fd, close_fds, work, args):
     # Ctrl-C is for the parent, which stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     maps = _shm.WorkerMaps()
+    parent = os.getppid()
     while True:
         head = _read_exact(task_fd, _HEADER.size)
         body = None if head is None else _read_exact(task_fd, _HEADER.unpack(head)[0])
         if body is None:
-            return  # the parent closed the pipe: stop
+            # the parent closed the pipe: stop (if it died, its segments go too)
+            if os.getppid() != parent:
+                maps.orphaned(parent)
+            return
         task_id, task, slot, forget = pickle.loads(body)
         maps.forget(forget)
         arena = maps.arena(slot)
