@@ -17,8 +17,9 @@ pipe as before. Every result reports the bytes its arrays need, so the slots are
 
 Segments are created and unlinked by the parent only (a worker just maps them), so a
 worker that dies leaks nothing; they are unlinked when the worker pool closes (the
-loader collected, or interpreter exit). A mapping survives the unlinking of its name:
-batches the user still holds stay valid.
+loader collected, or interpreter exit), or, when the parent is killed without closing
+it, by its workers as they find their task pipe closed. A mapping survives the
+unlinking of its name: batches the user still holds stay valid.
 """
 
 import collections
