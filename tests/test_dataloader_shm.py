@@ -360,3 +360,23 @@ def test_parent_killed_its_workers_unlink_the_segments():
             break
         time.sleep(0.1)
     assert not left and not alive
+
+
+def test_bfloat16_batches_arrive_through_the_pipe_intact():
+    # a dtype NumPy cannot hold natively is not adopted from a segment: it takes the
+    # pipe, next to the batch's other arrays that do come in the segment
+    before = _segments()
+    x = mx.nd.array(np.random.RandomState(2).rand(30, 3), dtype="float32").astype("bfloat16")
+    ds = ArrayDataset(x, np.arange(30, dtype=np.float32))
+    loader = DataLoader(ds, batch_size=4, num_workers=2)
+    for _ in range(2):
+        got = list(loader)
+        assert all(str(g[0].dtype) == str(x.dtype) and g[0].context == SHARED for g in got)
+        np.testing.assert_array_equal(
+            np.concatenate([g[0].astype("float32").asnumpy() for g in got]),
+            x.astype("float32").asnumpy())
+        np.testing.assert_array_equal(np.concatenate([g[1].asnumpy() for g in got]),
+                                      np.arange(30, dtype=np.float32))
+    assert loader._worker_pool.shm_names
+    del loader, got
+    assert _settle(before) == set()
