@@ -248,13 +248,19 @@ def _worker_fn(samples, arena, dataset, batchify_fn):
     """Loads one batch in a worker process (``dataset`` and ``batchify_fn`` are the
     parent's, inherited through the fork) into ``arena``, the task's shared-memory
     slot (see ``_shm``)."""
-    _shm.set_current(arena)
     try:
-        return _to_host(batchify_fn([dataset[i] for i in samples]), arena)
+        data = [dataset[i] for i in samples]
+        # only the batchify function writes into the slot (not the dataset: what it
+        # makes may outlive the task)
+        _shm.set_current(arena)
+        try:
+            batch = batchify_fn(data)
+        finally:
+            _shm.set_current(None)
+        return _to_host(batch, arena)
     except Exception as e:  # pylint: disable=broad-except
         return failure_from(e)
     finally:
-        _shm.set_current(None)
         arena.owned.clear()
 
 
