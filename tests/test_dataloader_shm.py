@@ -380,3 +380,26 @@ def test_bfloat16_batches_arrive_through_the_pipe_intact():
     assert loader._worker_pool.shm_names
     del loader, got
     assert _settle(before) == set()
+
+
+class _Caching(SimpleDataset):
+    """Builds each sample with the default batchify function and keeps it (in the
+    worker): what a dataset makes must not live in a segment the next batches reuse."""
+
+    def __init__(self, n):
+        super().__init__(list(range(n)))
+        self._cache = {}
+
+    def __getitem__(self, i):
+        if i not in self._cache:
+            self._cache[i] = mx.gluon.data.dataloader.default_mp_batchify_fn(
+                [np.float32(i), np.float32(-i)])
+        return self._cache[i]
+
+
+def test_what_the_dataset_keeps_is_not_overwritten_by_later_batches():
+    loader = DataLoader(_Caching(40), batch_size=5, num_workers=2)
+    want = np.stack([np.arange(40), -np.arange(40)], axis=1).astype(np.float32)
+    for _ in range(5):
+        got = np.concatenate([b.asnumpy() for b in loader])
+        np.testing.assert_array_equal(got, want)
