@@ -403,3 +403,24 @@ def test_what_the_dataset_keeps_is_not_overwritten_by_later_batches():
     for _ in range(5):
         got = np.concatenate([b.asnumpy() for b in loader])
         np.testing.assert_array_equal(got, want)
+
+
+def _scalar_and_empty(samples):
+    n = len(samples)
+    return (mx.nd.array(np.float32(n)), mx.nd.array(np.zeros((0, 3), dtype=np.float32)),
+            mx.nd.array(np.stack(samples)), {"k": mx.nd.ones((n,), dtype="int64") * n})
+
+
+def test_scalar_and_empty_arrays_in_a_batch():
+    data = [np.full(3, i, dtype=np.float32) for i in range(10)]
+    loader = DataLoader(SimpleDataset(data), batch_size=4, num_workers=2,
+                        batchify_fn=_scalar_and_empty)
+    for _ in range(3):
+        got = list(loader)
+        assert [g[0].shape for g in got] == [()] * 3
+        assert [float(g[0].asnumpy()) for g in got] == [4.0, 4.0, 2.0]
+        assert all(g[1].shape == (0, 3) and g[1].dtype == np.float32 for g in got)
+        np.testing.assert_array_equal(np.concatenate([g[2].asnumpy() for g in got]),
+                                      np.stack(data))
+        assert [g[3]["k"].asnumpy().tolist() for g in got] == [[4] * 4, [4] * 4, [2] * 2]
+    assert loader._worker_pool.shm_names
