@@ -125,11 +125,13 @@ def test_batch_arrays_stay_valid_while_held_and_segments_are_reused():
     cap = 3 + 2 + 2
     assert len(loader._worker_pool.shm_names) <= cap
     del held
-    # many epochs: the segments are reused, never more of them
+    # many epochs: the segments are reused, never more of them (nor of open files)
+    fds = len(os.listdir("/proc/self/fd"))
     for _ in range(15):
         for b in loader:
             b.wait_to_read()
         assert len(_segments() - before) <= cap
+    assert len(os.listdir("/proc/self/fd")) <= fds
     # the loader goes: so do its segments, even when batches outlive it (they keep
     # their memory)
     last = b
