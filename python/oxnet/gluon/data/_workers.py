@@ -24,6 +24,13 @@ usable. Killing workers at shutdown is always safe.
 
 Each forked worker closes the parent's ends of every other worker's pipes (of all
 loaders in the process), so pipes do not leak into siblings.
+
+Each task names one of the pool's shared-memory segments (``_shm``, created and
+unlinked by the parent only): the worker writes the batch there and the result frame
+carries only where each array lies, plus the bytes the batch needed (which sizes the
+segments). A segment goes back to the pool when the task's batch has been read and
+its arrays are gone, when its task is dropped and the worker has finished writing
+it, or when the worker writing it is stopped.
 """
 
 import atexit
@@ -42,6 +49,7 @@ import warnings
 import weakref
 
 from ...base import MXNetError
+from . import _shm
 
 _HEADER = struct.Struct("<Q")
 # A result frame: the pickle's length and the number of out-of-band buffers, then
@@ -153,23 +161,31 @@ def _worker_main(task_fd, result_fd, close_fds, work, args):
     _PARENT_FDS.clear()
     # Ctrl-C is for the parent, which stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    maps = _shm.WorkerMaps()
+    parent = os.getppid()
     while True:
         head = _read_exact(task_fd, _HEADER.size)
         body = None if head is None else _read_exact(task_fd, _HEADER.unpack(head)[0])
         if body is None:
-            return  # the parent closed the pipe: stop
-        task_id, task = pickle.loads(body)
-        result = work(task, *args)
+            # the parent closed the pipe: stop (if it died, its segments go too)
+            if os.getppid() != parent:
+                maps.orphaned(parent)
+            return
+        task_id, task, slot, forget = pickle.loads(body)
+        maps.forget(forget)
+        arena = maps.arena(slot)
+        result = work(task, arena, *args)
         bufs = []
         try:
-            data = pickle.dumps((task_id, result), protocol=5, buffer_callback=bufs.append)
+            data = pickle.dumps((task_id, result, arena.need), protocol=5,
+                                buffer_callback=bufs.append)
             raws = [b.raw() for b in bufs]
         except Exception as e:  # pylint: disable=broad-except
             try:
                 raise TypeError("DataLoader: the batch of a worker process cannot be "
                                 "pickled to the parent: %s" % e) from e
             except TypeError as err:
-                data = pickle.dumps((task_id, failure_from(err)), protocol=_PROTOCOL)
+                data = pickle.dumps((task_id, failure_from(err), 0), protocol=_PROTOCOL)
                 raws = []
         try:
             head = _RESULT_HEADER.pack(len(data), len(raws))
@@ -180,6 +196,7 @@ def _worker_main(task_fd, result_fd, close_fds, work, args):
                 _write_all(result_fd, r)
         except OSError:
             return  # the parent is gone or closed the pipe
+        del arena, result, data, bufs, raws
 
 
 # ---------------------------------------------------------------------------
@@ -210,7 +227,7 @@ def _describe_exit(proc):
 
 class _Worker:
     __slots__ = ("index", "proc", "pid", "task_fd", "result_fd", "out", "queue",
-                 "header", "need", "parts", "part", "pos", "broken")
+                 "header", "need", "parts", "part", "pos", "broken", "forget")
 
     def __init__(self, index, proc, task_fd, result_fd):
         self.index = index
@@ -226,19 +243,21 @@ class _Worker:
         self.part = 0
         self.pos = 0
         self.broken = False             # a pipe's framing was interrupted half-way
+        self.forget = []                # retired slot names to tell it with its next task
 
     def name(self):
         return "DataLoader worker process %d (pid %d)" % (self.index, self.pid)
 
 
 class WorkerPool:
-    """``num_workers`` forked processes running ``work(task, *args)`` (``args``
-    inherited through the fork, never pickled). ``submit(task)`` returns a task id,
+    """``num_workers`` forked processes running ``work(task, arena, *args)`` (``args``
+    inherited through the fork, never pickled; ``arena``: the task's shared-memory
+    slot, see ``_shm``, at most ``max_slots``). ``submit(task)`` returns a task id,
     ``get(task_id, timeout)`` its result, ``drop(ids)`` forgets tasks nobody waits
     for, ``close()`` stops the workers. Thread-safe (one lock; ``drop`` never waits,
     so a finalizer can call it from any thread)."""
 
-    def __init__(self, num_workers, work, args=()):
+    def __init__(self, num_workers, work, args=(), max_slots=0):
         self._work = work
         self._args = tuple(args)
         self._ctx = multiprocessing.get_context("fork")
@@ -253,6 +272,8 @@ class WorkerPool:
         self._closed = False
         self._lock = threading.RLock()
         self._to_drop = collections.deque()
+        self._slots = _shm.SlotPool(max_slots)
+        self._task_slot = {}  # task id -> the shared-memory slot its batch goes into
         try:
             for i in range(num_workers):
                 self._workers.append(self._spawn(i))
@@ -327,15 +348,36 @@ class WorkerPool:
         tid = self._next_id
         self._next_id += 1
         self._tasks[tid] = task
+        slot = self._slots.acquire()
+        if slot is not None:
+            self._task_slot[tid] = slot
         self._assign(tid)
         return tid
+
+    def _release_slot(self, tid):
+        """The task's batch will not be read from its slot (any more)."""
+        self._slots.release(self._task_slot.pop(tid, None))
+
+    @property
+    def shm_names(self):
+        """The names of the shared-memory segments of this pool."""
+        with self._lock:
+            self._slots.apply_releases()
+            return self._slots.names()
 
     def _assign(self, tid):
         n = len(self._workers)
         w = min(self._workers,
                 key=lambda w: (len(w.queue), (w.index - self._turn) % n))
         self._turn = (w.index + 1) % n
-        data = pickle.dumps((tid, self._tasks[tid]), protocol=_PROTOCOL)
+        if self._slots.retired_names:
+            for x in self._workers:
+                x.forget.extend(self._slots.retired_names)
+            del self._slots.retired_names[:]
+        slot = self._task_slot.get(tid)
+        data = pickle.dumps((tid, self._tasks[tid], slot and slot.describe(), w.forget),
+                            protocol=_PROTOCOL)
+        w.forget = []
         w.out += _HEADER.pack(len(data))
         w.out += data
         w.queue.append(tid)
@@ -353,8 +395,11 @@ class WorkerPool:
             pass  # the worker is gone: its sentinel says so
         w.broken = False
 
-    def get(self, tid, timeout):
-        """The result of task ``tid``, waiting at most ``timeout`` seconds.
+    def get(self, tid, timeout, convert=None):
+        """The result of task ``tid``, waiting at most ``timeout`` seconds, passed
+        through ``convert(result, view)`` when given (``view(offset, shape, dtype)``:
+        a NumPy array over the task's shared-memory slot, which stays in use while
+        the array lives).
 
         Raises ``multiprocessing.TimeoutError`` naming the worker when it does not
         come in time (that worker is stopped and replaced). A lost worker gives a
@@ -362,7 +407,19 @@ class WorkerPool:
         with self._lock:
             self._check()
             self._housekeep()
-            return self._get(tid, timeout)
+            result = self._get(tid, timeout)
+            slot = self._task_slot.pop(tid, None)
+            try:
+                if convert is not None:
+                    def view(offset, shape, dtype):
+                        if slot is None:
+                            raise MXNetError("DataLoader: a batch in shared memory "
+                                             "without a slot")
+                        return self._slots.view(slot, offset, shape, dtype)
+                    result = convert(result, view)
+            finally:
+                self._slots.release(slot)
+            return result
 
     def _get(self, tid, timeout):
         if tid not in self._results and tid not in self._owner:
@@ -386,8 +443,12 @@ class WorkerPool:
         (Ctrl-C) interrupted half-way, sending its batches to the others."""
         while self._to_drop:
             tid = self._to_drop.popleft()
-            if self._results.pop(tid, None) is None and tid in self._owner:
-                self._dropped.add(tid)
+            if tid not in self._results and tid in self._owner:
+                self._dropped.add(tid)  # its slot is released when the batch comes
+            else:
+                self._results.pop(tid, None)
+                self._release_slot(tid)
+        self._slots.apply_releases()
         for w in [w for w in self._workers if w.broken]:
             self._requeue(self._replace(w))
 
@@ -460,7 +521,8 @@ class WorkerPool:
             w.header = bytearray()
             w.need = _RESULT_HEADER.size
             try:
-                tid, result = pickle.loads(parts[0], buffers=parts[1:])
+                tid, result, need = pickle.loads(parts[0], buffers=parts[1:])
+                self._slots.note_need(need)
             except Exception as e:  # pylint: disable=broad-except
                 # cannot happen with a forked worker; kept as a clear error
                 tid = w.queue[0] if w.queue else None
@@ -476,6 +538,7 @@ class WorkerPool:
         self._tasks.pop(tid, None)
         if tid in self._dropped:
             self._dropped.discard(tid)
+            self._release_slot(tid)
         elif tid is not None:
             self._results[tid] = result
 
@@ -497,6 +560,7 @@ class WorkerPool:
             if tid in self._dropped:
                 self._dropped.discard(tid)
                 self._tasks.pop(tid, None)
+                self._release_slot(tid)
             else:
                 self._assign(tid)
 
@@ -512,6 +576,7 @@ class WorkerPool:
             self._tasks.pop(tid, None)
             if tid in self._dropped:
                 self._dropped.discard(tid)
+                self._release_slot(tid)
             else:
                 self._results[tid] = _Failure(MXNetError(
                     "%s %s while loading a batch; a new worker replaces it"
@@ -522,6 +587,7 @@ class WorkerPool:
         w = self._owner.get(tid)
         if w is None:  # not on any worker (one could not be started again)
             self._tasks.pop(tid, None)
+            self._release_slot(tid)
             raise multiprocessing.TimeoutError(
                 "DataLoader: no worker process gave the batch within timeout=%s s"
                 % timeout)
@@ -529,6 +595,7 @@ class WorkerPool:
             " (it was still loading %d earlier batch(es))" % w.queue.index(tid)
         tasks = self._replace(w)
         self._tasks.pop(tid, None)
+        self._release_slot(tid)  # its worker is gone: nothing writes there any more
         self._requeue([t for t in tasks if t != tid])
         raise multiprocessing.TimeoutError(
             "DataLoader: %s gave no batch within timeout=%s s%s; it was stopped and a "
@@ -576,3 +643,6 @@ class WorkerPool:
             self._results.clear()
             self._owner.clear()
             self._tasks.clear()
+            self._task_slot.clear()
+            # the workers are stopped: nothing writes into the segments any more
+            self._slots.close(unlink=os.getpid() == self._pid)

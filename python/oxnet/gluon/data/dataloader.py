@@ -6,10 +6,14 @@ MXNet, started with ``fork`` so the workers inherit the dataset and ``batchify_f
 notebooks work). The processes are oxnet's own small pool (``_workers.py``: a private
 pipe pair per worker, no process-shared lock, no handler thread; see there why not
 ``multiprocessing.Pool``). Each task sent to a worker is the list of sample indices of
-one batch; the worker returns the batch with its NDArrays as NumPy arrays (lists and
-tuples kept), and the parent turns those back into NDArrays on ``cpu_shared(0)`` as in
-MXNet (``cpu_pinned(pin_device_id)`` with ``pin_memory``). Batches come back in order,
-up to ``prefetch`` requested ahead. A worker's exception is raised again in the
+one batch and a shared-memory segment of the parent's (``_shm.py``) to write the
+batch into: the default batchify functions stack straight into it, other NDArrays of
+the batch are copied in, and only their places (offset, shape, dtype; lists, tuples
+and dicts kept) come back through the pipe. The parent's batch NDArrays, on
+``cpu_shared(0)`` as in MXNet, take that memory over without a copy, and the segment
+is used again once they are all gone (``cpu_pinned(pin_device_id)`` with
+``pin_memory``: copied there). What does not fit comes through the pipe as NumPy
+arrays. Batches come back in order, up to ``prefetch`` requested ahead. A worker's exception is raised again in the
 parent, with the worker's traceback attached as its cause. A worker that dies or gives
 no batch within ``timeout`` seconds makes ``next()`` raise (``MXNetError``, or
 ``multiprocessing.TimeoutError``) naming the worker; it is replaced by a fresh worker
@@ -37,10 +41,51 @@ import numpy as np
 from ... import _core
 from ... import context
 from ...ndarray import NDArray
-from ...ndarray.interop import _adoptable
+from ...ndarray.interop import _ADOPTABLE, _adoptable
 from ... import ndarray as nd
+from . import _shm
 from ._workers import WorkerPool, _Failure, failure_from
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
+
+
+def _stack_in_arena(data):
+    """In a worker process loading into a shared-memory slot: ``nd.stack(*data)``
+    written straight into the slot (adopted there by the parent, no copy on the way),
+    or ``None`` when the samples or the slot do not allow it."""
+    arena = _shm.current()
+    if arena is None or arena.mem is None:
+        return None
+    first = data[0]
+    dtype = np.dtype(first.dtype)
+    if dtype.name not in _ADOPTABLE or first.stype != "default":
+        return None
+    cpu = context.cpu(0)
+    shape = first.shape
+    for d in data:
+        if not isinstance(d, NDArray) or d.shape != shape or d.dtype != first.dtype \
+                or d.stype != "default" or d.context != cpu:
+            return None
+    view, offset = arena.alloc((len(data),) + tuple(shape), dtype)
+    if view is None:
+        return None
+    out = _core.from_numpy_zero_copy(view, cpu.device_typeid, 0)
+    arena.owned[id(out)] = (out, offset)
+    return nd.stack(*data, out=out)
+
+
+def _numpy_in_arena(arr):
+    """``arr`` copied into the worker's shared-memory slot, as an NDArray over it
+    (``None`` outside a worker or when it does not fit)."""
+    arena = _shm.current()
+    if arena is None or arena.mem is None or not _adoptable(arr):
+        return None
+    view, offset = arena.alloc(arr.shape, arr.dtype)
+    if view is None:
+        return None
+    np.copyto(view, arr)
+    out = _core.from_numpy_zero_copy(view, context.cpu(0).device_typeid, 0)
+    arena.owned[id(out)] = (out, offset)
+    return out
 
 
 def default_batchify_fn(data):
@@ -48,24 +93,32 @@ def default_batchify_fn(data):
     element-wise (a list of batches), anything else through ``numpy.asarray`` into an
     NDArray of the same dtype."""
     if isinstance(data[0], NDArray):
-        return nd.stack(*data)
+        out = _stack_in_arena(data)
+        return out if out is not None else nd.stack(*data)
     if isinstance(data[0], tuple):
         return [default_batchify_fn(list(i)) for i in zip(*data)]
     arr = np.asarray(data)
-    return nd.array(arr, dtype=arr.dtype)
+    out = _numpy_in_arena(arr)
+    return out if out is not None else nd.array(arr, dtype=arr.dtype)
 
 
 def default_mp_batchify_fn(data):
     """The batchify function of worker processes and threads (``num_workers > 0``):
     stacks like :func:`default_batchify_fn`, into NDArrays on ``cpu_shared(0)`` as
-    MXNet does."""
-    shared = context.Context("cpu_shared", 0)
+    MXNet does. In a worker process the stacked arrays are written straight into the
+    shared memory that hands the batch to the parent (see ``_shm``)."""
     if isinstance(data[0], NDArray):
-        return nd.stack(*data).as_in_context(shared)
+        out = _stack_in_arena(data)
+        if out is not None:
+            return out
+        return nd.stack(*data).as_in_context(context.Context("cpu_shared", 0))
     if isinstance(data[0], tuple):
         return [default_mp_batchify_fn(list(i)) for i in zip(*data)]
     arr = np.asarray(data)
-    return nd.array(arr, ctx=shared, dtype=arr.dtype)
+    out = _numpy_in_arena(arr)
+    if out is not None:
+        return out
+    return nd.array(arr, ctx=context.Context("cpu_shared", 0), dtype=arr.dtype)
 
 
 def _as_in_context(data, ctx):
@@ -104,48 +157,111 @@ def _host_view(arr):
     return arr.asnumpy()
 
 
-def _to_host(batch):
-    """A worker's batch with every NDArray replaced by an ``_Array`` (NumPy)."""
+class _Shm:
+    """An NDArray on its way from a worker process, written into the task's
+    shared-memory slot: where it lies there."""
+
+    __slots__ = ("offset", "shape", "dtype")
+
+    def __init__(self, offset, shape, dtype):
+        self.offset = offset
+        self.shape = shape
+        self.dtype = dtype
+
+    def __reduce__(self):
+        return (_Shm, (self.offset, self.shape, self.dtype))
+
+
+def _in_arena(arr, arena, seen):
+    """``arr`` as an ``_Shm`` in the worker's slot (stacked there already, or copied
+    in now), or ``None`` when it does not fit (then it goes through the pipe)."""
+    if arr.stype != "default" or arr.context.device_type not in \
+            ("cpu", "cpu_shared", "cpu_pinned"):
+        return None
+    dtype = np.dtype(arr.dtype)
+    shape = tuple(arr.shape)
+    arena.need += _shm._aligned(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
+    if arena.mem is None:
+        return None
+    owned = arena.owned.get(id(arr))
+    if owned is not None and owned[0] is arr and id(arr) not in seen:
+        seen.add(id(arr))
+        arr.wait_to_read()
+        return _Shm(owned[1], shape, dtype.str)
+    if dtype.name not in _ADOPTABLE:
+        return None
+    view, offset = arena.alloc(shape, dtype)
+    if view is None:
+        return None
+    np.copyto(view, _host_view(arr))
+    return _Shm(offset, shape, dtype.str)
+
+
+def _to_host(batch, arena=None, seen=None):
+    """A worker's batch with every NDArray replaced by an ``_Shm`` (in the task's
+    shared-memory slot) or an ``_Array`` (NumPy, through the pipe); ``arena.need``
+    adds up the bytes of the batch's arrays."""
+    if seen is None:
+        seen = set()
     if isinstance(batch, NDArray):
+        if arena is not None:
+            out = _in_arena(batch, arena, seen)
+            if out is not None:
+                return out
         return _Array(_host_view(batch))
     if isinstance(batch, list):
-        return [_to_host(b) for b in batch]
+        return [_to_host(b, arena, seen) for b in batch]
     if isinstance(batch, tuple):
-        items = [_to_host(b) for b in batch]
+        items = [_to_host(b, arena, seen) for b in batch]
         return type(batch)(*items) if hasattr(batch, "_fields") else tuple(items)
     if isinstance(batch, dict):
-        return type(batch)((k, _to_host(v)) for k, v in batch.items())
+        return type(batch)((k, _to_host(v, arena, seen)) for k, v in batch.items())
     return batch
 
 
-def _from_host(batch, ctx):
+def _from_host(batch, ctx, view=None):
     """The inverse of ``_to_host`` in the parent: NDArrays again, on ``ctx`` (as in
     MXNet, whose workers pass NDArrays in shared memory: ``cpu_shared(0)`` unless
-    pinned)."""
-    if isinstance(batch, _Array):
-        a = batch.data
-        # The parent received the bytes into a fresh array of its own (see _workers):
-        # the NDArray takes that memory over instead of copying it.
+    pinned). ``view(offset, shape, dtype)`` gives an ``_Shm``'s bytes in the task's
+    slot (a NumPy array that keeps the slot in use while it lives)."""
+    if isinstance(batch, (_Array, _Shm)):
+        if isinstance(batch, _Shm):
+            a = view(batch.offset, batch.shape, batch.dtype)
+        else:
+            a = batch.data
+        # The array is the parent's own (read from the pipe into a fresh array, or
+        # the task's slot): the NDArray takes that memory over instead of copying it.
         if ctx.device_type in ("cpu", "cpu_shared") and a.flags["WRITEABLE"] and _adoptable(a):
             return _core.from_numpy_zero_copy(a, ctx.device_typeid, ctx.device_id)
         return nd.array(a, ctx=ctx, dtype=a.dtype)
     if isinstance(batch, list):
-        return [_from_host(b, ctx) for b in batch]
+        return [_from_host(b, ctx, view) for b in batch]
     if isinstance(batch, tuple):
-        items = [_from_host(b, ctx) for b in batch]
+        items = [_from_host(b, ctx, view) for b in batch]
         return type(batch)(*items) if hasattr(batch, "_fields") else tuple(items)
     if isinstance(batch, dict):
-        return type(batch)((k, _from_host(v, ctx)) for k, v in batch.items())
+        return type(batch)((k, _from_host(v, ctx, view)) for k, v in batch.items())
     return batch
 
 
-def _worker_fn(samples, dataset, batchify_fn):
+def _worker_fn(samples, arena, dataset, batchify_fn):
     """Loads one batch in a worker process (``dataset`` and ``batchify_fn`` are the
-    parent's, inherited through the fork)."""
+    parent's, inherited through the fork) into ``arena``, the task's shared-memory
+    slot (see ``_shm``)."""
     try:
-        return _to_host(batchify_fn([dataset[i] for i in samples]))
+        data = [dataset[i] for i in samples]
+        # only the batchify function writes into the slot (not the dataset: what it
+        # makes may outlive the task)
+        _shm.set_current(arena)
+        try:
+            batch = batchify_fn(data)
+        finally:
+            _shm.set_current(None)
+        return _to_host(batch, arena)
     except Exception as e:  # pylint: disable=broad-except
         return failure_from(e)
+    finally:
+        arena.owned.clear()
 
 
 # ---------------------------------------------------------------------------
@@ -220,10 +336,20 @@ class _MultiWorkerIter:
                     "DataLoader: %s gave no batch within timeout=%s s (a slow dataset or "
                     "transform: raise `timeout`)" % (who, self._timeout)) from None
             return _as_in_context(batch, self._pinned) if self._pinned is not None else batch
-        batch = self._pool.get(self._pending.popleft(), self._timeout)
+        ctx = self._pinned or context.Context("cpu_shared", 0)
+        tid = self._pending.popleft()
+        try:
+            batch = self._pool.get(tid, self._timeout,
+                                   lambda b, view: b if isinstance(b, _Failure)
+                                   else _from_host(b, ctx, view))
+        except BaseException:
+            # (Ctrl-C while waiting): nobody will collect this batch; frees its
+            # shared-memory slot when it comes
+            self._pool.drop([tid])
+            raise
         if isinstance(batch, _Failure):
             raise batch.exception()
-        return _from_host(batch, self._pinned or context.Context("cpu_shared", 0))
+        return batch
 
     next = __next__
 
@@ -269,7 +395,7 @@ class DataLoader:
     def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None,
                  last_batch=None, batch_sampler=None, batchify_fn=None, num_workers=0,
                  pin_memory=False, pin_device_id=0, prefetch=None, thread_pool=False,
-                 timeout=120, try_nopython=None, auto_reload=True):
+                 timeout=120, try_nopython=None, auto_reload=False):
         self._dataset = dataset
         # MXNet's auto_reload prefetches the next epoch's first batches when one ends;
         # batches are the same either way (oxnet requests them when iteration starts).
@@ -309,7 +435,10 @@ class DataLoader:
                 pool = multiprocessing.pool.ThreadPool(self._num_workers)
                 stop = pool.terminate
             else:
-                pool = WorkerPool(self._num_workers, _worker_fn, (dataset, batchify_fn))
+                # shared-memory slots: the batches requested ahead, those being
+                # loaded, and two the caller holds
+                pool = WorkerPool(self._num_workers, _worker_fn, (dataset, batchify_fn),
+                                  max_slots=self._prefetch + self._num_workers + 2)
                 stop = pool.close
             self._worker_pool = pool
             # Stops the workers when the loader is collected, or at exit.
