@@ -25,6 +25,18 @@ Servers
     on the sum; a pull waits until the puller's pushes are applied. In async mode
     every push is applied at once (an optimizer is required, as in MXNet).
 
+row_sparse keys
+    ``init`` with a row_sparse array makes a row_sparse key; the servers hold its value
+    whole (absent rows are zeros), as MXNet's servers do. A row_sparse push sends only
+    its rows (row numbers, then the rows); big keys are cut at row boundaries, so each
+    server gets the rows it holds. In sync mode the servers sum the rows of all
+    workers' pushes, then run the optimizer with that row_sparse gradient (a lazy
+    update: only those rows) or, without one, give the pushed rows their sums.
+    ``row_sparse_pull`` asks each server for the requested rows it holds, and only
+    those rows come back; ``pull`` of a row_sparse key is refused (row_sparse outputs
+    are ignored with a warning, as MXNet does). Dense keys take row_sparse pushes too
+    (sparse gradients of a dense weight, e.g. ``Embedding(sparse_grad=True)``).
+
 Errors are raised on the worker before anything is sent (unknown key, second
 ``init``, shape or dtype of a push different from the stored one), so the stored
 values stay intact. A process that dies ends the whole job (``mpirun`` aborts it).
@@ -252,8 +264,10 @@ class _Context:
         on the communication thread only, so a header and its data stay together."""
         dest = self.servers[server]
         self.req.send(header, dest=dest, tag=_TAG_REQ)
-        if data is not None:
-            self.req.Send([data, self.MPI.BYTE], dest=dest, tag=_TAG_DATA)
+        if data is None:
+            return
+        for d in (data if isinstance(data, list) else [data]):
+            self.req.Send([d, self.MPI.BYTE], dest=dest, tag=_TAG_DATA)
 
     def call(self, server_list, make_header, timeout=None):
         """Sends a control request to each server in ``server_list`` through the
@@ -343,13 +357,23 @@ def _home(key, nserv):
     return h % nserv
 
 
-def _parts(key, size, itemsize, nserv):
-    """[(server, first byte, end byte, elements)] of a key's value."""
+def _parts(key, shape, itemsize, nserv):
+    """[(server, first byte, end byte, elements, first row, end row)] of a key's value.
+    A big array is cut at row boundaries (rows: the first axis), so that the rows of a
+    row_sparse push or pull go to the server holding them; parts without rows are left
+    out."""
+    shape = tuple(shape)
+    size = int(np.prod(shape)) if shape else 1
+    rows = shape[0] if shape else 1
+    rowlen = size // rows if rows else 0
     if nserv > 1 and size >= _bigarray_bound():
-        cuts = [size * i // nserv for i in range(nserv + 1)]
-        return [(i, cuts[i] * itemsize, cuts[i + 1] * itemsize, cuts[i + 1] - cuts[i])
-                for i in range(nserv)]
-    return [(_home(key, nserv), 0, size * itemsize, size)]
+        cuts = [rows * i // nserv for i in range(nserv + 1)]
+        parts = [(i, cuts[i] * rowlen * itemsize, cuts[i + 1] * rowlen * itemsize,
+                  (cuts[i + 1] - cuts[i]) * rowlen, cuts[i], cuts[i + 1])
+                 for i in range(nserv) if cuts[i + 1] > cuts[i]]
+        if len(parts) > 1:
+            return parts
+    return [(_home(key, nserv), 0, size * itemsize, size, 0, rows)]
 
 
 def _pack_2bit(vals):
@@ -377,14 +401,68 @@ def _unpack_2bit(packed, n, threshold, out):
 # -- the worker's store ---------------------------------------------------------
 
 class _KeyMeta:
-    __slots__ = ("shape", "dtype", "token", "parts", "size")
+    __slots__ = ("shape", "dtype", "token", "parts", "size", "stype")
 
-    def __init__(self, shape, dtype, parts, token):
+    def __init__(self, shape, dtype, parts, token, stype="default"):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.parts = parts
         self.token = token
         self.size = int(np.prod(self.shape)) if self.shape else 1
+        self.stype = stype
+
+    def part_shape(self, part):
+        """The shape of a part's value on its server: its rows of the whole value."""
+        if len(self.parts) == 1:
+            return self.shape
+        return (part[5] - part[4],) + self.shape[1:]
+
+
+def _part_name(m, s):
+    return None if len(m.parts) == 1 else s
+
+
+def _rows_of(x, m, what, key):
+    """(sorted unique int64 row numbers, rows) of a pushed value: a row_sparse array's
+    stored rows (summing duplicates), or the non-zero rows of a dense array."""
+    if x.stype == "row_sparse":
+        idx = x.indices.asnumpy().astype(np.int64, copy=False).reshape(-1)
+        data = x.data.asnumpy()
+    else:
+        dense = x.asnumpy()
+        flat = dense.reshape(dense.shape[0], -1) if dense.ndim else dense.reshape(1, 1)
+        idx = np.flatnonzero(flat.any(axis=1)).astype(np.int64)
+        data = dense[idx]
+    data = np.asarray(data, dtype=m.dtype).reshape((idx.size,) + m.shape[1:])
+    rows = m.shape[0] if m.shape else 1
+    if idx.size and (idx.min() < 0 or idx.max() >= rows):
+        raise MXNetError("%s: key %r: row index %d of the row_sparse value is out of range "
+                         "[0, %d)" % (what, key, int(idx.min() if idx.min() < 0 else idx.max()),
+                                      rows))
+    if idx.size > 1 and not np.all(idx[1:] > idx[:-1]):
+        uniq, inv = np.unique(idx, return_inverse=True)
+        summed = np.zeros((uniq.size,) + data.shape[1:], dtype=data.dtype)
+        np.add.at(summed, inv, data)
+        idx, data = uniq, summed
+    return idx, data
+
+
+def _merge_rows(pieces, dtype, rowshape):
+    """The sum of [(sorted unique rows, data)]: (sorted unique rows, data)."""
+    pieces = [p for p in pieces if p[0].size]
+    if not pieces:
+        return np.zeros(0, dtype=np.int64), np.zeros((0,) + tuple(rowshape), dtype=dtype)
+    if len(pieces) == 1:
+        return pieces[0]
+    idx = np.concatenate([p[0] for p in pieces])
+    data = np.concatenate([p[1] for p in pieces])
+    uniq, inv = np.unique(idx, return_inverse=True)
+    if uniq.size == idx.size:
+        order = np.argsort(idx, kind="stable")
+        return idx[order], data[order]
+    summed = np.zeros((uniq.size,) + data.shape[1:], dtype=data.dtype)
+    np.add.at(summed, inv, data)
+    return uniq, summed
 
 
 def _wire_key(k):
@@ -494,7 +572,11 @@ class DistKVStore(KVStoreBase):
         keys, vals = _pairs(key, value, "init")
         self._check_keys(keys, "init")
         for k, v in zip(keys, vals):
-            self._dense(v, "init", k)
+            for a in v:
+                if a.stype not in ("default", "row_sparse"):
+                    raise MXNetError("init: key %r: %s values are not supported by oxnet's "
+                                     "distributed stores (default and row_sparse only)"
+                                     % (k, a.stype))
             wk = _wire_key(k)
             if wk in self._keys:
                 raise MXNetError("init: key %r has been initialized already" % (k,))
@@ -509,11 +591,13 @@ class DistKVStore(KVStoreBase):
             a = v[0]
             dt = np.dtype(a.dtype)
             size = int(np.prod(a.shape)) if a.shape else 1
-            parts = _parts(wk, size, dt.itemsize, self._ctx.num_servers)
-            m = _KeyMeta(a.shape, dt, parts, nd.zeros((1,)))
+            parts = _parts(wk, a.shape, dt.itemsize, self._ctx.num_servers)
+            m = _KeyMeta(a.shape, dt, parts, nd.zeros((1,)), a.stype)
             self._keys[wk] = m
             if self.rank == 0:
-                src = self._to_cpu([a])
+                # a row_sparse value is stored whole on the servers (absent rows: zeros),
+                # as MXNet's servers store it
+                src = self._to_cpu([a if a.stype == "default" else a.tostype("default")])
                 ops.append(self._send_value(wk, m, src, "init"))
         for op in ops:
             op.wait_done()
@@ -541,10 +625,11 @@ class DistKVStore(KVStoreBase):
 
         def run(op):
             mv = op.buffer(0)
-            for (s, b0, b1, n) in m.parts:
-                part = None if len(m.parts) == 1 else s
+            for p in m.parts:
+                s, b0, b1 = p[0], p[1], p[2]
+                part = _part_name(m, s)
                 head = {"op": kind, "sid": sid, "key": key, "part": part,
-                        "shape": shape if part is None else (n,), "dtype": dtype, "sync": sync}
+                        "shape": m.part_shape(p), "dtype": dtype, "sync": sync}
                 data = mv[b0:b1]
                 if threshold is not None:
                     head["comp"] = threshold
@@ -559,22 +644,59 @@ class DistKVStore(KVStoreBase):
         from .kvstore import _pairs
         keys, vals = _pairs(key, value, "push")
         self._check_keys(keys, "push")
-        metas = []
+        metas, sparse = [], []
         for k, v in zip(keys, vals):
-            self._dense(v, "push", k)
+            for a in v:
+                if a.stype not in ("default", "row_sparse"):
+                    raise MXNetError("push: key %r: %s values are not supported by oxnet's "
+                                     "distributed stores (default and row_sparse only)"
+                                     % (k, a.stype))
             m = self._meta(k, "push")
             self._check_value(m, v, "push", k)
             metas.append(m)
+            sp = m.stype == "row_sparse" or any(a.stype == "row_sparse" for a in v)
+            if sp and self._comp is not None:
+                raise MXNetError("push: key %r: gradient compression is not supported for "
+                                 "row_sparse values" % (k,))
+            sparse.append(sp)
         if not self._sync and self._optimizer is None:
             raise MXNetError("push: dist_async stores need an optimizer on the servers "
                              "(set_optimizer) before the first push, as in MXNet")
-        for k, v, m in zip(keys, vals, metas):
+        # the rows of every sparse value are read (and checked) before anything is sent
+        rows = [None if not sp else
+                _merge_rows([_rows_of(a, m, "push", k) for a in v], m.dtype, m.shape[1:])
+                for k, v, m, sp in zip(keys, vals, metas, sparse)]
+        for k, v, m, r in zip(keys, vals, metas, rows):
+            if r is not None:
+                self._send_rows(_wire_key(k), m, r[0], r[1])
+                continue
             src = self._to_cpu(v)
             threshold = None
             if self._comp is not None:
                 src = self._compress(_wire_key(k), m, src)
                 threshold = self._threshold
             self._send_value(_wire_key(k), m, src, "push", threshold)
+
+    def _send_rows(self, key, m, idx, data):
+        """Sends the rows ``idx`` (sorted, unique) with values ``data`` of a row_sparse
+        push: each server holding a part of the key gets the rows in its range (possibly
+        none: every part takes part in every sync round), numbered from its first row."""
+        ctx = self._ctx
+        sid, sync, dtype = self._sid, self._sync, m.dtype.str
+        msgs = []
+        for p in m.parts:
+            a, b = np.searchsorted(idx, [p[4], p[5]])
+            li = np.ascontiguousarray(idx[a:b] - p[4], dtype=np.int64)
+            ld = np.ascontiguousarray(data[a:b])
+            head = {"op": "push_rsp", "sid": sid, "key": key, "part": _part_name(m, p[0]),
+                    "shape": m.part_shape(p), "dtype": dtype, "sync": sync, "nrows": int(b - a)}
+            msgs.append((p[0], head, [li, ld] if b > a else None))
+
+        def run(op):
+            for (s, head, bufs) in msgs:
+                ctx.request(s, head, bufs)
+            op.complete()
+        return ctx.submit([], [m.token], run)
 
     def _compress(self, key, m, src):
         if m.dtype != np.float32:
@@ -596,13 +718,26 @@ class DistKVStore(KVStoreBase):
             raise MXNetError("pull: out is required")
         keys, outs = _pairs(key, out, "pull")
         self._check_keys(keys, "pull")
-        metas = []
+        if not ignore_sparse:
+            raise MXNetError("pull: distributed stores do not support ignore_sparse=False (pull "
+                             "row_sparse values with row_sparse_pull)")
+        todo = []
         for k, o in zip(keys, outs):
-            self._dense(o, "pull", k)
             m = self._meta(k, "pull")
-            self._check_value(m, o, "pull", k)
-            metas.append(m)
-        for k, o, m in zip(keys, outs, metas):
+            dense = [a for a in o if a.stype == "default"]
+            if len(dense) != len(o):
+                # MXNet ignores sparse outputs of a pull, with a warning
+                import warnings
+                warnings.warn("pull: non-default outputs of key %r are ignored; use "
+                              "row_sparse_pull for row_sparse values" % (k,), stacklevel=2)
+            if not dense:
+                continue
+            if m.stype == "row_sparse":
+                raise MXNetError("pull: key %r holds a row_sparse value: pull its rows with "
+                                 "row_sparse_pull(key, out=..., row_ids=...)" % (k,))
+            self._check_value(m, dense, "pull", k)
+            todo.append((k, dense, m))
+        for k, o, m in todo:
             self._pull_one(_wire_key(k), m, o)
 
     def _pull_one(self, key, m, outs):
@@ -623,11 +758,11 @@ class DistKVStore(KVStoreBase):
                     last = left[0] == 0
                 if last:
                     op.complete()
-            for (s, b0, b1, n) in m.parts:
+            for p in m.parts:
                 tag = ctx.reply_tag()
-                ctx.expect_reply(tag, mv[b0:b1], done)
-                ctx.request(s, {"op": "pull", "sid": sid, "key": key,
-                                "part": None if len(m.parts) == 1 else s, "reply": tag})
+                ctx.expect_reply(tag, mv[p[1]:p[2]], done)
+                ctx.request(p[0], {"op": "pull", "sid": sid, "key": key,
+                                   "part": _part_name(m, p[0]), "reply": tag})
         ctx.submit([], [target, m.token], run)
         for o in (outs if not direct else outs[1:]):
             target.copyto(o)
@@ -643,9 +778,101 @@ class DistKVStore(KVStoreBase):
         self.pull(key, out=out, priority=priority)
 
     def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
-        """Not available: oxnet's distributed stores hold dense values only."""
-        raise MXNetError("row_sparse_pull: oxnet's distributed stores hold dense values only "
-                         "(row_sparse keys are not supported yet)")
+        """Pulls the rows ``row_ids`` (an NDArray of row numbers, any shape, duplicates
+        allowed; one per output, or one for all) of row_sparse keys into row_sparse
+        ``out`` arrays: each output holds the requested rows (sorted, unique) after the
+        call. Only those rows travel: each server sends the requested rows it holds.
+        Waits for this worker's earlier pushes of the key, as a pull does."""
+        from .kvstore import _pairs
+        from ..ndarray import NDArray
+        if out is None:
+            raise MXNetError("row_sparse_pull: out is required")
+        if row_ids is None:
+            raise MXNetError("row_sparse_pull: row_ids is required")
+        keys, outs = _pairs(key, out, "row_sparse_pull")
+        self._check_keys(keys, "row_sparse_pull")
+        if isinstance(key, (list, tuple)):
+            ids = list(row_ids) if isinstance(row_ids, (list, tuple)) else [row_ids]
+            if len(ids) != len(keys):
+                raise MXNetError("row_sparse_pull: %d keys need %d row_ids entries, got %d"
+                                 % (len(keys), len(keys), len(ids)))
+        else:
+            ids = [row_ids]
+        jobs = []
+        for k, o, r in zip(keys, outs, ids):
+            m = self._meta(k, "row_sparse_pull")
+            if m.stype != "row_sparse":
+                raise MXNetError("row_sparse_pull: key %r does not hold a row_sparse value "
+                                 "(initialise it with a row_sparse array; pull dense keys with "
+                                 "pull)" % (k,))
+            rs = list(r) if isinstance(r, (list, tuple)) else [r] * len(o)
+            if len(rs) != len(o):
+                raise MXNetError("row_sparse_pull: key %r has %d outputs but %d row_ids"
+                                 % (k, len(o), len(rs)))
+            for x, rid in zip(o, rs):
+                if x.stype != "row_sparse":
+                    raise MXNetError("row_sparse_pull: the output for key %r must be row_sparse, "
+                                     "got %s" % (k, x.stype))
+                if not isinstance(rid, NDArray) or rid.stype != "default":
+                    raise MXNetError("row_sparse_pull: row_ids of key %r must be dense NDArrays"
+                                     % (k,))
+            self._check_value(m, o, "row_sparse_pull", k)
+            rows = m.shape[0] if m.shape else 1
+            uniq = []
+            for rid in rs:
+                v = rid.asnumpy().reshape(-1)
+                iv = v.astype(np.int64)
+                if v.size and (not np.array_equal(iv, v) or iv.min() < 0 or iv.max() >= rows):
+                    bad = [x for x in v.tolist() if x != int(x) or not 0 <= int(x) < rows][0]
+                    raise MXNetError("row_sparse_pull: key %r: row id %s is out of range "
+                                     "[0, %d)" % (k, bad, rows))
+                uniq.append(np.unique(iv))
+            jobs.append((k, o, m, uniq))
+        for k, o, m, uniq in jobs:
+            self._pull_rows(_wire_key(k), m, o, uniq)
+
+    def _pull_rows(self, key, m, outs, uniq):
+        """Pulls the union of the rows of ``uniq`` once, then fills every output with
+        its rows."""
+        from .. import ndarray as nd
+        allrows = uniq[0] if len(uniq) == 1 else np.unique(np.concatenate(uniq))
+        rowshape = m.shape[1:]
+        data = nd.empty((int(allrows.size),) + rowshape, dtype=m.dtype)
+        if allrows.size:
+            ctx = self._ctx
+            sid = self._sid
+            rowbytes = int(np.prod(rowshape)) * m.dtype.itemsize if rowshape else \
+                m.dtype.itemsize
+            msgs = []
+            for p in m.parts:
+                a, b = (int(x) for x in np.searchsorted(allrows, [p[4], p[5]]))
+                if b > a:
+                    li = np.ascontiguousarray(allrows[a:b] - p[4], dtype=np.int64)
+                    msgs.append((p[0], a * rowbytes, b * rowbytes, li, b - a))
+
+            def run(op):
+                mv = op.buffer(0)
+                left = [len(msgs)]
+
+                def done(_):
+                    with ctx.lock:
+                        left[0] -= 1
+                        last = left[0] == 0
+                    if last:
+                        op.complete()
+                for (s, b0, b1, li, n) in msgs:
+                    tag = ctx.reply_tag()
+                    ctx.expect_reply(tag, mv[b0:b1], done)
+                    ctx.request(s, {"op": "pull_rsp", "sid": sid, "key": key,
+                                    "part": _part_name(m, s), "nrows": n, "reply": tag}, li)
+            ctx.submit([], [data, m.token], run)
+        data.wait_to_read()
+        for x, u in zip(outs, uniq):
+            sel = data if u.size == allrows.size else \
+                nd.array(data.asnumpy()[np.searchsorted(allrows, u)], dtype=m.dtype)
+            res = nd.sparse.row_sparse_array((sel, nd.array(u, dtype=np.int64)), shape=m.shape,
+                                             dtype=m.dtype)
+            res.copyto(x)
 
     # -- servers --------------------------------------------------------------------
 
@@ -695,6 +922,12 @@ class DistKVStore(KVStoreBase):
         self._threshold = threshold
         self._comp_keys = set()
         self._compression = dict(compression_params)
+
+    def _server_stats(self):
+        """[{'sent': bytes of values the server has sent in replies to pulls}] per server
+        (for tests and diagnostics)."""
+        blobs = self._ctx.call(list(range(self._ctx.num_servers)), lambda s: {"op": "stats"})
+        return [pickle.loads(b) for b in blobs]
 
     def _quiesce(self):
         """Waits until every worker's pushes so far have reached the servers: pending
@@ -755,6 +988,7 @@ class _Server:
         self.deferred = {}    # (sid, key, part) -> [(worker, header)] pulls waiting
         self.waiting = {}     # (sid, key, part) -> [(worker, header, array)] before init
         self.stopped = set()
+        self.sent = 0         # bytes of values sent to workers (pulls)
 
     def store(self, sid, part):
         st = self.stores.get((sid, part))
@@ -779,6 +1013,8 @@ class _Server:
             arr = None
             if h["op"] in ("init", "push"):
                 arr = self.receive(src, h)
+            elif h["op"] in ("push_rsp", "pull_rsp"):
+                arr = self.receive_rows(src, h)
             self.handle(w, src, h, arr)
 
     def receive(self, src, h):
@@ -798,11 +1034,27 @@ class _Server:
             op.complete()
         return arr
 
+    def receive_rows(self, src, h):
+        """The (row numbers, rows) of a row_sparse push, or the row numbers of a
+        row_sparse pull (rows None)."""
+        n = h["nrows"]
+        idx = np.empty(n, dtype=np.int64)
+        if n:
+            self.ctx.req.Recv([idx, self.ctx.MPI.BYTE], source=src, tag=_TAG_DATA)
+        if h["op"] == "pull_rsp":
+            return idx, None
+        data = np.empty((n,) + tuple(h["shape"])[1:], dtype=np.dtype(h["dtype"]))
+        if n:
+            self.ctx.req.Recv([data, self.ctx.MPI.BYTE], source=src, tag=_TAG_DATA)
+        return idx, data
+
     def reply_array(self, src, tag, arr):
         op = _comm()._comm_op([arr], [])
         op.wait_ready()
         try:
-            self.ctx.rep.Send([op.buffer(0), self.ctx.MPI.BYTE], dest=src, tag=tag)
+            buf = op.buffer(0)
+            self.ctx.rep.Send([buf, self.ctx.MPI.BYTE], dest=src, tag=tag)
+            self.sent += memoryview(buf).nbytes
         finally:
             op.complete()
 
@@ -813,6 +1065,9 @@ class _Server:
         op = h["op"]
         if op == "ping":
             self.reply_bytes(src, h["reply"], b"\0")
+            return
+        if op == "stats":
+            self.reply_bytes(src, h["reply"], pickle.dumps({"sent": self.sent}))
             return
         if op == "stop":
             self.stopped.add(w)
@@ -855,16 +1110,16 @@ class _Server:
             # the init from worker 0 is still on its way
             self.waiting.setdefault(kp, []).append((w, src, h, arr))
             return
-        if op == "push":
+        if op in ("push", "push_rsp"):
             if not h["sync"]:
-                self.store(h["sid"], h["part"]).push(h["key"], [arr])
+                self.apply(h, kp, [arr])
                 return
             q = self.queued[kp]
             q[w].append(arr)
             applied = False
             while all(q):
                 vals = [x.pop(0) for x in q]
-                self.store(h["sid"], h["part"]).push(h["key"], vals)
+                self.apply(h, kp, vals)
                 applied = True
             if applied and kp in self.deferred:
                 left = []
@@ -876,7 +1131,9 @@ class _Server:
                 if left:
                     self.deferred[kp] = left
             return
-        if op == "pull":
+        if op in ("pull", "pull_rsp"):
+            if op == "pull_rsp":
+                h = dict(h, rows=arr[0])
             if self.queued[kp][w]:
                 self.deferred.setdefault(kp, []).append((w, src, h))
             else:
@@ -886,7 +1143,61 @@ class _Server:
 
     def answer_pull(self, src, h):
         s = self.store(h["sid"], h["part"])
-        self.reply_array(src, h["reply"], s.handle.stored(h["key"]))
+        stored = s.handle.stored(h["key"])
+        if h["op"] == "pull":
+            self.reply_array(src, h["reply"], stored)
+            return
+        # a row_sparse pull: only the requested rows travel
+        shape, dt = self.meta[(h["sid"], h["key"], h["part"])]
+        op = _comm()._comm_op([stored], [])
+        op.wait_ready()
+        try:
+            rows = np.frombuffer(op.buffer(0), dtype=np.dtype(dt)).reshape(shape)[h["rows"]]
+        finally:
+            op.complete()
+        rows = np.ascontiguousarray(rows)
+        self.ctx.rep.Send([rows, self.ctx.MPI.BYTE], dest=src, tag=h["reply"])
+        self.sent += rows.nbytes
+
+    def apply(self, h, kp, vals):
+        """Merges one round of pushes (one per worker in sync mode) into the stored
+        value: dense pushes are summed by the store (or its optimizer runs on the sum);
+        row_sparse pushes are summed row by row, then the optimizer updates the stored
+        weight with that row_sparse gradient (lazily: only those rows, as MXNet's sparse
+        updates), or without an optimizer the pushed rows take their sums."""
+        from .. import ndarray as nd
+        st = self.store(h["sid"], h["part"])
+        key = h["key"]
+        if all(not isinstance(v, tuple) for v in vals):
+            st.push(key, vals)
+            return
+        shape, dt = self.meta[kp]
+        dt = np.dtype(dt)
+        if any(not isinstance(v, tuple) for v in vals):
+            # dense and row_sparse pushes in one round: all summed densely
+            dense = []
+            for v in vals:
+                if isinstance(v, tuple):
+                    a = np.zeros(shape, dtype=dt)
+                    a[v[0]] = v[1]
+                    v = nd.array(a, dtype=dt)
+                dense.append(v)
+            st.push(key, dense)
+            return
+        idx, data = _merge_rows(list(vals), dt, shape[1:])
+        stored = st.handle.stored(key)
+        if st._updater is not None:
+            from .kvstore import _updater_key
+            grad = nd.sparse.row_sparse_array(
+                (nd.array(data, dtype=dt), nd.array(idx, dtype=np.int64)), shape=shape, dtype=dt)
+            st._updater(_updater_key(key), grad, stored)
+            return
+        op = _comm()._comm_op([], [stored])
+        op.wait_ready()
+        try:
+            np.frombuffer(op.buffer(0), dtype=dt).reshape(shape)[idx] = data
+        finally:
+            op.complete()
 
     def set_optimizer(self, sid, body):
         self.optimizers[sid] = body
