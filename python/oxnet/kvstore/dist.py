@@ -10,19 +10,24 @@ exits when every worker has finished, as MXNet's servers do.
 Workers
     ``push`` and ``pull`` return at once. Each one is an engine operation
     (``_core._comm_op``) reading the pushed arrays or writing the pulled ones: when it
-    holds them, a communication thread sends them to the servers straight from the
-    arrays' memory (mpi4py releases the GIL while MPI runs), and a receiver thread
-    receives pulled values straight into the output array; the operation completes
-    then. Compute that does not touch those arrays runs meanwhile; a later read of a
+    holds them, a communication thread starts sending them to the servers straight
+    from the arrays' memory (nonblocking sends, so the data of several keys and servers
+    travel at once; mpi4py releases the GIL while MPI runs) and a completion thread
+    ends the push when its sends are done; a receiver thread receives pulled values
+    straight into the output array, and the pull completes then. Compute that does not touch those arrays runs meanwhile; a later read of a
     pulled array waits for the pull, as for any engine operation. The operations of
     one key are ordered by a per-key token array that each of them writes.
 Servers
     A key lives on server ``key * 9973 % S`` (strings: their CRC32); an array of at
     least ``MXNET_KVSTORE_BIGARRAY_BOUND`` (1,000,000) elements is cut into ``S``
-    flat parts, one per server. A server keeps its values in a native ``local``
-    store: in sync mode it waits for one push of a key from every worker, then sums
-    them (in worker order) into the stored value or runs the optimizer's fused update
-    on the sum; a pull waits until the puller's pushes are applied. In async mode
+    parts at row boundaries (first axis), one per server. A server keeps its values
+    in a native ``local`` store. It has one thread per worker receiving that worker's
+    requests, the data into receive buffers kept per key and worker (reused every
+    round), and a reply thread sending pulled values, so that receives from several
+    workers, the sums and the replies overlap. In sync mode it waits for one push of
+    a key from every worker, then sums them (in worker order) into the stored value or
+    runs the optimizer's fused update on the sum, and answers the waiting pulls at
+    once; a pull waits until the puller's pushes are applied. In async mode
     every push is applied at once (an optimizer is required, as in MXNet).
 
 row_sparse keys
@@ -165,10 +170,15 @@ class _Context:
         self.lock = threading.Lock()
         self.reply_seq = 0
         self.tag_ub = min(int(self.world.Get_attr(self.MPI.TAG_UB) or 32767), 1 << 30)
+        import queue
+        self.sending = queue.SimpleQueue()
         self.sender = threading.Thread(target=self._send_loop, name="oxnet-kv-send", daemon=True)
         self.receiver = threading.Thread(target=self._recv_loop, name="oxnet-kv-recv", daemon=True)
+        self.finisher = threading.Thread(target=self._finish_loop, name="oxnet-kv-sent",
+                                         daemon=True)
         self.sender.start()
         self.receiver.start()
+        self.finisher.start()
         atexit.register(self.shutdown)
         # an uncaught exception ends the whole job at once (the other ranks may be
         # waiting for this one's pushes or in a barrier: exiting quietly would hang them)
@@ -216,6 +226,34 @@ class _Context:
                 run(op)
             except Exception as e:  # noqa: BLE001 - the error goes to the op's arrays
                 op.complete("kvstore communication failed: %s" % e)
+
+    def _finish_loop(self):
+        try:
+            while True:
+                item = self.sending.get()
+                if item is None:
+                    return
+                reqs, op, _keep = item
+                self.MPI.Request.Waitall(reqs)
+                op.complete()
+        except BaseException:  # noqa: BLE001
+            self._fatal("send completion")
+
+    def request_async(self, server, header, data):
+        """Sends ``header`` now and starts sending the buffers ``data`` (a list) to
+        server index ``server``; returns the MPI requests of the data. Called on the
+        communication thread only (a header and its data stay together: messages of
+        one sender arrive in order)."""
+        dest = self.servers[server]
+        self.req.send(header, dest=dest, tag=_TAG_REQ)
+        return [self.req.Isend([d, self.MPI.BYTE], dest=dest, tag=_TAG_DATA) for d in data]
+
+    def complete_when_sent(self, reqs, op, keep=None):
+        """Completes ``op`` once the sends ``reqs`` are done (on the completion thread),
+        keeping ``keep`` (the sent buffers) alive until then; the communication thread
+        goes on with the next operation meanwhile, so the data of several keys and
+        servers travel at once."""
+        self.sending.put((reqs, op, keep))
 
     def expect_reply(self, tag, target, done):
         """Registers ``target`` (a writable memoryview, or None for a message of any
@@ -322,8 +360,10 @@ class _Context:
         self.stopped = True
         _comm()._comm_wake()
         self.rep.send(None, dest=self.world.rank, tag=_TAG_STOP)
+        self.sending.put(None)
         self.sender.join(5)
         self.receiver.join(5)
+        self.finisher.join(5)
         try:
             self.wcomm.Barrier()
         except Exception:  # noqa: BLE001
@@ -625,6 +665,7 @@ class DistKVStore(KVStoreBase):
 
         def run(op):
             mv = op.buffer(0)
+            reqs, keep = [], []
             for p in m.parts:
                 s, b0, b1 = p[0], p[1], p[2]
                 part = _part_name(m, s)
@@ -634,8 +675,9 @@ class DistKVStore(KVStoreBase):
                 if threshold is not None:
                     head["comp"] = threshold
                     data = _pack_2bit(np.frombuffer(data, dtype=np.float32))
-                ctx.request(s, head, data)
-            op.complete()
+                keep.append(data)
+                reqs += ctx.request_async(s, head, [data])
+            ctx.complete_when_sent(reqs, op, keep)
         return ctx.submit([src], [m.token], run)
 
     def push(self, key, value, priority=0):
@@ -693,9 +735,10 @@ class DistKVStore(KVStoreBase):
             msgs.append((p[0], head, [li, ld] if b > a else None))
 
         def run(op):
+            reqs = []
             for (s, head, bufs) in msgs:
-                ctx.request(s, head, bufs)
-            op.complete()
+                reqs += ctx.request_async(s, head, bufs or [])
+            ctx.complete_when_sent(reqs, op, msgs)
         return ctx.submit([], [m.token], run)
 
     def _compress(self, key, m, src):
@@ -989,6 +1032,40 @@ class _Server:
         self.waiting = {}     # (sid, key, part) -> [(worker, header, array)] before init
         self.stopped = set()
         self.sent = 0         # bytes of values sent to workers (pulls)
+        # receive buffers of dense pushes, reused round after round: (key part, worker)
+        # -> free arrays (an array is written again only after the engine has run the
+        # sum or update that read it, as the receive is an engine write)
+        self.pool = {}
+        # replies with values go out on their own thread, so that the loop goes on
+        # receiving while a worker takes its values
+        import queue
+        self.replies = queue.SimpleQueue()
+        self.replier = threading.Thread(target=self._reply_loop, name="oxnet-kv-reply",
+                                        daemon=True)
+        self.replier.start()
+
+    def _reply_loop(self):
+        try:
+            while True:
+                item = self.replies.get()
+                if item is None:
+                    return
+                op, buf, dest, tag = item
+                if op is None:
+                    self.ctx.rep.Send([buf, self.ctx.MPI.BYTE], dest=dest, tag=tag)
+                    continue
+                op.wait_ready()
+                try:
+                    self.ctx.rep.Send([op.buffer(0), self.ctx.MPI.BYTE], dest=dest, tag=tag)
+                finally:
+                    op.complete()
+        except BaseException as e:  # noqa: BLE001 - a dead server must end the job
+            import traceback
+            traceback.print_exc()
+            sys.stderr.write("oxnet kvstore server %d (MPI rank %d): the reply thread failed: "
+                             "%s\n" % (self.ctx.rank, self.ctx.world.rank, e))
+            sys.stderr.flush()
+            self.ctx.world.Abort(1)
 
     def store(self, sid, part):
         st = self.stores.get((sid, part))
@@ -1002,24 +1079,69 @@ class _Server:
         return st
 
     def run(self):
-        MPI = self.ctx.MPI
-        req = self.ctx.req
-        st = MPI.Status()
-        W = self.ctx.num_workers
-        while len(self.stopped) < W:
-            h = req.recv(source=MPI.ANY_SOURCE, tag=_TAG_REQ, status=st)
-            src = st.Get_source()
-            w = self.ctx.workers.index(src)
-            arr = None
-            if h["op"] in ("init", "push"):
-                arr = self.receive(src, h)
-            elif h["op"] in ("push_rsp", "pull_rsp"):
-                arr = self.receive_rows(src, h)
-            self.handle(w, src, h, arr)
+        """Serves until every worker has stopped: one thread per worker receives its
+        requests and their data (the receives from different workers run at once, the
+        GIL released in MPI), then handles each under the server's lock; a reply thread
+        sends the values."""
+        self.lock = threading.Lock()
+        # the loop runs at the end of ``import oxnet``, which never returns on a server:
+        # every oxnet module is loaded by now, so the package is marked initialised
+        # (the serving threads' imports would otherwise wait for this import forever)
+        for name, mod in list(sys.modules.items()):
+            spec = getattr(mod, "__spec__", None)
+            if (name == "oxnet" or name.startswith("oxnet.")) and \
+                    getattr(spec, "_initializing", False):
+                spec._initializing = False
+        threads = [threading.Thread(target=self._serve, args=(w, src), daemon=True,
+                                    name="oxnet-kv-serve-%d" % w)
+                   for w, src in enumerate(self.ctx.workers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.replies.put(None)
+        self.replier.join()
 
-    def receive(self, src, h):
+    def _serve(self, w, src):
+        try:
+            while True:
+                h = self.ctx.req.recv(source=src, tag=_TAG_REQ)
+                arr = None
+                if h["op"] in ("init", "push"):
+                    arr = self.receive(src, w, h)
+                elif h["op"] in ("push_rsp", "pull_rsp"):
+                    arr = self.receive_rows(src, h)
+                with self.lock:
+                    self.handle(w, src, h, arr)
+                if h["op"] == "stop":
+                    return
+        except BaseException as e:  # noqa: BLE001 - a dead server must end the job
+            import traceback
+            traceback.print_exc()
+            sys.stderr.write("oxnet kvstore server %d (MPI rank %d) failed: %s\n"
+                             % (self.ctx.rank, self.ctx.world.rank, e))
+            sys.stderr.flush()
+            self.ctx.world.Abort(1)
+
+    def _buffer(self, h, w):
         from .. import ndarray as nd
-        arr = nd.empty(tuple(h["shape"]), dtype=np.dtype(h["dtype"]))
+        shape, dt = tuple(h["shape"]), np.dtype(h["dtype"])
+        if h["op"] == "push":
+            with self.lock:
+                free = self.pool.get(((h["sid"], h["key"], h["part"]), w))
+                while free:
+                    a = free.pop()
+                    if a.shape == shape and np.dtype(a.dtype) == dt:
+                        return a
+        return nd.empty(shape, dtype=dt)
+
+    def _release(self, kp, vals):
+        for w, a in enumerate(vals):
+            if a is not None and not isinstance(a, tuple):
+                self.pool.setdefault((kp, w), []).append(a)
+
+    def receive(self, src, w, h):
+        arr = self._buffer(h, w)
         op = _comm()._comm_op([], [arr])
         op.wait_ready()
         try:
@@ -1049,14 +1171,11 @@ class _Server:
         return idx, data
 
     def reply_array(self, src, tag, arr):
+        # the read op is taken here, in request order; the reply thread sends once the
+        # value is ready (after the sum or update of the round)
         op = _comm()._comm_op([arr], [])
-        op.wait_ready()
-        try:
-            buf = op.buffer(0)
-            self.ctx.rep.Send([buf, self.ctx.MPI.BYTE], dest=src, tag=tag)
-            self.sent += memoryview(buf).nbytes
-        finally:
-            op.complete()
+        self.sent += arr.size * np.dtype(arr.dtype).itemsize
+        self.replies.put((op, None, src, tag))
 
     def reply_bytes(self, src, tag, data):
         self.ctx.rep.Send([data, self.ctx.MPI.BYTE], dest=src, tag=tag)
@@ -1113,6 +1232,8 @@ class _Server:
         if op in ("push", "push_rsp"):
             if not h["sync"]:
                 self.apply(h, kp, [arr])
+                if not isinstance(arr, tuple):
+                    self.pool.setdefault((kp, w), []).append(arr)
                 return
             q = self.queued[kp]
             q[w].append(arr)
@@ -1120,6 +1241,7 @@ class _Server:
             while all(q):
                 vals = [x.pop(0) for x in q]
                 self.apply(h, kp, vals)
+                self._release(kp, vals)
                 applied = True
             if applied and kp in self.deferred:
                 left = []
@@ -1156,8 +1278,8 @@ class _Server:
         finally:
             op.complete()
         rows = np.ascontiguousarray(rows)
-        self.ctx.rep.Send([rows, self.ctx.MPI.BYTE], dest=src, tag=h["reply"])
         self.sent += rows.nbytes
+        self.replies.put((None, rows, src, h["reply"]))
 
     def apply(self, h, kp, vals):
         """Merges one round of pushes (one per worker in sync mode) into the stored
