@@ -586,13 +586,6 @@ class DistKVStore(KVStoreBase):
                              "first)" % (what, key))
         return m
 
-    @staticmethod
-    def _dense(arrs, what, key):
-        for a in arrs:
-            if a.stype != "default":
-                raise MXNetError("%s: key %r: %s values are not supported by oxnet's distributed "
-                                 "stores (dense arrays only)" % (what, key, a.stype))
-
     def _check_value(self, m, arrs, what, key):
         for a in arrs:
             if tuple(a.shape) != m.shape:
