@@ -193,3 +193,15 @@ def test_two_bit_wire_format_round_trips(n):
     out = np.full(n, np.nan, dtype=np.float32)
     dist._unpack_2bit(packed, n, t, out)
     np.testing.assert_array_equal(out, vals)
+
+
+@need_mpi
+@pytest.mark.parametrize("servers", [1, 2])
+def test_row_sparse_keys(tmp_path, servers):
+    # row_sparse init/push/row_sparse_pull (MXNet's nightly dist_sync checks, values as
+    # there), pull refused, bad input, lazy updates on the servers, only the requested
+    # rows on the wire, async, Trainer with Embedding(sparse_grad=True) and a row_sparse
+    # weight; with 2 servers big keys are split by rows
+    p = run_launch(tmp_path, "sparse_worker.py", 2, servers, timeout=240,
+                   MXNET_KVSTORE_BIGARRAY_BOUND=1000)
+    _ok(p, 2)

@@ -160,16 +160,16 @@ for it, gg in enumerate(gs):
 
 # ... and the quantised values travel packed, 2 bits each (1/16 of float32's bytes)
 sent = []
-orig_request = kvc._ctx.request
+orig_request = kvc._ctx.request_async
 
 
-def recording_request(server, header, data=None):
+def recording_request(server, header, data):
     if header.get("op") == "push":
-        sent.append((header.get("comp"), memoryview(data).nbytes))
+        sent.append((header.get("comp"), sum(memoryview(d).nbytes for d in data)))
     return orig_request(server, header, data)
 
 
-kvc._ctx.request = recording_request
+kvc._ctx.request_async = recording_request
 g = np.random.RandomState(3).uniform(-1, 1, 1001).astype(np.float32)
 kvc.init(1, mx.nd.zeros((1001,)))
 kvc.push(1, mx.nd.array(g))
@@ -177,7 +177,7 @@ o1 = mx.nd.zeros((1001,))
 kvc.pull(1, out=o1)
 q = np.where(g >= 0.5, 0.5, np.where(g <= -0.5, -0.5, 0.0)).astype(np.float32)
 check(np.allclose(val(o1), q * W), "2bit packed: %s vs %s" % (val(o1)[:8], (q * W)[:8]))
-kvc._ctx.request = orig_request
+kvc._ctx.request_async = orig_request
 check(sum(b for _, b in sent) == 251 and all(c == 0.5 for c, _ in sent),
       "2bit: 1001 values sent as %s" % sent)
 

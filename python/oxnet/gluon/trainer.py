@@ -162,6 +162,13 @@ class Trainer:
             kv = kvs.create(kv)
         if "async" in kv.type and update_on_kv is False:
             raise ValueError("Please set update_on_kvstore=True when training in async mode.")
+        if any(p._grad_stype != "default" for p in self._params):
+            # as MXNet: sparse gradients are pushed to the servers, which update the
+            # weights (pulled whole); row_sparse gradients are not pulled back
+            if update_on_kv is False:
+                raise ValueError("Cannot set update_on_kvstore=False on dist kvstore when "
+                                 "sparse gradients are present.")
+            update_on_kv = True
         if update_on_kv is None:
             update_on_kv = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
         if "async" in kv.type:

@@ -10,20 +10,37 @@ exits when every worker has finished, as MXNet's servers do.
 Workers
     ``push`` and ``pull`` return at once. Each one is an engine operation
     (``_core._comm_op``) reading the pushed arrays or writing the pulled ones: when it
-    holds them, a communication thread sends them to the servers straight from the
-    arrays' memory (mpi4py releases the GIL while MPI runs), and a receiver thread
-    receives pulled values straight into the output array; the operation completes
-    then. Compute that does not touch those arrays runs meanwhile; a later read of a
+    holds them, a communication thread starts sending them to the servers straight
+    from the arrays' memory (nonblocking sends, so the data of several keys and servers
+    travel at once; mpi4py releases the GIL while MPI runs) and a completion thread
+    ends the push when its sends are done; a receiver thread receives pulled values
+    straight into the output array, and the pull completes then. Compute that does not touch those arrays runs meanwhile; a later read of a
     pulled array waits for the pull, as for any engine operation. The operations of
     one key are ordered by a per-key token array that each of them writes.
 Servers
     A key lives on server ``key * 9973 % S`` (strings: their CRC32); an array of at
     least ``MXNET_KVSTORE_BIGARRAY_BOUND`` (1,000,000) elements is cut into ``S``
-    flat parts, one per server. A server keeps its values in a native ``local``
-    store: in sync mode it waits for one push of a key from every worker, then sums
-    them (in worker order) into the stored value or runs the optimizer's fused update
-    on the sum; a pull waits until the puller's pushes are applied. In async mode
+    parts at row boundaries (first axis), one per server. A server keeps its values
+    in a native ``local`` store. It has one thread per worker receiving that worker's
+    requests, the data into receive buffers kept per key and worker (reused every
+    round), and a reply thread sending pulled values, so that receives from several
+    workers, the sums and the replies overlap. In sync mode it waits for one push of
+    a key from every worker, then sums them (in worker order) into the stored value or
+    runs the optimizer's fused update on the sum, and answers the waiting pulls at
+    once; a pull waits until the puller's pushes are applied. In async mode
     every push is applied at once (an optimizer is required, as in MXNet).
+
+row_sparse keys
+    ``init`` with a row_sparse array makes a row_sparse key; the servers hold its value
+    whole (absent rows are zeros), as MXNet's servers do. A row_sparse push sends only
+    its rows (row numbers, then the rows); big keys are cut at row boundaries, so each
+    server gets the rows it holds. In sync mode the servers sum the rows of all
+    workers' pushes, then run the optimizer with that row_sparse gradient (a lazy
+    update: only those rows) or, without one, give the pushed rows their sums.
+    ``row_sparse_pull`` asks each server for the requested rows it holds, and only
+    those rows come back; ``pull`` of a row_sparse key is refused (row_sparse outputs
+    are ignored with a warning, as MXNet does). Dense keys take row_sparse pushes too
+    (sparse gradients of a dense weight, e.g. ``Embedding(sparse_grad=True)``).
 
 Errors are raised on the worker before anything is sent (unknown key, second
 ``init``, shape or dtype of a push different from the stored one), so the stored
@@ -153,10 +170,15 @@ class _Context:
         self.lock = threading.Lock()
         self.reply_seq = 0
         self.tag_ub = min(int(self.world.Get_attr(self.MPI.TAG_UB) or 32767), 1 << 30)
+        import queue
+        self.sending = queue.SimpleQueue()
         self.sender = threading.Thread(target=self._send_loop, name="oxnet-kv-send", daemon=True)
         self.receiver = threading.Thread(target=self._recv_loop, name="oxnet-kv-recv", daemon=True)
+        self.finisher = threading.Thread(target=self._finish_loop, name="oxnet-kv-sent",
+                                         daemon=True)
         self.sender.start()
         self.receiver.start()
+        self.finisher.start()
         atexit.register(self.shutdown)
         # an uncaught exception ends the whole job at once (the other ranks may be
         # waiting for this one's pushes or in a barrier: exiting quietly would hang them)
@@ -205,6 +227,34 @@ class _Context:
             except Exception as e:  # noqa: BLE001 - the error goes to the op's arrays
                 op.complete("kvstore communication failed: %s" % e)
 
+    def _finish_loop(self):
+        try:
+            while True:
+                item = self.sending.get()
+                if item is None:
+                    return
+                reqs, op, _keep = item
+                self.MPI.Request.Waitall(reqs)
+                op.complete()
+        except BaseException:  # noqa: BLE001
+            self._fatal("send completion")
+
+    def request_async(self, server, header, data):
+        """Sends ``header`` now and starts sending the buffers ``data`` (a list) to
+        server index ``server``; returns the MPI requests of the data. Called on the
+        communication thread only (a header and its data stay together: messages of
+        one sender arrive in order)."""
+        dest = self.servers[server]
+        self.req.send(header, dest=dest, tag=_TAG_REQ)
+        return [self.req.Isend([d, self.MPI.BYTE], dest=dest, tag=_TAG_DATA) for d in data]
+
+    def complete_when_sent(self, reqs, op, keep=None):
+        """Completes ``op`` once the sends ``reqs`` are done (on the completion thread),
+        keeping ``keep`` (the sent buffers) alive until then; the communication thread
+        goes on with the next operation meanwhile, so the data of several keys and
+        servers travel at once."""
+        self.sending.put((reqs, op, keep))
+
     def expect_reply(self, tag, target, done):
         """Registers ``target`` (a writable memoryview, or None for a message of any
         size) for the reply with ``tag``; ``done(data)`` runs when it arrived."""
@@ -252,8 +302,10 @@ class _Context:
         on the communication thread only, so a header and its data stay together."""
         dest = self.servers[server]
         self.req.send(header, dest=dest, tag=_TAG_REQ)
-        if data is not None:
-            self.req.Send([data, self.MPI.BYTE], dest=dest, tag=_TAG_DATA)
+        if data is None:
+            return
+        for d in (data if isinstance(data, list) else [data]):
+            self.req.Send([d, self.MPI.BYTE], dest=dest, tag=_TAG_DATA)
 
     def call(self, server_list, make_header, timeout=None):
         """Sends a control request to each server in ``server_list`` through the
@@ -308,8 +360,10 @@ class _Context:
         self.stopped = True
         _comm()._comm_wake()
         self.rep.send(None, dest=self.world.rank, tag=_TAG_STOP)
+        self.sending.put(None)
         self.sender.join(5)
         self.receiver.join(5)
+        self.finisher.join(5)
         try:
             self.wcomm.Barrier()
         except Exception:  # noqa: BLE001
@@ -343,13 +397,23 @@ def _home(key, nserv):
     return h % nserv
 
 
-def _parts(key, size, itemsize, nserv):
-    """[(server, first byte, end byte, elements)] of a key's value."""
+def _parts(key, shape, itemsize, nserv):
+    """[(server, first byte, end byte, elements, first row, end row)] of a key's value.
+    A big array is cut at row boundaries (rows: the first axis), so that the rows of a
+    row_sparse push or pull go to the server holding them; parts without rows are left
+    out."""
+    shape = tuple(shape)
+    size = int(np.prod(shape)) if shape else 1
+    rows = shape[0] if shape else 1
+    rowlen = size // rows if rows else 0
     if nserv > 1 and size >= _bigarray_bound():
-        cuts = [size * i // nserv for i in range(nserv + 1)]
-        return [(i, cuts[i] * itemsize, cuts[i + 1] * itemsize, cuts[i + 1] - cuts[i])
-                for i in range(nserv)]
-    return [(_home(key, nserv), 0, size * itemsize, size)]
+        cuts = [rows * i // nserv for i in range(nserv + 1)]
+        parts = [(i, cuts[i] * rowlen * itemsize, cuts[i + 1] * rowlen * itemsize,
+                  (cuts[i + 1] - cuts[i]) * rowlen, cuts[i], cuts[i + 1])
+                 for i in range(nserv) if cuts[i + 1] > cuts[i]]
+        if len(parts) > 1:
+            return parts
+    return [(_home(key, nserv), 0, size * itemsize, size, 0, rows)]
 
 
 def _pack_2bit(vals):
@@ -377,14 +441,68 @@ def _unpack_2bit(packed, n, threshold, out):
 # -- the worker's store ---------------------------------------------------------
 
 class _KeyMeta:
-    __slots__ = ("shape", "dtype", "token", "parts", "size")
+    __slots__ = ("shape", "dtype", "token", "parts", "size", "stype")
 
-    def __init__(self, shape, dtype, parts, token):
+    def __init__(self, shape, dtype, parts, token, stype="default"):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.parts = parts
         self.token = token
         self.size = int(np.prod(self.shape)) if self.shape else 1
+        self.stype = stype
+
+    def part_shape(self, part):
+        """The shape of a part's value on its server: its rows of the whole value."""
+        if len(self.parts) == 1:
+            return self.shape
+        return (part[5] - part[4],) + self.shape[1:]
+
+
+def _part_name(m, s):
+    return None if len(m.parts) == 1 else s
+
+
+def _rows_of(x, m, what, key):
+    """(sorted unique int64 row numbers, rows) of a pushed value: a row_sparse array's
+    stored rows (summing duplicates), or the non-zero rows of a dense array."""
+    if x.stype == "row_sparse":
+        idx = x.indices.asnumpy().astype(np.int64, copy=False).reshape(-1)
+        data = x.data.asnumpy()
+    else:
+        dense = x.asnumpy()
+        flat = dense.reshape(dense.shape[0], -1) if dense.ndim else dense.reshape(1, 1)
+        idx = np.flatnonzero(flat.any(axis=1)).astype(np.int64)
+        data = dense[idx]
+    data = np.asarray(data, dtype=m.dtype).reshape((idx.size,) + m.shape[1:])
+    rows = m.shape[0] if m.shape else 1
+    if idx.size and (idx.min() < 0 or idx.max() >= rows):
+        raise MXNetError("%s: key %r: row index %d of the row_sparse value is out of range "
+                         "[0, %d)" % (what, key, int(idx.min() if idx.min() < 0 else idx.max()),
+                                      rows))
+    if idx.size > 1 and not np.all(idx[1:] > idx[:-1]):
+        uniq, inv = np.unique(idx, return_inverse=True)
+        summed = np.zeros((uniq.size,) + data.shape[1:], dtype=data.dtype)
+        np.add.at(summed, inv, data)
+        idx, data = uniq, summed
+    return idx, data
+
+
+def _merge_rows(pieces, dtype, rowshape):
+    """The sum of [(sorted unique rows, data)]: (sorted unique rows, data)."""
+    pieces = [p for p in pieces if p[0].size]
+    if not pieces:
+        return np.zeros(0, dtype=np.int64), np.zeros((0,) + tuple(rowshape), dtype=dtype)
+    if len(pieces) == 1:
+        return pieces[0]
+    idx = np.concatenate([p[0] for p in pieces])
+    data = np.concatenate([p[1] for p in pieces])
+    uniq, inv = np.unique(idx, return_inverse=True)
+    if uniq.size == idx.size:
+        order = np.argsort(idx, kind="stable")
+        return idx[order], data[order]
+    summed = np.zeros((uniq.size,) + data.shape[1:], dtype=data.dtype)
+    np.add.at(summed, inv, data)
+    return uniq, summed
 
 
 def _wire_key(k):
@@ -468,13 +586,6 @@ class DistKVStore(KVStoreBase):
                              "first)" % (what, key))
         return m
 
-    @staticmethod
-    def _dense(arrs, what, key):
-        for a in arrs:
-            if a.stype != "default":
-                raise MXNetError("%s: key %r: %s values are not supported by oxnet's distributed "
-                                 "stores (dense arrays only)" % (what, key, a.stype))
-
     def _check_value(self, m, arrs, what, key):
         for a in arrs:
             if tuple(a.shape) != m.shape:
@@ -494,7 +605,11 @@ class DistKVStore(KVStoreBase):
         keys, vals = _pairs(key, value, "init")
         self._check_keys(keys, "init")
         for k, v in zip(keys, vals):
-            self._dense(v, "init", k)
+            for a in v:
+                if a.stype not in ("default", "row_sparse"):
+                    raise MXNetError("init: key %r: %s values are not supported by oxnet's "
+                                     "distributed stores (default and row_sparse only)"
+                                     % (k, a.stype))
             wk = _wire_key(k)
             if wk in self._keys:
                 raise MXNetError("init: key %r has been initialized already" % (k,))
@@ -509,11 +624,13 @@ class DistKVStore(KVStoreBase):
             a = v[0]
             dt = np.dtype(a.dtype)
             size = int(np.prod(a.shape)) if a.shape else 1
-            parts = _parts(wk, size, dt.itemsize, self._ctx.num_servers)
-            m = _KeyMeta(a.shape, dt, parts, nd.zeros((1,)))
+            parts = _parts(wk, a.shape, dt.itemsize, self._ctx.num_servers)
+            m = _KeyMeta(a.shape, dt, parts, nd.zeros((1,)), a.stype)
             self._keys[wk] = m
             if self.rank == 0:
-                src = self._to_cpu([a])
+                # a row_sparse value is stored whole on the servers (absent rows: zeros),
+                # as MXNet's servers store it
+                src = self._to_cpu([a if a.stype == "default" else a.tostype("default")])
                 ops.append(self._send_value(wk, m, src, "init"))
         for op in ops:
             op.wait_done()
@@ -541,16 +658,19 @@ class DistKVStore(KVStoreBase):
 
         def run(op):
             mv = op.buffer(0)
-            for (s, b0, b1, n) in m.parts:
-                part = None if len(m.parts) == 1 else s
+            reqs, keep = [], []
+            for p in m.parts:
+                s, b0, b1 = p[0], p[1], p[2]
+                part = _part_name(m, s)
                 head = {"op": kind, "sid": sid, "key": key, "part": part,
-                        "shape": shape if part is None else (n,), "dtype": dtype, "sync": sync}
+                        "shape": m.part_shape(p), "dtype": dtype, "sync": sync}
                 data = mv[b0:b1]
                 if threshold is not None:
                     head["comp"] = threshold
                     data = _pack_2bit(np.frombuffer(data, dtype=np.float32))
-                ctx.request(s, head, data)
-            op.complete()
+                keep.append(data)
+                reqs += ctx.request_async(s, head, [data])
+            ctx.complete_when_sent(reqs, op, keep)
         return ctx.submit([src], [m.token], run)
 
     def push(self, key, value, priority=0):
@@ -559,22 +679,60 @@ class DistKVStore(KVStoreBase):
         from .kvstore import _pairs
         keys, vals = _pairs(key, value, "push")
         self._check_keys(keys, "push")
-        metas = []
+        metas, sparse = [], []
         for k, v in zip(keys, vals):
-            self._dense(v, "push", k)
+            for a in v:
+                if a.stype not in ("default", "row_sparse"):
+                    raise MXNetError("push: key %r: %s values are not supported by oxnet's "
+                                     "distributed stores (default and row_sparse only)"
+                                     % (k, a.stype))
             m = self._meta(k, "push")
             self._check_value(m, v, "push", k)
             metas.append(m)
+            sp = m.stype == "row_sparse" or any(a.stype == "row_sparse" for a in v)
+            if sp and self._comp is not None:
+                raise MXNetError("push: key %r: gradient compression is not supported for "
+                                 "row_sparse values" % (k,))
+            sparse.append(sp)
         if not self._sync and self._optimizer is None:
             raise MXNetError("push: dist_async stores need an optimizer on the servers "
                              "(set_optimizer) before the first push, as in MXNet")
-        for k, v, m in zip(keys, vals, metas):
+        # the rows of every sparse value are read (and checked) before anything is sent
+        rows = [None if not sp else
+                _merge_rows([_rows_of(a, m, "push", k) for a in v], m.dtype, m.shape[1:])
+                for k, v, m, sp in zip(keys, vals, metas, sparse)]
+        for k, v, m, r in zip(keys, vals, metas, rows):
+            if r is not None:
+                self._send_rows(_wire_key(k), m, r[0], r[1])
+                continue
             src = self._to_cpu(v)
             threshold = None
             if self._comp is not None:
                 src = self._compress(_wire_key(k), m, src)
                 threshold = self._threshold
             self._send_value(_wire_key(k), m, src, "push", threshold)
+
+    def _send_rows(self, key, m, idx, data):
+        """Sends the rows ``idx`` (sorted, unique) with values ``data`` of a row_sparse
+        push: each server holding a part of the key gets the rows in its range (possibly
+        none: every part takes part in every sync round), numbered from its first row."""
+        ctx = self._ctx
+        sid, sync, dtype = self._sid, self._sync, m.dtype.str
+        msgs = []
+        for p in m.parts:
+            a, b = np.searchsorted(idx, [p[4], p[5]])
+            li = np.ascontiguousarray(idx[a:b] - p[4], dtype=np.int64)
+            ld = np.ascontiguousarray(data[a:b])
+            head = {"op": "push_rsp", "sid": sid, "key": key, "part": _part_name(m, p[0]),
+                    "shape": m.part_shape(p), "dtype": dtype, "sync": sync, "nrows": int(b - a)}
+            msgs.append((p[0], head, [li, ld] if b > a else None))
+
+        def run(op):
+            reqs = []
+            for (s, head, bufs) in msgs:
+                reqs += ctx.request_async(s, head, bufs or [])
+            ctx.complete_when_sent(reqs, op, msgs)
+        return ctx.submit([], [m.token], run)
 
     def _compress(self, key, m, src):
         if m.dtype != np.float32:
@@ -596,13 +754,26 @@ class DistKVStore(KVStoreBase):
             raise MXNetError("pull: out is required")
         keys, outs = _pairs(key, out, "pull")
         self._check_keys(keys, "pull")
-        metas = []
+        if not ignore_sparse:
+            raise MXNetError("pull: distributed stores do not support ignore_sparse=False (pull "
+                             "row_sparse values with row_sparse_pull)")
+        todo = []
         for k, o in zip(keys, outs):
-            self._dense(o, "pull", k)
             m = self._meta(k, "pull")
-            self._check_value(m, o, "pull", k)
-            metas.append(m)
-        for k, o, m in zip(keys, outs, metas):
+            dense = [a for a in o if a.stype == "default"]
+            if len(dense) != len(o):
+                # MXNet ignores sparse outputs of a pull, with a warning
+                import warnings
+                warnings.warn("pull: non-default outputs of key %r are ignored; use "
+                              "row_sparse_pull for row_sparse values" % (k,), stacklevel=2)
+            if not dense:
+                continue
+            if m.stype == "row_sparse":
+                raise MXNetError("pull: key %r holds a row_sparse value: pull its rows with "
+                                 "row_sparse_pull(key, out=..., row_ids=...)" % (k,))
+            self._check_value(m, dense, "pull", k)
+            todo.append((k, dense, m))
+        for k, o, m in todo:
             self._pull_one(_wire_key(k), m, o)
 
     def _pull_one(self, key, m, outs):
@@ -623,11 +794,11 @@ class DistKVStore(KVStoreBase):
                     last = left[0] == 0
                 if last:
                     op.complete()
-            for (s, b0, b1, n) in m.parts:
+            for p in m.parts:
                 tag = ctx.reply_tag()
-                ctx.expect_reply(tag, mv[b0:b1], done)
-                ctx.request(s, {"op": "pull", "sid": sid, "key": key,
-                                "part": None if len(m.parts) == 1 else s, "reply": tag})
+                ctx.expect_reply(tag, mv[p[1]:p[2]], done)
+                ctx.request(p[0], {"op": "pull", "sid": sid, "key": key,
+                                   "part": _part_name(m, p[0]), "reply": tag})
         ctx.submit([], [target, m.token], run)
         for o in (outs if not direct else outs[1:]):
             target.copyto(o)
@@ -643,9 +814,101 @@ class DistKVStore(KVStoreBase):
         self.pull(key, out=out, priority=priority)
 
     def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
-        """Not available: oxnet's distributed stores hold dense values only."""
-        raise MXNetError("row_sparse_pull: oxnet's distributed stores hold dense values only "
-                         "(row_sparse keys are not supported yet)")
+        """Pulls the rows ``row_ids`` (an NDArray of row numbers, any shape, duplicates
+        allowed; one per output, or one for all) of row_sparse keys into row_sparse
+        ``out`` arrays: each output holds the requested rows (sorted, unique) after the
+        call. Only those rows travel: each server sends the requested rows it holds.
+        Waits for this worker's earlier pushes of the key, as a pull does."""
+        from .kvstore import _pairs
+        from ..ndarray import NDArray
+        if out is None:
+            raise MXNetError("row_sparse_pull: out is required")
+        if row_ids is None:
+            raise MXNetError("row_sparse_pull: row_ids is required")
+        keys, outs = _pairs(key, out, "row_sparse_pull")
+        self._check_keys(keys, "row_sparse_pull")
+        if isinstance(key, (list, tuple)):
+            ids = list(row_ids) if isinstance(row_ids, (list, tuple)) else [row_ids]
+            if len(ids) != len(keys):
+                raise MXNetError("row_sparse_pull: %d keys need %d row_ids entries, got %d"
+                                 % (len(keys), len(keys), len(ids)))
+        else:
+            ids = [row_ids]
+        jobs = []
+        for k, o, r in zip(keys, outs, ids):
+            m = self._meta(k, "row_sparse_pull")
+            if m.stype != "row_sparse":
+                raise MXNetError("row_sparse_pull: key %r does not hold a row_sparse value "
+                                 "(initialise it with a row_sparse array; pull dense keys with "
+                                 "pull)" % (k,))
+            rs = list(r) if isinstance(r, (list, tuple)) else [r] * len(o)
+            if len(rs) != len(o):
+                raise MXNetError("row_sparse_pull: key %r has %d outputs but %d row_ids"
+                                 % (k, len(o), len(rs)))
+            for x, rid in zip(o, rs):
+                if x.stype != "row_sparse":
+                    raise MXNetError("row_sparse_pull: the output for key %r must be row_sparse, "
+                                     "got %s" % (k, x.stype))
+                if not isinstance(rid, NDArray) or rid.stype != "default":
+                    raise MXNetError("row_sparse_pull: row_ids of key %r must be dense NDArrays"
+                                     % (k,))
+            self._check_value(m, o, "row_sparse_pull", k)
+            rows = m.shape[0] if m.shape else 1
+            uniq = []
+            for rid in rs:
+                v = rid.asnumpy().reshape(-1)
+                iv = v.astype(np.int64)
+                if v.size and (not np.array_equal(iv, v) or iv.min() < 0 or iv.max() >= rows):
+                    bad = [x for x in v.tolist() if x != int(x) or not 0 <= int(x) < rows][0]
+                    raise MXNetError("row_sparse_pull: key %r: row id %s is out of range "
+                                     "[0, %d)" % (k, bad, rows))
+                uniq.append(np.unique(iv))
+            jobs.append((k, o, m, uniq))
+        for k, o, m, uniq in jobs:
+            self._pull_rows(_wire_key(k), m, o, uniq)
+
+    def _pull_rows(self, key, m, outs, uniq):
+        """Pulls the union of the rows of ``uniq`` once, then fills every output with
+        its rows."""
+        from .. import ndarray as nd
+        allrows = uniq[0] if len(uniq) == 1 else np.unique(np.concatenate(uniq))
+        rowshape = m.shape[1:]
+        data = nd.empty((int(allrows.size),) + rowshape, dtype=m.dtype)
+        if allrows.size:
+            ctx = self._ctx
+            sid = self._sid
+            rowbytes = int(np.prod(rowshape)) * m.dtype.itemsize if rowshape else \
+                m.dtype.itemsize
+            msgs = []
+            for p in m.parts:
+                a, b = (int(x) for x in np.searchsorted(allrows, [p[4], p[5]]))
+                if b > a:
+                    li = np.ascontiguousarray(allrows[a:b] - p[4], dtype=np.int64)
+                    msgs.append((p[0], a * rowbytes, b * rowbytes, li, b - a))
+
+            def run(op):
+                mv = op.buffer(0)
+                left = [len(msgs)]
+
+                def done(_):
+                    with ctx.lock:
+                        left[0] -= 1
+                        last = left[0] == 0
+                    if last:
+                        op.complete()
+                for (s, b0, b1, li, n) in msgs:
+                    tag = ctx.reply_tag()
+                    ctx.expect_reply(tag, mv[b0:b1], done)
+                    ctx.request(s, {"op": "pull_rsp", "sid": sid, "key": key,
+                                    "part": _part_name(m, s), "nrows": n, "reply": tag}, li)
+            ctx.submit([], [data, m.token], run)
+        data.wait_to_read()
+        for x, u in zip(outs, uniq):
+            sel = data if u.size == allrows.size else \
+                nd.array(data.asnumpy()[np.searchsorted(allrows, u)], dtype=m.dtype)
+            res = nd.sparse.row_sparse_array((sel, nd.array(u, dtype=np.int64)), shape=m.shape,
+                                             dtype=m.dtype)
+            res.copyto(x)
 
     # -- servers --------------------------------------------------------------------
 
@@ -695,6 +958,12 @@ class DistKVStore(KVStoreBase):
         self._threshold = threshold
         self._comp_keys = set()
         self._compression = dict(compression_params)
+
+    def _server_stats(self):
+        """[{'sent': bytes of values the server has sent in replies to pulls}] per server
+        (for tests and diagnostics)."""
+        blobs = self._ctx.call(list(range(self._ctx.num_servers)), lambda s: {"op": "stats"})
+        return [pickle.loads(b) for b in blobs]
 
     def _quiesce(self):
         """Waits until every worker's pushes so far have reached the servers: pending
@@ -755,6 +1024,41 @@ class _Server:
         self.deferred = {}    # (sid, key, part) -> [(worker, header)] pulls waiting
         self.waiting = {}     # (sid, key, part) -> [(worker, header, array)] before init
         self.stopped = set()
+        self.sent = 0         # bytes of values sent to workers (pulls)
+        # receive buffers of dense pushes, reused round after round: (key part, worker)
+        # -> free arrays (an array is written again only after the engine has run the
+        # sum or update that read it, as the receive is an engine write)
+        self.pool = {}
+        # replies with values go out on their own thread, so that the loop goes on
+        # receiving while a worker takes its values
+        import queue
+        self.replies = queue.SimpleQueue()
+        self.replier = threading.Thread(target=self._reply_loop, name="oxnet-kv-reply",
+                                        daemon=True)
+        self.replier.start()
+
+    def _reply_loop(self):
+        try:
+            while True:
+                item = self.replies.get()
+                if item is None:
+                    return
+                op, buf, dest, tag = item
+                if op is None:
+                    self.ctx.rep.Send([buf, self.ctx.MPI.BYTE], dest=dest, tag=tag)
+                    continue
+                op.wait_ready()
+                try:
+                    self.ctx.rep.Send([op.buffer(0), self.ctx.MPI.BYTE], dest=dest, tag=tag)
+                finally:
+                    op.complete()
+        except BaseException as e:  # noqa: BLE001 - a dead server must end the job
+            import traceback
+            traceback.print_exc()
+            sys.stderr.write("oxnet kvstore server %d (MPI rank %d): the reply thread failed: "
+                             "%s\n" % (self.ctx.rank, self.ctx.world.rank, e))
+            sys.stderr.flush()
+            self.ctx.world.Abort(1)
 
     def store(self, sid, part):
         st = self.stores.get((sid, part))
@@ -768,22 +1072,69 @@ class _Server:
         return st
 
     def run(self):
-        MPI = self.ctx.MPI
-        req = self.ctx.req
-        st = MPI.Status()
-        W = self.ctx.num_workers
-        while len(self.stopped) < W:
-            h = req.recv(source=MPI.ANY_SOURCE, tag=_TAG_REQ, status=st)
-            src = st.Get_source()
-            w = self.ctx.workers.index(src)
-            arr = None
-            if h["op"] in ("init", "push"):
-                arr = self.receive(src, h)
-            self.handle(w, src, h, arr)
+        """Serves until every worker has stopped: one thread per worker receives its
+        requests and their data (the receives from different workers run at once, the
+        GIL released in MPI), then handles each under the server's lock; a reply thread
+        sends the values."""
+        self.lock = threading.Lock()
+        # the loop runs at the end of ``import oxnet``, which never returns on a server:
+        # every oxnet module is loaded by now, so the package is marked initialised
+        # (the serving threads' imports would otherwise wait for this import forever)
+        for name, mod in list(sys.modules.items()):
+            spec = getattr(mod, "__spec__", None)
+            if (name == "oxnet" or name.startswith("oxnet.")) and \
+                    getattr(spec, "_initializing", False):
+                spec._initializing = False
+        threads = [threading.Thread(target=self._serve, args=(w, src), daemon=True,
+                                    name="oxnet-kv-serve-%d" % w)
+                   for w, src in enumerate(self.ctx.workers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.replies.put(None)
+        self.replier.join()
 
-    def receive(self, src, h):
+    def _serve(self, w, src):
+        try:
+            while True:
+                h = self.ctx.req.recv(source=src, tag=_TAG_REQ)
+                arr = None
+                if h["op"] in ("init", "push"):
+                    arr = self.receive(src, w, h)
+                elif h["op"] in ("push_rsp", "pull_rsp"):
+                    arr = self.receive_rows(src, h)
+                with self.lock:
+                    self.handle(w, src, h, arr)
+                if h["op"] == "stop":
+                    return
+        except BaseException as e:  # noqa: BLE001 - a dead server must end the job
+            import traceback
+            traceback.print_exc()
+            sys.stderr.write("oxnet kvstore server %d (MPI rank %d) failed: %s\n"
+                             % (self.ctx.rank, self.ctx.world.rank, e))
+            sys.stderr.flush()
+            self.ctx.world.Abort(1)
+
+    def _buffer(self, h, w):
         from .. import ndarray as nd
-        arr = nd.empty(tuple(h["shape"]), dtype=np.dtype(h["dtype"]))
+        shape, dt = tuple(h["shape"]), np.dtype(h["dtype"])
+        if h["op"] == "push":
+            with self.lock:
+                free = self.pool.get(((h["sid"], h["key"], h["part"]), w))
+                while free:
+                    a = free.pop()
+                    if a.shape == shape and np.dtype(a.dtype) == dt:
+                        return a
+        return nd.empty(shape, dtype=dt)
+
+    def _release(self, kp, vals):
+        for w, a in enumerate(vals):
+            if a is not None and not isinstance(a, tuple):
+                self.pool.setdefault((kp, w), []).append(a)
+
+    def receive(self, src, w, h):
+        arr = self._buffer(h, w)
         op = _comm()._comm_op([], [arr])
         op.wait_ready()
         try:
@@ -798,13 +1149,26 @@ class _Server:
             op.complete()
         return arr
 
+    def receive_rows(self, src, h):
+        """The (row numbers, rows) of a row_sparse push, or the row numbers of a
+        row_sparse pull (rows None)."""
+        n = h["nrows"]
+        idx = np.empty(n, dtype=np.int64)
+        if n:
+            self.ctx.req.Recv([idx, self.ctx.MPI.BYTE], source=src, tag=_TAG_DATA)
+        if h["op"] == "pull_rsp":
+            return idx, None
+        data = np.empty((n,) + tuple(h["shape"])[1:], dtype=np.dtype(h["dtype"]))
+        if n:
+            self.ctx.req.Recv([data, self.ctx.MPI.BYTE], source=src, tag=_TAG_DATA)
+        return idx, data
+
     def reply_array(self, src, tag, arr):
+        # the read op is taken here, in request order; the reply thread sends once the
+        # value is ready (after the sum or update of the round)
         op = _comm()._comm_op([arr], [])
-        op.wait_ready()
-        try:
-            self.ctx.rep.Send([op.buffer(0), self.ctx.MPI.BYTE], dest=src, tag=tag)
-        finally:
-            op.complete()
+        self.sent += arr.size * np.dtype(arr.dtype).itemsize
+        self.replies.put((op, None, src, tag))
 
     def reply_bytes(self, src, tag, data):
         self.ctx.rep.Send([data, self.ctx.MPI.BYTE], dest=src, tag=tag)
@@ -813,6 +1177,9 @@ class _Server:
         op = h["op"]
         if op == "ping":
             self.reply_bytes(src, h["reply"], b"\0")
+            return
+        if op == "stats":
+            self.reply_bytes(src, h["reply"], pickle.dumps({"sent": self.sent}))
             return
         if op == "stop":
             self.stopped.add(w)
@@ -855,16 +1222,19 @@ class _Server:
             # the init from worker 0 is still on its way
             self.waiting.setdefault(kp, []).append((w, src, h, arr))
             return
-        if op == "push":
+        if op in ("push", "push_rsp"):
             if not h["sync"]:
-                self.store(h["sid"], h["part"]).push(h["key"], [arr])
+                self.apply(h, kp, [arr])
+                if not isinstance(arr, tuple):
+                    self.pool.setdefault((kp, w), []).append(arr)
                 return
             q = self.queued[kp]
             q[w].append(arr)
             applied = False
             while all(q):
                 vals = [x.pop(0) for x in q]
-                self.store(h["sid"], h["part"]).push(h["key"], vals)
+                self.apply(h, kp, vals)
+                self._release(kp, vals)
                 applied = True
             if applied and kp in self.deferred:
                 left = []
@@ -876,7 +1246,9 @@ class _Server:
                 if left:
                     self.deferred[kp] = left
             return
-        if op == "pull":
+        if op in ("pull", "pull_rsp"):
+            if op == "pull_rsp":
+                h = dict(h, rows=arr[0])
             if self.queued[kp][w]:
                 self.deferred.setdefault(kp, []).append((w, src, h))
             else:
@@ -886,7 +1258,61 @@ class _Server:
 
     def answer_pull(self, src, h):
         s = self.store(h["sid"], h["part"])
-        self.reply_array(src, h["reply"], s.handle.stored(h["key"]))
+        stored = s.handle.stored(h["key"])
+        if h["op"] == "pull":
+            self.reply_array(src, h["reply"], stored)
+            return
+        # a row_sparse pull: only the requested rows travel
+        shape, dt = self.meta[(h["sid"], h["key"], h["part"])]
+        op = _comm()._comm_op([stored], [])
+        op.wait_ready()
+        try:
+            rows = np.frombuffer(op.buffer(0), dtype=np.dtype(dt)).reshape(shape)[h["rows"]]
+        finally:
+            op.complete()
+        rows = np.ascontiguousarray(rows)
+        self.sent += rows.nbytes
+        self.replies.put((None, rows, src, h["reply"]))
+
+    def apply(self, h, kp, vals):
+        """Merges one round of pushes (one per worker in sync mode) into the stored
+        value: dense pushes are summed by the store (or its optimizer runs on the sum);
+        row_sparse pushes are summed row by row, then the optimizer updates the stored
+        weight with that row_sparse gradient (lazily: only those rows, as MXNet's sparse
+        updates), or without an optimizer the pushed rows take their sums."""
+        from .. import ndarray as nd
+        st = self.store(h["sid"], h["part"])
+        key = h["key"]
+        if all(not isinstance(v, tuple) for v in vals):
+            st.push(key, vals)
+            return
+        shape, dt = self.meta[kp]
+        dt = np.dtype(dt)
+        if any(not isinstance(v, tuple) for v in vals):
+            # dense and row_sparse pushes in one round: all summed densely
+            dense = []
+            for v in vals:
+                if isinstance(v, tuple):
+                    a = np.zeros(shape, dtype=dt)
+                    a[v[0]] = v[1]
+                    v = nd.array(a, dtype=dt)
+                dense.append(v)
+            st.push(key, dense)
+            return
+        idx, data = _merge_rows(list(vals), dt, shape[1:])
+        stored = st.handle.stored(key)
+        if st._updater is not None:
+            from .kvstore import _updater_key
+            grad = nd.sparse.row_sparse_array(
+                (nd.array(data, dtype=dt), nd.array(idx, dtype=np.int64)), shape=shape, dtype=dt)
+            st._updater(_updater_key(key), grad, stored)
+            return
+        op = _comm()._comm_op([], [stored])
+        op.wait_ready()
+        try:
+            np.frombuffer(op.buffer(0), dtype=dt).reshape(shape)[idx] = data
+        finally:
+            op.complete()
 
     def set_optimizer(self, sid, body):
         self.optimizers[sid] = body

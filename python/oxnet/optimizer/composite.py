@@ -421,5 +421,9 @@ class Test(Optimizer):
         return nd.zeros(weight.shape, ctx=weight.context)
 
     def update(self, index, weight, grad, state):
-        weight[:] += grad * self.rescale_grad
+        step = grad * self.rescale_grad
+        if step.stype != "default" and weight.stype == "default":
+            # a row_sparse gradient changes only its rows of a dense weight
+            step = step.tostype("default")
+        weight[:] += step
         state[:] = weight
