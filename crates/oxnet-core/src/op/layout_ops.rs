@@ -36,8 +36,32 @@ fn norm_axis(op: &str, axis: i64, nd: usize, shape: &[usize]) -> Result<usize> {
 
 /// Copies a `shape`-d view of `src` (element offset and strides) into `dst`.
 fn copy(shape: &[usize], src: &super::Blob, soff: usize, ss: &[isize], dst: &super::Blob, doff: usize, ds: &[isize]) {
+    if shape.contains(&0) {
+        return;
+    }
+    // A view that strays out of its blob is a bug in an op's checks: stop it here (the
+    // engine turns the panic into an error) rather than read or write past the buffer.
+    let inside = |off: usize, st: &[isize], len: usize| {
+        let (mut lo, mut hi) = (off as i128, off as i128);
+        for (&d, &s) in shape.iter().zip(st) {
+            let reach = (d as i128 - 1) * s as i128;
+            if reach < 0 {
+                lo += reach
+            } else {
+                hi += reach
+            }
+        }
+        lo >= 0 && hi < len as i128
+    };
+    assert!(
+        inside(soff, ss, src.size()) && inside(doff, ds, dst.size()),
+        "strided copy of shape {shape:?} outside its arrays ({} and {} elements)",
+        src.size(),
+        dst.size()
+    );
     let e = src.dtype.size();
-    // SAFETY: the callers build views inside their blobs, outputs don't overlap inputs.
+    // SAFETY: both views were checked to lie inside their blobs just above; outputs
+    // don't overlap inputs.
     unsafe { strided_copy(e, shape, src.ptr.add(soff * e), ss, dst.ptr.add(doff * e), ds) }
 }
 

@@ -35,17 +35,21 @@ use rayon::prelude::*;
 #[derive(Clone, Copy)]
 pub(super) struct Buf {
     ptr: usize,
+    len: usize,
     f64_: bool,
 }
 
 impl Buf {
     pub(super) fn of(b: &Blob) -> Buf {
-        Buf { ptr: b.ptr as usize, f64_: b.dtype == DType::F64 }
+        Buf { ptr: b.ptr as usize, len: b.size(), f64_: b.dtype == DType::F64 }
     }
     #[inline]
     pub(super) fn get(self, i: usize) -> f64 {
-        // SAFETY: the engine gives the op exclusive use of its blobs while it runs and
-        // every index below is within the blob's shape.
+        // An index past the blob is a bug in an op's shape checks: stop (the engine
+        // turns the panic into an error) rather than read outside the buffer.
+        assert!(i < self.len, "linalg: element {i} of a {}-element array", self.len);
+        // SAFETY: the engine gives the op exclusive use of its blobs while it runs, and
+        // `i` is inside the blob (checked above).
         unsafe {
             if self.f64_ {
                 *(self.ptr as *const f64).add(i)
@@ -56,6 +60,7 @@ impl Buf {
     }
     #[inline]
     pub(super) fn set(self, i: usize, v: f64) {
+        assert!(i < self.len, "linalg: element {i} of a {}-element array", self.len);
         // SAFETY: as for `get`; each batch item writes only its own matrix.
         unsafe {
             if self.f64_ {

@@ -345,7 +345,18 @@ fn gelqf_back_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
 }
 fn syevd_back_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     let d = la_dtype(a)?;
-    Ok(vec![(Shape::from_slice(a.shapes[2]), d)])
+    let (du, dl, u, l) = (a.shapes[0], a.shapes[1], a.shapes[2], a.shapes[3]);
+    let square = u.len() >= 2 && u[u.len() - 1] == u[u.len() - 2];
+    if !square || du != u || l != &u[..u.len() - 1] || dl != l {
+        return Err(a.err(format!(
+            "U and dU must be the same (..., n, n) and L and dL the same (..., n): got dU {}, dL {}, U {}, L {}",
+            fmt_shape(du),
+            fmt_shape(dl),
+            fmt_shape(u),
+            fmt_shape(l)
+        )));
+    }
+    Ok(vec![(Shape::from_slice(u), d)])
 }
 
 fn two(_: &Params) -> usize {
