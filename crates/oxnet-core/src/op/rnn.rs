@@ -20,10 +20,7 @@
 //! between steps (a smaller batch splits each step's product by columns instead).
 //! The backward's weight gradients are one GEMM over all steps per weight, its
 //! input gradient one GEMM; `_backward_RNN_no_data` (chosen by the gradient when
-//! the data's is not wanted) skips the first layer's. These products (and the
-//! forward's input projection) run as single-threaded pieces of rows that the
-//! threads take as they come free, rather than each product split across the
-//! threads in turn (see `run_gemms`). The forward writes what the
+//! the data's is not wanted) skips the first layer's. The forward writes what the
 //! backward needs (gate activations, the states before each step (stored by time
 //! step), the cells, the layers' inputs and dropout masks) into a hidden last
 //! output, the reserve; `_backward_RNN` reads it back, so the backward does not
@@ -36,7 +33,7 @@
 use super::{invoke, lookup, Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Params, Registry};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::cpu::gemm::gemm_threads as gemm_threads_on;
+use crate::kernels::cpu::gemm::{gemm, gemm_threads as gemm_threads_on};
 use crate::kernels::cpu::packed_gemm::{gemm_packed_threads, PackElem, PackedB};
 use crate::kernels::cpu::{rnn_cell, SendPtr};
 use crate::ndarray::NDArray;
@@ -594,88 +591,6 @@ fn run_parts<F: Fn(usize, usize) + Sync>(parts: &[(usize, usize)], f: F) {
     });
 }
 
-/// One product `C = op(A)·op(B) + beta·C` (`C` is `m × n`, `k` the inner size) for
-/// [`run_gemms`].
-struct GemmJob<T> {
-    m: usize,
-    n: usize,
-    k: usize,
-    a: SendPtr<T>,
-    lda: usize,
-    ta: bool,
-    b: SendPtr<T>,
-    ldb: usize,
-    tb: bool,
-    beta: T,
-    c: SendPtr<T>,
-    ldc: usize,
-}
-
-impl<T: Real> GemmJob<T> {
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        m: usize,
-        n: usize,
-        k: usize,
-        a: *const T,
-        lda: usize,
-        ta: bool,
-        b: *const T,
-        ldb: usize,
-        tb: bool,
-        beta: T,
-        c: *mut T,
-        ldc: usize,
-    ) -> Self {
-        GemmJob { m, n, k, a: SendPtr(a as *mut T), lda, ta, b: SendPtr(b as *mut T), ldb, tb, beta, c: SendPtr(c), ldc }
-    }
-
-    /// Rows `r0..r1` of C, on the calling thread.
-    ///
-    /// # Safety
-    /// The job's pointers must be valid for its extents; nothing else writes those rows.
-    unsafe fn rows(&self, r0: usize, r1: usize) {
-        // op(A)'s row i starts at a + i·lda, or (A stored k × m) at a + i
-        let a = if self.ta { self.a.get().add(r0) } else { self.a.get().add(r0 * self.lda) };
-        let one = T::from_f64(1.0);
-        let c = self.c.get().add(r0 * self.ldc);
-        gemm_threads_on(r1 - r0, self.n, self.k, one, a, self.lda, self.ta, self.b.get(), self.ldb, self.tb, self.beta, c, self.ldc, 1);
-    }
-}
-
-/// Runs independent products on the compute pool: each split by rows of C into
-/// single-threaded pieces (about two per thread over all the jobs), the pieces
-/// taken by whichever thread is free. On a machine shared with other work this
-/// keeps both threads busy where one product split across the threads waits for
-/// its slowest part; on a quiet one it is the same work in fewer, larger calls.
-fn run_gemms<T: Real>(jobs: &[GemmJob<T>]) {
-    let threads = crate::engine::threads();
-    let flops = |j: &GemmJob<T>| (j.m * j.n * j.k) as f64;
-    let total: f64 = jobs.iter().map(flops).sum();
-    let mut pieces = Vec::new();
-    for j in jobs.iter().filter(|j| j.m > 0) {
-        let parts = if threads <= 1 { 1 } else { ((flops(j) * (2 * threads) as f64 / total.max(1.0)).round() as usize).clamp(1, j.m) };
-        let per = j.m.div_ceil(parts);
-        pieces.extend((0..j.m).step_by(per).map(|r0| (j, r0, (r0 + per).min(j.m))));
-    }
-    if pieces.len() <= 1 || threads <= 1 {
-        for (j, r0, r1) in pieces {
-            // SAFETY: the callers' pointers (see `GemmJob::rows`); one piece at a time.
-            unsafe { j.rows(r0, r1) };
-        }
-        return;
-    }
-    crate::engine::install(|| {
-        rayon::scope(|sc| {
-            for &(j, r0, r1) in &pieces {
-                // SAFETY: the pieces write disjoint rows of their C, and the jobs'
-                // outputs are disjoint.
-                sc.spawn(move |_| unsafe { j.rows(r0, r1) });
-            }
-        })
-    });
-}
-
 // (the loops over a part's rows index the lengths and compute buffer offsets by `bi`)
 #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
 unsafe fn forward<T: Real>(cfg: &Cfg, b: &Bufs<T>, lens: &[usize], out: *mut T, hy: *mut T, cy: *mut T, key: Option<u64>) {
@@ -705,7 +620,7 @@ unsafe fn forward<T: Real>(cfg: &Cfg, b: &Bufs<T>, lens: &[usize], out: *mut T, 
                 at(b.res, ro.hprev, tn * p).fill(zero);
             }
             // input projection of every step, with the i2h bias
-            run_gemms(&[GemmJob::new(tn, gh, ins, x, ins, false, b.w.add(wo.wx), ins, true, zero, xp.as_mut_ptr(), gh)]);
+            gemm(tn, gh, ins, one, x, ins, false, b.w.add(wo.wx), ins, true, zero, xp.as_mut_ptr(), gh);
             let bx = at(b.w, wo.bx, gh);
             let bh: &[T] = at(b.w, wo.bh, gh);
             for row in xp.chunks_exact_mut(gh) {
@@ -1124,21 +1039,13 @@ unsafe fn backward<T: Real>(
             });
             // weight and bias gradients over all steps at once (the gate gradients
             // and the saved states are both by time step)
-            // and the input gradient dX = dA·Wx, run together (see `run_gemms`)
             let dahs: &[T] = if gru { &dah } else { &dax };
-            let mut jobs = vec![
-                GemmJob::new(gh, p, tn, dahs.as_ptr(), gh, true, b.res.add(ro.hprev), p, false, one, dw.add(wo.wh), p),
-                GemmJob::new(gh, ins, tn, dax.as_ptr(), gh, true, x, ins, false, one, dw.add(wo.wx), ins),
-            ];
+            gemm(gh, p, tn, one, dahs.as_ptr(), gh, true, b.res.add(ro.hprev), p, false, one, dw.add(wo.wh), p);
+            gemm(gh, ins, tn, one, dax.as_ptr(), gh, true, x, ins, false, one, dw.add(wo.wx), ins);
             if cfg.proj {
                 // dWhr = Σ_s dH_sᵀ · R_s
-                jobs.push(GemmJob::new(p, h, tn, dhs.as_ptr(), p, true, rs.as_ptr(), h, false, one, dw.add(wo.wr), h));
+                gemm(p, h, tn, one, dhs.as_ptr(), p, true, rs.as_ptr(), h, false, one, dw.add(wo.wr), h);
             }
-            if !dxl.is_null() {
-                let beta = if d == 0 { zero } else { one };
-                jobs.push(GemmJob::new(tn, ins, gh, dax.as_ptr(), gh, false, b.w.add(wo.wx), ins, false, beta, dxl, ins));
-            }
-            run_gemms(&jobs);
             colsum.fill(zero);
             add_colsum(&dax, gh, &mut colsum);
             for (o, &v) in at(dw, wo.bx, gh).iter_mut().zip(&colsum) {
@@ -1150,6 +1057,10 @@ unsafe fn backward<T: Real>(
             }
             for (o, &v) in at(dw, wo.bh, gh).iter_mut().zip(&colsum) {
                 *o += v;
+            }
+            if !dxl.is_null() {
+                let beta = if d == 0 { zero } else { one };
+                gemm(tn, ins, gh, one, dax.as_ptr(), gh, false, b.w.add(wo.wx), ins, false, beta, dxl, ins);
             }
         }
         if l > 0 {
