@@ -10,6 +10,11 @@ Cases (float32, waited, medians):
   overlap_thresh 0.5, valid_thresh 0.01, topk -1, force_suppress False);
 - `contrib.ROIAlign` of data (2, 256, 64, 64) with 512 rois, pooled (7, 7),
   spatial_scale 1/16, sample_ratio 2: forward, and forward+backward (data gradient);
+- `ROIPooling` of the same data and rois, pooled (7, 7), spatial_scale 1/16: forward,
+  and forward+backward (data gradient);
+- `contrib.PSROIPooling` of data (2, 490, 64, 64) (R-FCN's position-sensitive maps:
+  output_dim 10, pooled_size 7) with the same 512 rois, spatial_scale 1/16: forward,
+  and forward+backward (data gradient);
 - `contrib.DeformableConvolution` of data (4, 64, 56, 56), 64 filters 3x3 pad 1, one
   deformable group, offsets of a few pixels: forward, and forward+backward (gradients
   of data, offset, weight and bias);
@@ -43,6 +48,10 @@ CASES = [
     ("box_nms", "box_nms (1, 10000, 6), 20 classes (ms)"),
     ("roialign_fwd", "ROIAlign (2,256,64,64), 512 rois, 7x7, sr 2: forward (ms)"),
     ("roialign_fwdbwd", "ROIAlign ... forward+backward (ms)"),
+    ("roipool_fwd", "ROIPooling (2,256,64,64), 512 rois, 7x7: forward (ms)"),
+    ("roipool_fwdbwd", "ROIPooling ... forward+backward (ms)"),
+    ("psroipool_fwd", "PSROIPooling (2,490,64,64), 512 rois, output_dim 10, 7x7: forward (ms)"),
+    ("psroipool_fwdbwd", "PSROIPooling ... forward+backward (ms)"),
     ("deform_fwd", "DeformableConvolution (4,64,56,56), 64 x 3x3 pad 1: forward (ms)"),
     ("deform_fwdbwd", "DeformableConvolution ... forward+backward (ms)"),
     ("prof_never", "10000 small nd ops, profiler never configured (ms)"),
@@ -79,6 +88,13 @@ def roi_inputs(np):
     rois = np.concatenate([rs.randint(0, 2, (r, 1)), xy, np.minimum(xy + wh, 1023)], axis=1).astype(np.float32)
     ograd = rs.standard_normal((r, 256, 7, 7)).astype(np.float32)
     return data, rois, ograd
+
+
+def psroi_inputs(np):
+    rs = np.random.RandomState(3)
+    data = rs.standard_normal((2, 490, 64, 64)).astype(np.float32)
+    ograd = rs.standard_normal((512, 10, 7, 7)).astype(np.float32)
+    return data, ograd
 
 
 def deform_inputs(np):
@@ -130,6 +146,32 @@ def worker(mod_name, only):
         res["roialign_fwd"] = _median(fwd)
         res["roialign_fwdbwd"] = _median(fwd_bwd)
         res["roialign_check"] = [total(nd.contrib.ROIAlign(data, rois, **kw)), total(data.grad)]
+
+    def pool_case(key, op, data, rois, og, kw):
+        data.attach_grad()
+        nd.waitall()
+
+        def fwd():
+            op(data, rois, **kw).wait_to_read()
+
+        def fwd_bwd():
+            with mx.autograd.record():
+                out = op(data, rois, **kw)
+            out.backward(og)
+            data.grad.wait_to_read()
+        res[key + "_fwd"] = _median(fwd)
+        res[key + "_fwdbwd"] = _median(fwd_bwd)
+        res[key + "_check"] = [total(op(data, rois, **kw)), total(data.grad)]
+
+    if want("roipool"):
+        data, rois, og = (nd.array(a) for a in roi_inputs(np))
+        pool_case("roipool", nd.ROIPooling, data, rois, og, dict(pooled_size=(7, 7), spatial_scale=1.0 / 16))
+
+    if want("psroipool"):
+        data, og = (nd.array(a) for a in psroi_inputs(np))
+        rois = nd.array(roi_inputs(np)[1])
+        pool_case("psroipool", nd.contrib.PSROIPooling, data, rois, og,
+                  dict(spatial_scale=1.0 / 16, output_dim=10, pooled_size=7))
 
     if want("deform"):
         arrs = [nd.array(a) for a in deform_inputs(np)]
@@ -207,6 +249,8 @@ def main():
     lines.append("")
     for key, what in (("box_nms_check", "box_nms (sum of the output, boxes kept)"),
                       ("roialign_check", "ROIAlign (sum of the output, of the data gradient)"),
+                      ("roipool_check", "ROIPooling (sum of the output, of the data gradient)"),
+                      ("psroipool_check", "PSROIPooling (sum of the output, of the data gradient)"),
                       ("deform_check", "DeformableConvolution (sums of the output, gradients of data, offset, weight, bias)")):
         for b in backends:
             if key in results[b]:

@@ -7,6 +7,11 @@ ratios.
     python benches/bench_rnn.py            # forward (inference) and forward+backward
     python benches/bench_rnn.py --record   # ... and append the table to RESULTS.md
     python benches/bench_rnn.py --no-torch # oxnet and MXNet only
+    python benches/bench_rnn.py --rounds 5 # alternate the backends' processes 5 times
+
+With --rounds K each backend's worker runs K times, the backends alternating, so
+that all of them see the same changes of machine load; the table gives the median
+over the rounds of each backend's median and the median of the per-round ratios.
 """
 
 import argparse
@@ -85,6 +90,7 @@ def main():
     ap.add_argument("--worker")
     ap.add_argument("--record", action="store_true")
     ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
+    ap.add_argument("--rounds", type=int, default=1, help="alternate the backends' workers this many times")
     args = ap.parse_args()
     if args.worker == "torch":
         print(json.dumps(torch_worker()))
@@ -92,23 +98,36 @@ def main():
     if args.worker:
         print(json.dumps(mx_worker(__import__(args.worker))))
         return
-    results = {"oxnet": run_worker(sys.executable, __file__, "oxnet")}
+    load0 = "%.2f %.2f %.2f" % os.getloadavg()
     mxpy = mxnet_python()
-    results["mxnet"] = run_worker(mxpy, __file__, "mxnet") if mxpy else None
     tpy = None if args.no_torch else torch_python()
-    results["torch"] = run_worker(tpy, __file__, "torch") if tpy else None
-    backends = [b for b in ("oxnet", "mxnet", "torch") if results.get(b)]
-    lines = ["| case (ms, median of %d) | %s | mxnet / oxnet | torch / oxnet |" % (REPEATS, " | ".join(backends)),
+    pythons = {"oxnet": sys.executable, "mxnet": mxpy, "torch": tpy}
+    rounds = {b: [] for b in pythons}
+    for _ in range(max(1, args.rounds)):
+        for b, py in pythons.items():
+            r = run_worker(py, __file__, "torch" if b == "torch" else b) if py else None
+            if r:
+                rounds[b].append(r)
+    load1 = "%.2f %.2f %.2f" % os.getloadavg()
+    backends = [b for b in ("oxnet", "mxnet", "torch") if rounds[b]]
+    results = {b: {name: statistics.median(r[name] for r in rounds[b]) for name in CASES} for b in backends}
+    lines = ["| case (ms, median of %d%s) | %s | mxnet / oxnet | torch / oxnet |"
+             % (REPEATS, ", %d rounds" % args.rounds if args.rounds > 1 else "", " | ".join(backends)),
              "|---|" + "---|" * (len(backends) + 2)]
-    ox = results["oxnet"] or {}
+    ox = results.get("oxnet") or {}
     for name in CASES:
         cells = ["%.1f" % (results[b][name] * 1e3) for b in backends]
 
         def ratio(other):
-            o = (results.get(other) or {}).get(name)
-            return "%.2fx" % (o / ox[name]) if o and ox.get(name) else "-"
+            if other not in results or not ox:
+                return "-"
+            if len(rounds[other]) == len(rounds["oxnet"]) > 1:
+                per = [o[name] / x[name] for o, x in zip(rounds[other], rounds["oxnet"])]
+                return "%.2fx (%.2f-%.2f)" % (statistics.median(per), min(per), max(per))
+            return "%.2fx" % (results[other][name] / ox[name])
         lines.append("| %s | %s | %s | %s |" % (name, " | ".join(cells), ratio("mxnet"), ratio("torch")))
     lines.append("")
+    lines.append("load average before / after the run: %s / %s" % (load0, load1))
     lines.append("(2-layer LSTM, T=%d N=%d C=H=%d float32, gluon.rnn.LSTM / torch.nn.LSTM; ratios > 1 "
                  "mean oxnet is faster; %d cores)" % (T, N, C, len(os.sched_getaffinity(0))))
     table = "\n".join(lines)

@@ -177,6 +177,93 @@ def test_psroi_pooling():
     grad_check(lambda d: nd.contrib.PSROIPooling(d, r, spatial_scale=0.0625, output_dim=2, pooled_size=3), data[:, :, :6, :6])
 
 
+
+def roi_pool_ref_typed(data, rois, ph, pw, scale, dt):
+    """ROIPooling as MXNet computes its bins: in the data's type (`dt`), with the
+    float32 spatial_scale; rows of rois with a batch index outside [0, N) stay 0."""
+    N, C, H, W = data.shape
+    out = np.zeros((rois.shape[0], C, ph, pw), dtype=dt)
+    nonempty = np.zeros((rois.shape[0], ph, pw), dtype=bool)
+    sc = dt(np.float32(scale))
+    rnd = lambda v: int(np.sign(v) * np.floor(abs(v) + 0.5))  # noqa: E731
+    for r in range(rois.shape[0]):
+        b = rois[r, 0]
+        if b < 0 or b >= N:
+            continue
+        sw, sh, ew, eh = [rnd(dt(v) * sc) for v in rois[r, 1:]]
+        bh, bw = dt(max(eh - sh + 1, 1)) / dt(ph), dt(max(ew - sw + 1, 1)) / dt(pw)
+        for i in range(ph):
+            hs = min(max(int(np.floor(dt(i) * bh)) + sh, 0), H)
+            he = min(max(int(np.ceil(dt(i + 1) * bh)) + sh, 0), H)
+            for j in range(pw):
+                ws = min(max(int(np.floor(dt(j) * bw)) + sw, 0), W)
+                we = min(max(int(np.ceil(dt(j + 1) * bw)) + sw, 0), W)
+                if he > hs and we > ws:
+                    out[r, :, i, j] = data[int(b), :, hs:he, ws:we].max(axis=(1, 2))
+                    nonempty[r, i, j] = True
+    return out, nonempty
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_roi_pooling_many_rois(dtype):
+    # more (roi, channel) planes than threads, ROIs partly outside the map and
+    # with batch indices outside [0, N) (zero output, no gradient)
+    rs = np.random.RandomState(6)
+    dt = np.dtype(dtype).type
+    data = rs.standard_normal((3, 16, 20, 18)).astype(dtype)
+    R = 60
+    xy = rs.uniform(-10, 70, (R, 2))
+    rois = np.concatenate([rs.randint(-1, 4, (R, 1)), xy, xy + rs.uniform(0, 50, (R, 2))], axis=1).astype(dtype)
+    og = rs.standard_normal((R, 16, 3, 2)).astype(dtype)
+    x = nd.array(data, dtype=dtype)
+    x.attach_grad()
+    with mx.autograd.record():
+        y = nd.ROIPooling(x, nd.array(rois, dtype=dtype), pooled_size=(3, 2), spatial_scale=0.25)
+    y.backward(nd.array(og, dtype=dtype))
+    want, nonempty = roi_pool_ref_typed(data, rois, 3, 2, 0.25, dt)
+    assert y.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(y.asnumpy(), want)
+    # each non-empty bin's gradient lands on one cell holding the bin's max
+    gx = x.grad.asnumpy().astype("float64")
+    mask = nonempty[:, None, :, :]
+    np.testing.assert_allclose(gx.sum(), (og * mask).sum(dtype="float64"), rtol=1e-5)
+    np.testing.assert_allclose((gx * data).sum(), (og.astype("float64") * want * mask).sum(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_psroi_pooling_many_rois_and_adjoint(dtype):
+    rs = np.random.RandomState(7)
+    od, ps = 4, 3
+    data = rs.standard_normal((2, od * ps * ps, 15, 17)).astype(dtype)
+    R = 50
+    xy = rs.randint(-8, 60, (R, 2))
+    rois = np.concatenate([rs.randint(0, 2, (R, 1)), xy, xy + rs.randint(0, 40, (R, 2))], axis=1).astype(dtype)
+    og = rs.standard_normal((R, od, ps, ps)).astype(dtype)
+    x = nd.array(data, dtype=dtype)
+    x.attach_grad()
+    with mx.autograd.record():
+        y = nd.contrib.PSROIPooling(x, nd.array(rois, dtype=dtype), spatial_scale=0.25, output_dim=od, pooled_size=ps)
+    y.backward(nd.array(og, dtype=dtype))
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    want = psroi_ref(data.astype("float64"), rois.astype("float64"), 0.25, od, ps)
+    np.testing.assert_allclose(y.asnumpy(), want, rtol=tol, atol=tol)
+    # the backward is the adjoint of the (linear) forward
+    lhs = (y.asnumpy().astype("float64") * og).sum()
+    rhs = (data.astype("float64") * x.grad.asnumpy()).sum()
+    np.testing.assert_allclose(lhs, rhs, rtol=tol)
+
+
+def test_psroi_pooling_bounds_in_the_data_type():
+    # as in MXNet, the bin bounds are computed in the data's type with the float32
+    # spatial_scale: (9 + 1) * 0.1f is 1 in float32 (one cell) but above 1 in
+    # float64 (ceil: two cells)
+    x = np.arange(16.0).reshape(1, 1, 4, 4)
+    for dtype, want in (("float64", 2.5), ("float32", 0.0)):
+        y = nd.contrib.PSROIPooling(nd.array(x, dtype=dtype), nd.array([[0, 0, 0, 9, 9]], dtype=dtype),
+                                    spatial_scale=0.1, output_dim=1, pooled_size=1)
+        assert y.asnumpy().ravel().tolist() == [want]
+
+
 def rroi_ref(data, rois, ph, pw, scale, ratio):
     R, C = rois.shape[0], data.shape[1]
     out = np.zeros((R, C, ph, pw))

@@ -264,6 +264,122 @@ def test_gradient_out_only():
         np.testing.assert_allclose(a.grad.asnumpy(), g, rtol=1e-5, atol=1e-7)
 
 
+
+def _grads(x, w, h0, c0, mode, L, D, H, P=None, lens=None, weights=None, data_grad=True, **kw):
+    """The op's output and the gradients of sum(output * wo) + sum(hy * wh) (+ cy * wc)
+    with respect to data (None when not attached), parameters, state (and cell)."""
+    ins = [nd.array(a, dtype=a.dtype) for a in (x, w, h0) + (() if c0 is None else (c0,))]
+    for i, a in enumerate(ins):
+        if i > 0 or data_grad:
+            a.attach_grad()
+    wo, wh, wc = weights
+    if P:
+        kw["projection_size"] = P
+    extra = []
+    if lens is not None:
+        extra = [nd.array(lens, dtype=x.dtype)]
+        kw["use_sequence_length"] = True
+    with mx.autograd.record():
+        res = nd.RNN(*ins, *extra, state_size=H, num_layers=L, bidirectional=D == 2, mode=mode,
+                     state_outputs=True, **kw)
+        loss = (res[0] * nd.array(wo, dtype=x.dtype)).sum() + (res[1] * nd.array(wh, dtype=x.dtype)).sum()
+        if c0 is not None:
+            loss = loss + (res[2] * nd.array(wc, dtype=x.dtype)).sum()
+    loss.backward()
+    grads = [a.grad.asnumpy() if (i > 0 or data_grad) else None for i, a in enumerate(ins)]
+    return res[0].asnumpy(), grads
+
+
+@pytest.mark.parametrize("mode,D,P,ragged", [
+    ("lstm", 1, None, False),
+    ("lstm", 2, None, True),
+    ("lstm", 2, 3, False),
+    ("gru", 2, None, True),
+    ("rnn_tanh", 1, None, True),
+    ("rnn_relu", 2, None, False),
+])
+def test_large_batch_matches_items_one_by_one(mode, D, P, ragged):
+    # a batch of 34 items runs its recurrence in parts of rows (on a machine with
+    # several compute threads; the last part not a whole tile of the kernel); each
+    # item alone must give the same output and the same data/state gradients, and
+    # the parameter gradient is the sum of the items'
+    T, N, C, H, L = 4, 34, 5, 6, 2
+    x, w, h0, c0 = make(mode, T, N, C, H, L, D, P, seed=11)
+    rs = np.random.RandomState(5)
+    lens = rs.randint(1, T + 1, N).astype("float64") if ragged else None
+    wo = rs.uniform(0.5, 1.5, (T, N, D * (P or H)))
+    wh = rs.uniform(0.5, 1.5, h0.shape)
+    wc = rs.uniform(0.5, 1.5, c0.shape) if c0 is not None else None
+    out, grads = _grads(x, w, h0, c0, mode, L, D, H, P, lens, (wo, wh, wc))
+    ref_out, _, _ = ref_rnn(x, w, h0, c0, mode, L, D, H, P, lens=lens)
+    np.testing.assert_allclose(out, ref_out, rtol=1e-10, atol=1e-12)
+    dw_sum = np.zeros_like(w)
+    for i in range(N):
+        sl = slice(i, i + 1)
+        c0_i = None if c0 is None else c0[:, sl]
+        wc_i = None if wc is None else wc[:, sl]
+        lens_i = None if lens is None else lens[sl]
+        out_i, g_i = _grads(x[:, sl], w, h0[:, sl], c0_i, mode, L, D, H, P, lens_i, (wo[:, sl], wh[:, sl], wc_i))
+        np.testing.assert_allclose(out[:, sl], out_i, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(grads[0][:, sl], g_i[0], rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(grads[2][:, sl], g_i[2], rtol=1e-10, atol=1e-12)
+        if c0 is not None:
+            np.testing.assert_allclose(grads[3][:, sl], g_i[3], rtol=1e-10, atol=1e-12)
+        dw_sum += g_i[1]
+    np.testing.assert_allclose(grads[1], dw_sum, rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru"])
+def test_parameter_gradient_without_data_gradient(mode):
+    # data without a gradient (a layer fed by the batch) takes the backward that
+    # skips the data gradient: the other gradients are the same
+    T, N, C, H, L = 5, 17, 4, 6, 2
+    x, w, h0, c0 = make(mode, T, N, C, H, L, 2, seed=4)
+    rs = np.random.RandomState(9)
+    weights = (rs.uniform(0.5, 1.5, (T, N, 2 * H)), rs.uniform(0.5, 1.5, h0.shape),
+               None if c0 is None else rs.uniform(0.5, 1.5, c0.shape))
+    _, full = _grads(x, w, h0, c0, mode, L, 2, H, weights=weights)
+    _, part = _grads(x, w, h0, c0, mode, L, 2, H, weights=weights, data_grad=False)
+    assert part[0] is None
+    for a, b in zip(full[1:], part[1:]):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
+
+
+def test_float32_lstm_gradients_match_float64():
+    # the float32 LSTM backward runs a vectorised cell (its own tanh)
+    T, N, C, H, L = 6, 33, 5, 7, 2
+    x, w, h0, c0 = make("lstm", T, N, C, H, L, 2, seed=8)
+    rs = np.random.RandomState(2)
+    weights = (rs.uniform(0.5, 1.5, (T, N, 2 * H)), rs.uniform(0.5, 1.5, h0.shape), rs.uniform(0.5, 1.5, c0.shape))
+    out64, g64 = _grads(x, w, h0, c0, "lstm", L, 2, H, weights=weights)
+    f32 = [a.astype("float32") for a in (x, w, h0, c0)]
+    out32, g32 = _grads(*f32, "lstm", L, 2, H, weights=weights)
+    np.testing.assert_allclose(out32, out64, rtol=1e-4, atol=1e-5)
+    for a, b in zip(g32, g64):
+        assert a.dtype == np.float32
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+def test_state_clip_gradients():
+    T, N, C, H = 3, 2, 3, 3
+    x, w, h0, c0 = make("lstm", T, N, C, H, 1, 1, seed=3)
+    w = w * 3
+    clip = (-0.35, 0.3)
+    rs = np.random.RandomState(4)
+    wo = rs.uniform(0.5, 1.5, (T, N, H))
+    wc = rs.uniform(0.5, 1.5, c0.shape)
+
+    def loss_np():
+        out, _, cy = ref_rnn(x, w, h0, c0, "lstm", 1, 1, H, clip=clip)
+        return (out * wo).sum() + (cy * wc).sum()
+
+    num = numeric_grads(loss_np, [x, w, h0, c0])
+    _, got = _grads(x, w, h0, c0, "lstm", 1, 1, H, weights=(wo, np.zeros(h0.shape), wc),
+                    lstm_state_clip_min=clip[0], lstm_state_clip_max=clip[1])
+    for a, g in zip(got, num):
+        np.testing.assert_allclose(a, g, rtol=1e-5, atol=1e-7)
+
+
 def test_dropout_training_only():
     x, w, h0, c0 = make("lstm", 4, 3, 3, 8, 3, 1, dtype="float32")
     args = [nd.array(a) for a in (x, w, h0, c0)]

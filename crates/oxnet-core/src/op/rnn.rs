@@ -13,10 +13,17 @@
 //! direction, then runs one `(N, P) x (P, G*H)` GEMM and the gate arithmetic per
 //! step; the h2h weight is packed once per layer and direction and reused by the T
 //! steps' products (`kernels::cpu::packed_gemm`), forward and backward, and the
-//! float32 LSTM cell runs as one vectorised pass (`kernels::cpu::rnn_cell`). The
-//! backward's weight gradients are one GEMM over all steps per weight. The forward writes what the backward needs (gate activations, the states
-//! before each step, the cells, the layers' inputs and dropout masks) into a hidden
-//! last output, the reserve; `_backward_RNN` reads it back, so the backward does not
+//! float32 LSTM cell and its gradient run as vectorised passes
+//! (`kernels::cpu::rnn_cell`). The items of a batch are independent through the
+//! recurrence: a batch of at least two kernel tiles per thread is split into parts
+//! of rows, each running all the steps on its own thread with no synchronisation
+//! between steps (a smaller batch splits each step's product by columns instead).
+//! The backward's weight gradients are one GEMM over all steps per weight, its
+//! input gradient one GEMM; `_backward_RNN_no_data` (chosen by the gradient when
+//! the data's is not wanted) skips the first layer's. The forward writes what the
+//! backward needs (gate activations, the states before each step (stored by time
+//! step), the cells, the layers' inputs and dropout masks) into a hidden last
+//! output, the reserve; `_backward_RNN` reads it back, so the backward does not
 //! run the forward again. With `use_sequence_length`, the steps past each item's
 //! length leave its states unchanged and its outputs 0, and the reverse direction
 //! starts at the item's last step (cuDNN's semantics; MXNet 1.9.1's CPU kernel
@@ -26,9 +33,9 @@
 use super::{invoke, lookup, Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Params, Registry};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernels::cpu::gemm::gemm;
-use crate::kernels::cpu::packed_gemm::{gemm_packed, PackElem, PackedB};
-use crate::kernels::cpu::rnn_cell;
+use crate::kernels::cpu::gemm::{gemm, gemm_threads as gemm_threads_on};
+use crate::kernels::cpu::packed_gemm::{gemm_packed_threads, PackElem, PackedB};
+use crate::kernels::cpu::{rnn_cell, SendPtr};
 use crate::ndarray::NDArray;
 use crate::random::uniform01;
 use crate::shape::{fmt_shape, Shape};
@@ -424,8 +431,15 @@ fn bwd_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
         return Err(a.err(format!("out_grad has shape {} but {} is expected", fmt_shape(a.shapes[nf + 1]), fmt_shape(&want_out))));
     }
     let n_float = if cfg.mode == Mode::Lstm { 4 } else { 3 };
-    Ok((0..n_float).map(|i| (Shape::from_slice(a.shapes[i]), d)).collect())
+    let first = if a.op.name == NO_DATA { 1 } else { 0 };
+    Ok((first..n_float).map(|i| (Shape::from_slice(a.shapes[i]), d)).collect())
 }
+
+/// `_backward_RNN` without the data gradient (the gradient function's choice when
+/// nobody reads it, e.g. for a layer fed by the batch): its outputs are the
+/// gradients of parameters, state (and state_cell), and the last layer's input
+/// product `dA·Wx` is skipped.
+const NO_DATA: &str = "_backward_RNN_no_data";
 
 // ---- the kernel ----------------------------------------------------------------------
 
@@ -461,10 +475,22 @@ trait Real:
             out[j] = og * cv.tanh_();
         }
     }
-    /// `dst[i] = tanh(src[i])`.
-    fn tanh_slice(src: &[Self], dst: &mut [Self]) {
-        for (d, &v) in dst.iter_mut().zip(src) {
-            *d = v.tanh_();
+    /// The gradient of one LSTM row without state clipping (see
+    /// [`rnn_cell::lstm_bwd_row`]): `ax` the pre-activations' gradients, `dc` the
+    /// cell gradient carried to the previous step.
+    #[allow(clippy::too_many_arguments)]
+    fn lstm_bwd_row(h: usize, gr: &[Self], cn: &[Self], cp: &[Self], dh: &[Self], dc: &mut [Self], ax: &mut [Self]) {
+        let one = Self::from_f64(1.0);
+        for j in 0..h {
+            let (ig, fg, gg, og) = (gr[j], gr[h + j], gr[2 * h + j], gr[3 * h + j]);
+            let th = cn[j].tanh_();
+            let d = dh[j];
+            let dct = dc[j] + d * og * (one - th * th);
+            dc[j] = dct * fg;
+            ax[j] = dct * gg * ig * (one - ig);
+            ax[h + j] = dct * cp[j] * fg * (one - fg);
+            ax[2 * h + j] = dct * ig * (one - gg * gg);
+            ax[3 * h + j] = d * th * og * (one - og);
         }
     }
 }
@@ -481,8 +507,8 @@ impl Real for f32 {
     fn lstm_row(h: usize, xr: &[f32], hr: &[f32], c: &mut [f32], gates: &mut [f32], cn: &mut [f32], out: &mut [f32]) {
         rnn_cell::lstm_row(h, xr, hr, c, gates, cn, out)
     }
-    fn tanh_slice(src: &[f32], dst: &mut [f32]) {
-        rnn_cell::tanh_slice(src, dst)
+    fn lstm_bwd_row(h: usize, gr: &[f32], cn: &[f32], cp: &[f32], dh: &[f32], dc: &mut [f32], ax: &mut [f32]) {
+        rnn_cell::lstm_bwd_row(h, gr, cn, cp, dh, dc, ax)
     }
 }
 impl Real for f64 {
@@ -534,7 +560,39 @@ struct Bufs<T> {
     res: *mut T,
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The batch rows split for the recurrence: each part runs its rows through all
+/// the steps on its own thread (the rows of a recurrent layer are independent), so
+/// the steps need no synchronisation between threads; one part when the batch is
+/// too small to split (then each step's product is split by columns instead). Parts
+/// are multiples of the packed kernel's tile of `mr` rows.
+fn row_parts(n: usize, mr: usize) -> Vec<(usize, usize)> {
+    let threads = crate::engine::threads();
+    let k = threads.min(n / (2 * mr).max(1)).max(1);
+    if k <= 1 {
+        return vec![(0, n)];
+    }
+    let per = n.div_ceil(k).div_ceil(mr) * mr;
+    (0..n).step_by(per).map(|r0| (r0, (r0 + per).min(n))).collect()
+}
+
+/// Runs `f(r0, r1)` for every part, in parallel when there are several.
+fn run_parts<F: Fn(usize, usize) + Sync>(parts: &[(usize, usize)], f: F) {
+    if let [(r0, r1)] = parts {
+        f(*r0, *r1);
+        return;
+    }
+    crate::engine::install(|| {
+        rayon::scope(|sc| {
+            for &(r0, r1) in parts {
+                let f = &f;
+                sc.spawn(move |_| f(r0, r1));
+            }
+        })
+    });
+}
+
+// (the loops over a part's rows index the lengths and compute buffer offsets by `bi`)
+#[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
 unsafe fn forward<T: Real>(cfg: &Cfg, b: &Bufs<T>, lens: &[usize], out: *mut T, hy: *mut T, cy: *mut T, key: Option<u64>) {
     let (t, n, h, p, gh, dirs) = (cfg.t, cfg.n, cfg.h, cfg.p, cfg.gh(), cfg.dirs);
     let tn = t * n;
@@ -544,9 +602,6 @@ unsafe fn forward<T: Real>(cfg: &Cfg, b: &Bufs<T>, lens: &[usize], out: *mut T, 
     let one = T::from_f64(1.0);
     let full = lens.iter().all(|&l| l == t);
     let mut xp = vec![zero; tn * gh];
-    let mut hh = vec![zero; n * gh];
-    let mut rr = vec![zero; if cfg.proj { n * h } else { 0 }];
-    let mut ptmp = vec![zero; if cfg.proj { n * p } else { 0 }];
     let clip = cfg.clip.map(|(lo, hi)| (T::from_f64(lo), T::from_f64(hi)));
     for l in 0..cfg.layers {
         let ins = cfg.in_size(l);
@@ -559,10 +614,15 @@ unsafe fn forward<T: Real>(cfg: &Cfg, b: &Bufs<T>, lens: &[usize], out: *mut T, 
         for d in 0..dirs {
             let ld = l * dirs + d;
             let (wo, ro) = (woff[ld], roff[ld]);
+            if !full {
+                // the states before the steps past an item's length stay 0 (the
+                // backward multiplies them by zero gradients)
+                at(b.res, ro.hprev, tn * p).fill(zero);
+            }
             // input projection of every step, with the i2h bias
             gemm(tn, gh, ins, one, x, ins, false, b.w.add(wo.wx), ins, true, zero, xp.as_mut_ptr(), gh);
             let bx = at(b.w, wo.bx, gh);
-            let bh = at(b.w, wo.bh, gh);
+            let bh: &[T] = at(b.w, wo.bh, gh);
             for row in xp.chunks_exact_mut(gh) {
                 for (v, &bb) in row.iter_mut().zip(bx.iter()) {
                     *v += bb;
@@ -570,118 +630,158 @@ unsafe fn forward<T: Real>(cfg: &Cfg, b: &Bufs<T>, lens: &[usize], out: *mut T, 
             }
             // h2h weight packed once for the T steps' products h · Whᵀ
             let whp = PackedB::pack(p, gh, b.w.add(wo.wh), p, true);
-            let hs = at(hy, ld * n * p, n * p);
-            hs.copy_from_slice(at(b.h0, ld * n * p, n * p));
-            let cs: &mut [T] = if cfg.mode == Mode::Lstm {
-                let c = at(cy, ld * n * h, n * h);
-                c.copy_from_slice(at(b.c0, ld * n * h, n * h));
-                c
+            let hs_all = hy.add(ld * n * p);
+            at(hs_all, 0, n * p).copy_from_slice(at(b.h0, ld * n * p, n * p));
+            let cs_all = if cfg.mode == Mode::Lstm {
+                at(cy, ld * n * h, n * h).copy_from_slice(at(b.c0, ld * n * h, n * h));
+                cy.add(ld * n * h)
             } else {
-                &mut []
+                std::ptr::null_mut()
             };
-            for s in 0..t {
-                at(b.res, ro.hprev + s * n * p, n * p).copy_from_slice(hs);
-                if cfg.mode == Mode::Lstm {
-                    at(b.res, ro.cprev + s * n * h, n * h).copy_from_slice(cs);
-                }
-                for row in hh.chunks_exact_mut(gh) {
-                    row.copy_from_slice(bh);
-                }
-                gemm_packed(n, hs.as_ptr(), p, &whp, true, hh.as_mut_ptr(), gh);
-                let gates = at(b.res, ro.gates + s * n * gh, n * gh);
-                for bi in 0..n {
-                    let Some(tau) = step_of(s, lens[bi], d) else {
-                        if cfg.proj {
-                            rr[bi * h..(bi + 1) * h].fill(zero);
-                        }
-                        continue;
-                    };
-                    let xr = &xp[(tau * n + bi) * gh..(tau * n + bi + 1) * gh];
-                    let hr = &hh[bi * gh..(bi + 1) * gh];
-                    let gr = &mut gates[bi * gh..(bi + 1) * gh];
-                    let hrow = &mut hs[bi * p..(bi + 1) * p];
-                    match cfg.mode {
-                        Mode::Relu | Mode::Tanh => {
-                            for j in 0..h {
-                                let a = xr[j] + hr[j];
-                                let v = if cfg.mode == Mode::Tanh {
-                                    a.tanh_()
-                                } else if a > zero {
-                                    a
-                                } else {
-                                    zero
-                                };
-                                gr[j] = v;
-                                hrow[j] = v;
+            let parts = row_parts(n, whp.tile_rows());
+            let gemm_threads = if parts.len() > 1 { 1 } else { crate::engine::threads() };
+            let (xp_s, hs_s, cs_s, y_s, res_s, w_s) =
+                (SendPtr(xp.as_mut_ptr()), SendPtr(hs_all), SendPtr(cs_all), SendPtr(y), SendPtr(b.res), SendPtr(b.w));
+            let whp = &whp;
+            run_parts(&parts, |r0, r1| {
+                // SAFETY: this part reads and writes only the rows r0..r1 of the
+                // shared buffers (states, reserve rows, outputs).
+                unsafe {
+                    let rows = r1 - r0;
+                    let (xp, res, w) = (xp_s.get(), res_s.get(), w_s.get());
+                    let hs = at(hs_s.get(), r0 * p, rows * p);
+                    let cs: &mut [T] = if cfg.mode == Mode::Lstm { at(cs_s.get(), r0 * h, rows * h) } else { &mut [] };
+                    let mut hh = vec![zero; rows * gh];
+                    let mut rr = vec![zero; if cfg.proj { rows * h } else { 0 }];
+                    let mut ptmp = vec![zero; if cfg.proj { rows * p } else { 0 }];
+                    for s in 0..t {
+                        for bi in r0..r1 {
+                            if let Some(tau) = step_of(s, lens[bi], d) {
+                                let src = &hs[(bi - r0) * p..(bi - r0 + 1) * p];
+                                at(res, ro.hprev + (tau * n + bi) * p, p).copy_from_slice(src);
                             }
                         }
-                        Mode::Lstm if clip.is_none() => {
-                            let crow = &mut cs[bi * h..(bi + 1) * h];
-                            let cn = at(b.res, ro.cnew + s * n * h + bi * h, h);
-                            let outr: &mut [T] = if cfg.proj { &mut rr[bi * h..(bi + 1) * h] } else { &mut hrow[..h] };
-                            T::lstm_row(h, xr, hr, crow, gr, cn, outr);
+                        if cfg.mode == Mode::Lstm {
+                            at(res, ro.cprev + (s * n + r0) * h, rows * h).copy_from_slice(cs);
                         }
-                        Mode::Lstm => {
-                            let crow = &mut cs[bi * h..(bi + 1) * h];
-                            let cn = at(b.res, ro.cnew + s * n * h + bi * h, h);
-                            for j in 0..h {
-                                let ig = sigmoid(xr[j] + hr[j]);
-                                let fg = sigmoid(xr[h + j] + hr[h + j]);
-                                let gg = (xr[2 * h + j] + hr[2 * h + j]).tanh_();
-                                let og = sigmoid(xr[3 * h + j] + hr[3 * h + j]);
-                                let mut c = fg * crow[j] + ig * gg;
-                                if let Some((lo, hi)) = clip {
-                                    if c < lo {
-                                        c = lo;
-                                    } else if c > hi {
-                                        c = hi;
-                                    } else if c.is_nan_() && cfg.clip_nan {
-                                        c = lo;
+                        for row in hh.chunks_exact_mut(gh) {
+                            row.copy_from_slice(bh);
+                        }
+                        gemm_packed_threads(rows, hs.as_ptr(), p, whp, true, hh.as_mut_ptr(), gh, gemm_threads);
+                        let gates = at(res, ro.gates + (s * n + r0) * gh, rows * gh);
+                        for bi in r0..r1 {
+                            let i = bi - r0;
+                            let Some(tau) = step_of(s, lens[bi], d) else {
+                                if cfg.proj {
+                                    rr[i * h..(i + 1) * h].fill(zero);
+                                }
+                                continue;
+                            };
+                            let xr = at(xp, (tau * n + bi) * gh, gh);
+                            let hr = &hh[i * gh..(i + 1) * gh];
+                            let gr = &mut gates[i * gh..(i + 1) * gh];
+                            let hrow = &mut hs[i * p..(i + 1) * p];
+                            match cfg.mode {
+                                Mode::Relu | Mode::Tanh => {
+                                    for j in 0..h {
+                                        let a = xr[j] + hr[j];
+                                        let v = if cfg.mode == Mode::Tanh {
+                                            a.tanh_()
+                                        } else if a > zero {
+                                            a
+                                        } else {
+                                            zero
+                                        };
+                                        gr[j] = v;
+                                        hrow[j] = v;
                                     }
                                 }
-                                gr[j] = ig;
-                                gr[h + j] = fg;
-                                gr[2 * h + j] = gg;
-                                gr[3 * h + j] = og;
-                                crow[j] = c;
-                                cn[j] = c;
-                                let r = og * c.tanh_();
-                                if cfg.proj {
-                                    rr[bi * h + j] = r;
-                                } else {
-                                    hrow[j] = r;
+                                Mode::Lstm if clip.is_none() => {
+                                    let crow = &mut cs[i * h..(i + 1) * h];
+                                    let cn = at(res, ro.cnew + (s * n + bi) * h, h);
+                                    let outr: &mut [T] = if cfg.proj { &mut rr[i * h..(i + 1) * h] } else { &mut hrow[..h] };
+                                    T::lstm_row(h, xr, hr, crow, gr, cn, outr);
+                                }
+                                Mode::Lstm => {
+                                    let crow = &mut cs[i * h..(i + 1) * h];
+                                    let cn = at(res, ro.cnew + (s * n + bi) * h, h);
+                                    for j in 0..h {
+                                        let ig = sigmoid(xr[j] + hr[j]);
+                                        let fg = sigmoid(xr[h + j] + hr[h + j]);
+                                        let gg = (xr[2 * h + j] + hr[2 * h + j]).tanh_();
+                                        let og = sigmoid(xr[3 * h + j] + hr[3 * h + j]);
+                                        let mut c = fg * crow[j] + ig * gg;
+                                        if let Some((lo, hi)) = clip {
+                                            if c < lo {
+                                                c = lo;
+                                            } else if c > hi {
+                                                c = hi;
+                                            } else if c.is_nan_() && cfg.clip_nan {
+                                                c = lo;
+                                            }
+                                        }
+                                        gr[j] = ig;
+                                        gr[h + j] = fg;
+                                        gr[2 * h + j] = gg;
+                                        gr[3 * h + j] = og;
+                                        crow[j] = c;
+                                        cn[j] = c;
+                                        let r = og * c.tanh_();
+                                        if cfg.proj {
+                                            rr[i * h + j] = r;
+                                        } else {
+                                            hrow[j] = r;
+                                        }
+                                    }
+                                }
+                                Mode::Gru => {
+                                    let hn = at(res, ro.hn + (s * n + bi) * h, h);
+                                    for j in 0..h {
+                                        let r = sigmoid(xr[j] + hr[j]);
+                                        let z = sigmoid(xr[h + j] + hr[h + j]);
+                                        let nn = (xr[2 * h + j] + r * hr[2 * h + j]).tanh_();
+                                        gr[j] = r;
+                                        gr[h + j] = z;
+                                        gr[2 * h + j] = nn;
+                                        hn[j] = hr[2 * h + j];
+                                        hrow[j] = (one - z) * nn + z * hrow[j];
+                                    }
                                 }
                             }
                         }
-                        Mode::Gru => {
-                            let hn = at(b.res, ro.hn + s * n * h + bi * h, h);
-                            for j in 0..h {
-                                let r = sigmoid(xr[j] + hr[j]);
-                                let z = sigmoid(xr[h + j] + hr[h + j]);
-                                let nn = (xr[2 * h + j] + r * hr[2 * h + j]).tanh_();
-                                gr[j] = r;
-                                gr[h + j] = z;
-                                gr[2 * h + j] = nn;
-                                hn[j] = hr[2 * h + j];
-                                hrow[j] = (one - z) * nn + z * hrow[j];
+                        if cfg.proj {
+                            gemm_threads_on(
+                                rows,
+                                p,
+                                h,
+                                one,
+                                rr.as_ptr(),
+                                h,
+                                false,
+                                w.add(wo.wr),
+                                h,
+                                true,
+                                zero,
+                                ptmp.as_mut_ptr(),
+                                p,
+                                gemm_threads,
+                            );
+                            for bi in r0..r1 {
+                                if s < lens[bi] {
+                                    let i = bi - r0;
+                                    hs[i * p..(i + 1) * p].copy_from_slice(&ptmp[i * p..(i + 1) * p]);
+                                }
+                            }
+                        }
+                        for bi in r0..r1 {
+                            if let Some(tau) = step_of(s, lens[bi], d) {
+                                let i = bi - r0;
+                                at(y_s.get(), (tau * n + bi) * ystride + d * p, p).copy_from_slice(&hs[i * p..(i + 1) * p]);
                             }
                         }
                     }
                 }
-                if cfg.proj {
-                    gemm(n, p, h, one, rr.as_ptr(), h, false, b.w.add(wo.wr), h, true, zero, ptmp.as_mut_ptr(), p);
-                    for bi in 0..n {
-                        if s < lens[bi] {
-                            hs[bi * p..(bi + 1) * p].copy_from_slice(&ptmp[bi * p..(bi + 1) * p]);
-                        }
-                    }
-                }
-                for bi in 0..n {
-                    if let Some(tau) = step_of(s, lens[bi], d) {
-                        at(y, (tau * n + bi) * ystride + d * p, p).copy_from_slice(&hs[bi * p..(bi + 1) * p]);
-                    }
-                }
-            }
+            });
         }
         if l + 1 < cfg.layers && cfg.has_mask() {
             let yv = at(y, 0, tn * ystride);
@@ -710,7 +810,16 @@ fn add_colsum<T: Real>(a: &[T], cols: usize, out: &mut [T]) {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// `_backward_RNN`: the gradients of data (into `dx`, unless null: not wanted),
+/// parameters, state and state_cell.
+///
+/// Per layer (top down) and direction, the steps run backwards with the batch rows
+/// split across the threads (see [`row_parts`]): each step's gate gradients `dA`
+/// (one row per item, written at the item's time step), then `dH_prev = dA · Wh`
+/// by the packed h2h weight. After the steps the weight gradients are one GEMM over
+/// all steps each (`dWx = dAᵀ·X`, `dWh = dAᵀ·H_prev`, the saved states being stored
+/// by time step), and the input gradient one GEMM (`dX = dA·Wx`).
+#[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
 unsafe fn backward<T: Real>(
     cfg: &Cfg,
     b: &Bufs<T>,
@@ -730,21 +839,22 @@ unsafe fn backward<T: Real>(
     let zero = T::zero();
     let one = T::from_f64(1.0);
     let lstm = cfg.mode == Mode::Lstm;
+    let gru = cfg.mode == Mode::Gru;
     let full = lens.iter().all(|&l| l == t);
     at(dw, 0, wtotal).fill(zero);
     let ystride = dirs * p;
     // the gradient of the current layer's output, and of its input
     let mut dy: Vec<T> = at(dout, 0, tn * ystride).to_vec();
     let mut dxin: Vec<T> = Vec::new();
+    // the gate gradients by time step: of the i2h pre-activations, and (GRU only,
+    // where the n gate's differ) of the h2h ones
     let mut dax = vec![zero; tn * gh];
-    let mut dah = vec![zero; tn * gh];
-    let mut dh = vec![zero; n * p];
-    let mut dc = vec![zero; if lstm { n * h } else { 0 }];
-    let mut tmp = vec![zero; n * p];
-    let mut direct = vec![zero; if cfg.mode == Mode::Gru { n * h } else { 0 }];
-    let mut rr = vec![zero; if cfg.proj { n * h } else { 0 }];
-    let mut dr = vec![zero; if cfg.proj { n * h } else { 0 }];
-    let mut th_row = vec![zero; if lstm { h } else { 0 }];
+    let mut dah = vec![zero; if gru { tn * gh } else { 0 }];
+    // with a projection: the gradient of each step's state and the unprojected
+    // outputs, for dWhr after the steps
+    let mut dhs = vec![zero; if cfg.proj { tn * p } else { 0 }];
+    let mut rs = vec![zero; if cfg.proj { tn * h } else { 0 }];
+    let mut colsum = vec![zero; gh];
     for l in (0..cfg.layers).rev() {
         let ins = cfg.in_size(l);
         let x: *mut T = if l == 0 { b.x } else { b.res.add(xin_off[l]) };
@@ -757,147 +867,201 @@ unsafe fn backward<T: Real>(
         for d in 0..dirs {
             let ld = l * dirs + d;
             let (wo, ro) = (woff[ld], roff[ld]);
-            // h2h weight packed once for the T steps' products dA_h · Wh
+            // h2h weight packed once for the T steps' products dA · Wh
             let whp = PackedB::pack(gh, p, b.w.add(wo.wh), p, false);
             if !full {
                 // rows of steps past an item's length are not written below
                 dax.fill(zero);
                 dah.fill(zero);
             }
-            match dhy {
-                Some(g) => dh.copy_from_slice(at(g, ld * n * p, n * p)),
-                None => dh.fill(zero),
-            }
-            if lstm {
-                match dcy {
-                    Some(g) => dc.copy_from_slice(at(g, ld * n * h, n * h)),
-                    None => dc.fill(zero),
-                }
-            }
-            for s in (0..t).rev() {
-                for bi in 0..n {
-                    if let Some(tau) = step_of(s, lens[bi], d) {
-                        let g = &dy[(tau * n + bi) * ystride + d * p..(tau * n + bi) * ystride + (d + 1) * p];
-                        for (a, &v) in dh[bi * p..(bi + 1) * p].iter_mut().zip(g) {
-                            *a += v;
-                        }
+            let parts = row_parts(n, whp.tile_rows());
+            let gemm_threads = if parts.len() > 1 { 1 } else { crate::engine::threads() };
+            let (dax_s, dah_s, dhs_s, rs_s) =
+                (SendPtr(dax.as_mut_ptr()), SendPtr(dah.as_mut_ptr()), SendPtr(dhs.as_mut_ptr()), SendPtr(rs.as_mut_ptr()));
+            let (res_s, w_s, dy_s) = (SendPtr(b.res), SendPtr(b.w), SendPtr(dy.as_mut_ptr()));
+            let (dh0_s, dc0_s) = (SendPtr(dh0), SendPtr(dc0));
+            let (dhy_s, dcy_s) = (dhy.map(SendPtr), dcy.map(SendPtr));
+            let whp = &whp;
+            run_parts(&parts, |r0, r1| {
+                // SAFETY: this part reads and writes only the rows r0..r1 of the
+                // shared buffers (gate gradients, state gradients).
+                unsafe {
+                    let rows = r1 - r0;
+                    let (res, w, dy) = (res_s.get(), w_s.get(), dy_s.get());
+                    let mut dh = vec![zero; rows * p];
+                    let mut dc = vec![zero; if lstm { rows * h } else { 0 }];
+                    // this step's h2h gate gradients, one row per item of the part
+                    let mut da = vec![zero; rows * gh];
+                    let mut tmp = vec![zero; rows * p];
+                    let mut direct = vec![zero; if gru { rows * h } else { 0 }];
+                    let mut dr = vec![zero; if cfg.proj { rows * h } else { 0 }];
+                    if let Some(g) = dhy_s {
+                        dh.copy_from_slice(at(g.get(), (ld * n + r0) * p, rows * p));
                     }
-                }
-                let gates = at(b.res, ro.gates + s * n * gh, n * gh);
-                if cfg.proj {
-                    let cn = at(b.res, ro.cnew + s * n * h, n * h);
-                    for bi in 0..n {
-                        for j in 0..h {
-                            rr[bi * h + j] = if s < lens[bi] { gates[bi * gh + 3 * h + j] * cn[bi * h + j].tanh_() } else { zero };
-                        }
+                    if let Some(g) = dcy_s {
+                        dc.copy_from_slice(at(g.get(), (ld * n + r0) * h, rows * h));
                     }
-                    // dR = dH · Whr; dWhr += dHᵀ · R
-                    gemm(n, h, p, one, dh.as_ptr(), p, false, b.w.add(wo.wr), h, false, zero, dr.as_mut_ptr(), h);
-                    gemm(p, h, n, one, dh.as_ptr(), p, true, rr.as_ptr(), h, false, one, dw.add(wo.wr), h);
-                }
-                for bi in 0..n {
-                    let Some(tau) = step_of(s, lens[bi], d) else { continue };
-                    let gr = &gates[bi * gh..(bi + 1) * gh];
-                    let ax = &mut dax[(tau * n + bi) * gh..(tau * n + bi + 1) * gh];
-                    let ah = &mut dah[(s * n + bi) * gh..(s * n + bi + 1) * gh];
-                    let dhr: &[T] = if cfg.proj { &dr[bi * h..(bi + 1) * h] } else { &dh[bi * p..(bi + 1) * p] };
-                    match cfg.mode {
-                        Mode::Relu | Mode::Tanh => {
-                            for j in 0..h {
-                                let v = gr[j];
-                                let da = if cfg.mode == Mode::Tanh {
-                                    dhr[j] * (one - v * v)
-                                } else if v > zero {
-                                    dhr[j]
-                                } else {
-                                    zero
-                                };
-                                ax[j] = da;
-                                ah[j] = da;
-                            }
-                        }
-                        Mode::Lstm => {
-                            let cn = at(b.res, ro.cnew + s * n * h + bi * h, h);
-                            let cp = at(b.res, ro.cprev + s * n * h + bi * h, h);
-                            let dcr = &mut dc[bi * h..(bi + 1) * h];
-                            T::tanh_slice(cn, &mut th_row);
-                            for j in 0..h {
-                                let (ig, fg, gg, og) = (gr[j], gr[h + j], gr[2 * h + j], gr[3 * h + j]);
-                                let c = cn[j];
-                                let th = th_row[j];
-                                let dro = dhr[j];
-                                let d_o = dro * th;
-                                let mut dct = dcr[j] + dro * og * (one - th * th);
-                                if let Some((lo, hi)) = cfg.clip {
-                                    let cf = c.to_f64();
-                                    if cf <= lo || cf >= hi {
-                                        dct = zero;
-                                    }
+                    for s in (0..t).rev() {
+                        for bi in r0..r1 {
+                            if let Some(tau) = step_of(s, lens[bi], d) {
+                                let g = at(dy, (tau * n + bi) * ystride + d * p, p);
+                                for (a, &v) in dh[(bi - r0) * p..(bi - r0 + 1) * p].iter_mut().zip(g.iter()) {
+                                    *a += v;
                                 }
-                                let di = dct * gg;
-                                let dg = dct * ig;
-                                let df = dct * cp[j];
-                                dcr[j] = dct * fg;
-                                ax[j] = di * ig * (one - ig);
-                                ax[h + j] = df * fg * (one - fg);
-                                ax[2 * h + j] = dg * (one - gg * gg);
-                                ax[3 * h + j] = d_o * og * (one - og);
-                                ah[j] = ax[j];
-                                ah[h + j] = ax[h + j];
-                                ah[2 * h + j] = ax[2 * h + j];
-                                ah[3 * h + j] = ax[3 * h + j];
                             }
                         }
-                        Mode::Gru => {
-                            let hn = at(b.res, ro.hn + s * n * h + bi * h, h);
-                            let hp = at(b.res, ro.hprev + s * n * p + bi * p, p);
-                            for j in 0..h {
-                                let (r, z, nn) = (gr[j], gr[h + j], gr[2 * h + j]);
-                                let g = dhr[j];
-                                let dn = g * (one - z);
-                                let dz = g * (hp[j] - nn);
-                                let dan = dn * (one - nn * nn);
-                                let drr = dan * hn[j];
-                                let dar = drr * r * (one - r);
-                                let daz = dz * z * (one - z);
-                                ax[j] = dar;
-                                ax[h + j] = daz;
-                                ax[2 * h + j] = dan;
-                                ah[j] = dar;
-                                ah[h + j] = daz;
-                                ah[2 * h + j] = dan * r;
-                                direct[bi * h + j] = g * z;
+                        let gates = at(res, ro.gates + (s * n + r0) * gh, rows * gh);
+                        if cfg.proj {
+                            let cn = at(res, ro.cnew + (s * n + r0) * h, rows * h);
+                            let rr = at(rs_s.get(), (s * n + r0) * h, rows * h);
+                            for bi in r0..r1 {
+                                let i = bi - r0;
+                                for j in 0..h {
+                                    rr[i * h + j] = if s < lens[bi] { gates[i * gh + 3 * h + j] * cn[i * h + j].tanh_() } else { zero };
+                                }
+                            }
+                            at(dhs_s.get(), (s * n + r0) * p, rows * p).copy_from_slice(&dh);
+                            // dR = dH · Whr
+                            gemm_threads_on(
+                                rows,
+                                h,
+                                p,
+                                one,
+                                dh.as_ptr(),
+                                p,
+                                false,
+                                w.add(wo.wr),
+                                h,
+                                false,
+                                zero,
+                                dr.as_mut_ptr(),
+                                h,
+                                gemm_threads,
+                            );
+                        }
+                        for bi in r0..r1 {
+                            let i = bi - r0;
+                            let ah = &mut da[i * gh..(i + 1) * gh];
+                            let Some(tau) = step_of(s, lens[bi], d) else {
+                                ah.fill(zero);
+                                continue;
+                            };
+                            let gr = &gates[i * gh..(i + 1) * gh];
+                            let ax = at(dax_s.get(), (tau * n + bi) * gh, gh);
+                            let dhr: &[T] = if cfg.proj { &dr[i * h..(i + 1) * h] } else { &dh[i * p..(i + 1) * p] };
+                            match cfg.mode {
+                                Mode::Relu | Mode::Tanh => {
+                                    for j in 0..h {
+                                        let v = gr[j];
+                                        ax[j] = if cfg.mode == Mode::Tanh {
+                                            dhr[j] * (one - v * v)
+                                        } else if v > zero {
+                                            dhr[j]
+                                        } else {
+                                            zero
+                                        };
+                                    }
+                                    ah.copy_from_slice(ax);
+                                }
+                                Mode::Lstm => {
+                                    let cn = at(res, ro.cnew + (s * n + bi) * h, h);
+                                    let cp = at(res, ro.cprev + (s * n + bi) * h, h);
+                                    let dcr = &mut dc[i * h..(i + 1) * h];
+                                    match cfg.clip {
+                                        None => T::lstm_bwd_row(h, gr, cn, cp, dhr, dcr, ax),
+                                        Some((lo, hi)) => {
+                                            for j in 0..h {
+                                                let (ig, fg, gg, og) = (gr[j], gr[h + j], gr[2 * h + j], gr[3 * h + j]);
+                                                let c = cn[j];
+                                                let th = c.tanh_();
+                                                let dro = dhr[j];
+                                                let mut dct = dcr[j] + dro * og * (one - th * th);
+                                                let cf = c.to_f64();
+                                                if cf <= lo || cf >= hi {
+                                                    dct = zero;
+                                                }
+                                                dcr[j] = dct * fg;
+                                                ax[j] = dct * gg * ig * (one - ig);
+                                                ax[h + j] = dct * cp[j] * fg * (one - fg);
+                                                ax[2 * h + j] = dct * ig * (one - gg * gg);
+                                                ax[3 * h + j] = dro * th * og * (one - og);
+                                            }
+                                        }
+                                    }
+                                    ah.copy_from_slice(ax);
+                                }
+                                Mode::Gru => {
+                                    let hn = at(res, ro.hn + (s * n + bi) * h, h);
+                                    let hp = at(res, ro.hprev + (tau * n + bi) * p, p);
+                                    for j in 0..h {
+                                        let (r, z, nn) = (gr[j], gr[h + j], gr[2 * h + j]);
+                                        let g = dhr[j];
+                                        let dn = g * (one - z);
+                                        let dz = g * (hp[j] - nn);
+                                        let dan = dn * (one - nn * nn);
+                                        let drr = dan * hn[j];
+                                        let dar = drr * r * (one - r);
+                                        let daz = dz * z * (one - z);
+                                        ax[j] = dar;
+                                        ax[h + j] = daz;
+                                        ax[2 * h + j] = dan;
+                                        ah[j] = dar;
+                                        ah[h + j] = daz;
+                                        ah[2 * h + j] = dan * r;
+                                        direct[i * h + j] = g * z;
+                                    }
+                                    at(dah_s.get(), (tau * n + bi) * gh, gh).copy_from_slice(ah);
+                                }
+                            }
+                        }
+                        // dH_prev = dA_h · Wh (+ GRU's direct term); items past their
+                        // length keep their gradient
+                        gemm_packed_threads(rows, da.as_ptr(), gh, whp, false, tmp.as_mut_ptr(), p, gemm_threads);
+                        for bi in r0..r1 {
+                            if s >= lens[bi] {
+                                continue;
+                            }
+                            let i = bi - r0;
+                            let row = &mut dh[i * p..(i + 1) * p];
+                            row.copy_from_slice(&tmp[i * p..(i + 1) * p]);
+                            if gru {
+                                for (a, &v) in row.iter_mut().zip(&direct[i * h..(i + 1) * h]) {
+                                    *a += v;
+                                }
                             }
                         }
                     }
-                }
-                // dH_prev = dAh_s · Wh (+ GRU's direct term); items past their length
-                // keep their gradient
-                gemm_packed(n, dah.as_ptr().add(s * n * gh), gh, &whp, false, tmp.as_mut_ptr(), p);
-                for bi in 0..n {
-                    if s >= lens[bi] {
-                        continue;
-                    }
-                    let row = &mut dh[bi * p..(bi + 1) * p];
-                    row.copy_from_slice(&tmp[bi * p..(bi + 1) * p]);
-                    if cfg.mode == Mode::Gru {
-                        for (a, &v) in row.iter_mut().zip(&direct[bi * h..(bi + 1) * h]) {
-                            *a += v;
-                        }
+                    at(dh0_s.get(), (ld * n + r0) * p, rows * p).copy_from_slice(&dh);
+                    if lstm {
+                        at(dc0_s.get(), (ld * n + r0) * h, rows * h).copy_from_slice(&dc);
                     }
                 }
-            }
-            at(dh0, ld * n * p, n * p).copy_from_slice(&dh);
-            if lstm {
-                at(dc0, ld * n * h, n * h).copy_from_slice(&dc);
-            }
-            // weight and bias gradients over all steps at once
-            gemm(gh, p, tn, one, dah.as_ptr(), gh, true, b.res.add(ro.hprev), p, false, one, dw.add(wo.wh), p);
+            });
+            // weight and bias gradients over all steps at once (the gate gradients
+            // and the saved states are both by time step)
+            let dahs: &[T] = if gru { &dah } else { &dax };
+            gemm(gh, p, tn, one, dahs.as_ptr(), gh, true, b.res.add(ro.hprev), p, false, one, dw.add(wo.wh), p);
             gemm(gh, ins, tn, one, dax.as_ptr(), gh, true, x, ins, false, one, dw.add(wo.wx), ins);
-            add_colsum(&dah, gh, at(dw, wo.bh, gh));
-            add_colsum(&dax, gh, at(dw, wo.bx, gh));
-            let beta = if d == 0 { zero } else { one };
-            gemm(tn, ins, gh, one, dax.as_ptr(), gh, false, b.w.add(wo.wx), ins, false, beta, dxl, ins);
+            if cfg.proj {
+                // dWhr = Σ_s dH_sᵀ · R_s
+                gemm(p, h, tn, one, dhs.as_ptr(), p, true, rs.as_ptr(), h, false, one, dw.add(wo.wr), h);
+            }
+            colsum.fill(zero);
+            add_colsum(&dax, gh, &mut colsum);
+            for (o, &v) in at(dw, wo.bx, gh).iter_mut().zip(&colsum) {
+                *o += v;
+            }
+            if gru {
+                colsum.fill(zero);
+                add_colsum(&dah, gh, &mut colsum);
+            }
+            for (o, &v) in at(dw, wo.bh, gh).iter_mut().zip(&colsum) {
+                *o += v;
+            }
+            if !dxl.is_null() {
+                let beta = if d == 0 { zero } else { one };
+                gemm(tn, ins, gh, one, dax.as_ptr(), gh, false, b.w.add(wo.wx), ins, false, beta, dxl, ins);
+            }
         }
         if l > 0 {
             // the gradient of the layer below's output: through the dropout mask
@@ -985,6 +1149,7 @@ fn bwd_compute(c: &mut OpCall) -> Result<()> {
     let seq = if c.params.bool("use_sequence_length") { Some(nf - 1) } else { None };
     let lens = lengths(c, seq, cfg.t, cfg.n);
     let so = c.params.bool("state_outputs");
+    let no_data = c.op.name == NO_DATA;
     let dt = c.inputs[0].dtype;
     macro_rules! run {
         ($T:ty) => {{
@@ -997,7 +1162,8 @@ fn bwd_compute(c: &mut OpCall) -> Result<()> {
             };
             let dhy = if so { Some(c.inputs[nf + 2].ptr_as::<$T>()) } else { None };
             let dcy = if so && lstm { Some(c.inputs[nf + 3].ptr_as::<$T>()) } else { None };
-            let dc0 = if lstm { c.outputs[3].ptr_as::<$T>() } else { std::ptr::null_mut() };
+            let (dxp, o) = if no_data { (std::ptr::null_mut(), 0) } else { (c.outputs[0].ptr_as::<$T>(), 1) };
+            let dc0 = if lstm { c.outputs[o + 2].ptr_as::<$T>() } else { std::ptr::null_mut() };
             // SAFETY: sizes checked by inference; the outputs are ours, the inputs
             // only read.
             unsafe {
@@ -1008,9 +1174,9 @@ fn bwd_compute(c: &mut OpCall) -> Result<()> {
                     c.inputs[nf + 1].ptr_as::<$T>(),
                     dhy,
                     dcy,
-                    c.outputs[0].ptr_as::<$T>(),
-                    c.outputs[1].ptr_as::<$T>(),
-                    c.outputs[2].ptr_as::<$T>(),
+                    dxp,
+                    c.outputs[o].ptr_as::<$T>(),
+                    c.outputs[o + 1].ptr_as::<$T>(),
                     dc0,
                 )
             };
@@ -1032,8 +1198,10 @@ fn rnn_grad(p: &Params, i: &[NDArray], o: &[NDArray], og: &[NDArray]) -> Grads {
     let mut ins: Vec<NDArray> = i.to_vec();
     ins.push(o[nv].clone());
     ins.extend(og[..nv].iter().cloned());
-    let r = invoke(lookup("_backward_RNN")?, &ins, p.clone(), None, None)?;
-    let mut g: Vec<Option<NDArray>> = r.into_iter().map(Some).collect();
+    let no_data = !super::grad_wanted(0);
+    let r = invoke(lookup(if no_data { NO_DATA } else { "_backward_RNN" })?, &ins, p.clone(), None, None)?;
+    let mut g: Vec<Option<NDArray>> = if no_data { vec![None] } else { Vec::new() };
+    g.extend(r.into_iter().map(Some));
     if p.bool("use_sequence_length") {
         g.push(None);
     }
@@ -1087,6 +1255,18 @@ pub(super) fn register(r: &mut Registry) {
             bwd_infer,
             bwd_compute,
         )
+        .cost(64),
+    );
+    r.add(
+        OpDef::new(
+            NO_DATA,
+            "Gradient of RNN without the data gradient: the gradients of parameters, state (and state_cell) from the forward's inputs, its reserve and the output gradients.",
+            BWD_INPUTS,
+            PARAMS,
+            bwd_infer,
+            bwd_compute,
+        )
+        .outputs(|p| if mode_of(p) == Mode::Lstm { 3 } else { 2 })
         .cost(64),
     );
 }

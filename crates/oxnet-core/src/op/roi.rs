@@ -17,6 +17,12 @@
 //!   `(ph, pw)` averages channel `(c*G + gh)*G + gw` of the input.
 //!
 //! Batch indices outside `[0, N)` give zero outputs. `rois` gets a zero gradient.
+//!
+//! ROIPooling, PSROIPooling and ROIAlign compute in the data's type (float64, else
+//! float32) on the compute pool: the bins (or sample tables) of each ROI once, then
+//! the output planes in parallel; the backward splits the channels across the pool
+//! (each task owns the data planes its channels reach, so no atomics) and adds in
+//! ROI order, as MXNet's loops do.
 
 use super::util::{read_as, read_f64, write_as, write_f64, Real};
 use super::{Arity, InferArgs, OpCall, OpDef, PType, ParamSpec, Params, Registry, Value};
@@ -160,9 +166,9 @@ struct Geom {
     co: usize,
 }
 
-/// Every (output index, input index, weight) of the call: the output is the
-/// weighted sum of its inputs (ROIAlign, PSROIPooling) or their max (ROIPooling,
-/// where `f` is called with weight 1 for each candidate).
+/// Every (output index, input index, weight) of a call of the ROIAlign family
+/// (`_contrib_RROIAlign`, `_contrib_ROIAlign`): the output is the weighted sum of
+/// its inputs.
 fn visit(op: &str, p: &Params, g: &Geom, rois: &[f64], mut f: impl FnMut(usize, usize, f64)) {
     let scale = p.float("spatial_scale");
     let plane = g.h * g.w;
@@ -174,29 +180,6 @@ fn visit(op: &str, p: &Params, g: &Geom, rois: &[f64], mut f: impl FnMut(usize, 
         }
         let b = b as usize;
         match op {
-            "ROIPooling" => {
-                let rd = |v: f64| (v * scale).round() as i64;
-                let (sw, sh, ew, eh) = (rd(roi[1]), rd(roi[2]), rd(roi[3]), rd(roi[4]));
-                let rh = (eh - sh + 1).max(1) as f64;
-                let rw = (ew - sw + 1).max(1) as f64;
-                let (bh, bw) = (rh / g.ph as f64, rw / g.pw as f64);
-                for c in 0..g.co {
-                    for i in 0..g.ph {
-                        let hs = ((i as f64 * bh).floor() as i64 + sh).clamp(0, g.h as i64) as usize;
-                        let he = (((i + 1) as f64 * bh).ceil() as i64 + sh).clamp(0, g.h as i64) as usize;
-                        for j in 0..g.pw {
-                            let ws = ((j as f64 * bw).floor() as i64 + sw).clamp(0, g.w as i64) as usize;
-                            let we = (((j + 1) as f64 * bw).ceil() as i64 + sw).clamp(0, g.w as i64) as usize;
-                            let o = ((r * g.co + c) * g.ph + i) * g.pw + j;
-                            for y in hs..he {
-                                for x in ws..we {
-                                    f(o, (b * g.c + c) * plane + y * g.w + x, 1.0);
-                                }
-                            }
-                        }
-                    }
-                }
-            }
             "_contrib_RROIAlign" => {
                 // A rotated box: centre, size, angle (degrees, counter-clockwise).
                 let (cx, cy) = (roi[1] * scale, roi[2] * scale);
@@ -228,7 +211,8 @@ fn visit(op: &str, p: &Params, g: &Geom, rois: &[f64], mut f: impl FnMut(usize, 
                     }
                 }
             }
-            "_contrib_ROIAlign" => {
+            // _contrib_ROIAlign
+            _ => {
                 let off = if p.bool("aligned") { 0.5 } else { 0.0 };
                 let (sw, sh) = (roi[1] * scale - off, roi[2] * scale - off);
                 let (ew, eh) = (roi[3] * scale - off, roi[4] * scale - off);
@@ -256,39 +240,6 @@ fn visit(op: &str, p: &Params, g: &Geom, rois: &[f64], mut f: impl FnMut(usize, 
                                     for (idx, wt) in bilinear(g.h, g.w, y, x) {
                                         f(o, base + idx, wt / count);
                                     }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            _ => {
-                let (ps, gs) = (g.ph, p.int("group_size"));
-                let gs = if gs <= 0 { ps } else { gs as usize };
-                let sw = roi[1].round() * scale;
-                let sh = roi[2].round() * scale;
-                let ew = (roi[3].round() + 1.0) * scale;
-                let eh = (roi[4].round() + 1.0) * scale;
-                let (rw, rh) = ((ew - sw).max(0.1), (eh - sh).max(0.1));
-                let (bh, bw) = (rh / ps as f64, rw / ps as f64);
-                for c in 0..g.co {
-                    for i in 0..ps {
-                        let hs = ((i as f64 * bh + sh).floor().max(0.0) as usize).min(g.h);
-                        let he = (((i + 1) as f64 * bh + sh).ceil().max(0.0) as usize).min(g.h);
-                        let gh = (i * gs / ps).min(gs - 1);
-                        for j in 0..ps {
-                            let ws = ((j as f64 * bw + sw).floor().max(0.0) as usize).min(g.w);
-                            let we = (((j + 1) as f64 * bw + sw).ceil().max(0.0) as usize).min(g.w);
-                            if he <= hs || we <= ws {
-                                continue;
-                            }
-                            let gw = (j * gs / ps).min(gs - 1);
-                            let cin = (c * gs + gh) * gs + gw;
-                            let o = ((r * g.co + c) * ps + i) * ps + j;
-                            let wt = 1.0 / ((he - hs) * (we - ws)) as f64;
-                            for y in hs..he {
-                                for x in ws..we {
-                                    f(o, (b * g.c + cin) * plane + y * g.w + x, wt);
                                 }
                             }
                         }
@@ -343,22 +294,242 @@ fn compute(c: &mut OpCall) -> Result<()> {
         }
         return Ok(());
     }
+    if op == "ROIPooling" || op == "_contrib_PSROIPooling" {
+        if c.inputs[0].dtype == DType::F64 {
+            pool_forward::<f64>(c, &g);
+        } else {
+            pool_forward::<f32>(c, &g);
+        }
+        return Ok(());
+    }
     let x = read_f64(&c.inputs[0]);
     let rois = read_f64(&c.inputs[1]);
     let mut out = vec![0f64; c.outputs[0].size()];
-    if op == "ROIPooling" {
-        let mut seen = vec![false; out.len()];
-        visit(op, c.params, &g, &rois, |o, i, _| {
-            if !seen[o] || x[i] > out[o] {
-                out[o] = x[i];
-                seen[o] = true;
-            }
-        });
-    } else {
-        visit(op, c.params, &g, &rois, |o, i, wt| out[o] += wt * x[i]);
-    }
+    visit(op, c.params, &g, &rois, |o, i, wt| out[o] += wt * x[i]);
     write_f64(&c.outputs[0], &out);
     Ok(())
+}
+
+// ---- ROIPooling and PSROIPooling's kernels ---------------------------------------------
+
+/// One bin of an ROI: the input cells `hs..he × ws..we` and, for PSROIPooling, the
+/// bin's group `gh * G + gw` (its input channel is `c * G² + group`).
+#[derive(Clone, Copy)]
+struct Bin {
+    hs: usize,
+    he: usize,
+    ws: usize,
+    we: usize,
+    group: usize,
+}
+
+impl Bin {
+    fn empty(&self) -> bool {
+        self.he <= self.hs || self.we <= self.ws
+    }
+    fn area(&self) -> usize {
+        (self.he - self.hs) * (self.we - self.ws)
+    }
+}
+
+/// The bins of one ROI (`PH * PW`, row-major) and its batch index, shared by every
+/// channel; None for a batch index outside `[0, N)` (zero output, no gradient).
+/// The bounds are computed as MXNet's kernels compute them: in the data's type `T`,
+/// with `spatial_scale` a float32 parameter (so that bounds that land on a whole
+/// cell round the same way).
+fn pool_bins<T: Real>(op: &str, p: &Params, g: &Geom, roi: &[f64]) -> Option<(usize, Vec<Bin>)> {
+    let b = roi[0];
+    if b < 0.0 || b >= g.n as f64 {
+        return None;
+    }
+    let t = |v: f64| T::of(v);
+    let scale = t(p.float("spatial_scale") as f32 as f64);
+    // floor and ceil of a T, exactly (through f64), clamped to [0, len]
+    let lo = |v: T, len: usize| (v.get().floor().max(0.0) as usize).min(len);
+    let hi = |v: T, len: usize| (v.get().ceil().max(0.0) as usize).min(len);
+    let mut bins = Vec::with_capacity(g.ph * g.pw);
+    if op == "ROIPooling" {
+        // corners rounded to the grid; bins of floor/ceil bounds, clamped
+        let rd = |v: f64| (t(v) * scale).get().round() as i64;
+        let (sw, sh, ew, eh) = (rd(roi[1]), rd(roi[2]), rd(roi[3]), rd(roi[4]));
+        let rh = (eh - sh + 1).max(1) as f64;
+        let rw = (ew - sw + 1).max(1) as f64;
+        let (bh, bw) = (t(rh) / t(g.ph as f64), t(rw) / t(g.pw as f64));
+        let cell = |k: usize, bin: T, start: i64, len: usize, up: bool| {
+            let v = (t(k as f64) * bin).get();
+            let v = if up { v.ceil() } else { v.floor() } as i64 + start;
+            v.clamp(0, len as i64) as usize
+        };
+        for i in 0..g.ph {
+            let (hs, he) = (cell(i, bh, sh, g.h, false), cell(i + 1, bh, sh, g.h, true));
+            for j in 0..g.pw {
+                let (ws, we) = (cell(j, bw, sw, g.w, false), cell(j + 1, bw, sw, g.w, true));
+                bins.push(Bin { hs, he, ws, we, group: 0 });
+            }
+        }
+    } else {
+        let (ps, gs) = (g.ph, p.int("group_size"));
+        let gs = if gs <= 0 { ps } else { gs as usize };
+        let sw = t(roi[1].round()) * scale;
+        let sh = t(roi[2].round()) * scale;
+        let ew = t(roi[3].round() + 1.0) * scale;
+        let eh = t(roi[4].round() + 1.0) * scale;
+        let min = t(0.1);
+        let (rw, rh) = (ew - sw, eh - sh);
+        let (rw, rh) = (if rw > min { rw } else { min }, if rh > min { rh } else { min });
+        let (bh, bw) = (rh / t(ps as f64), rw / t(ps as f64));
+        for i in 0..ps {
+            let hs = lo(t(i as f64) * bh + sh, g.h);
+            let he = hi(t((i + 1) as f64) * bh + sh, g.h);
+            let gh = (i * gs / ps).min(gs - 1);
+            for j in 0..ps {
+                let ws = lo(t(j as f64) * bw + sw, g.w);
+                let we = hi(t((j + 1) as f64) * bw + sw, g.w);
+                let gw = (j * gs / ps).min(gs - 1);
+                bins.push(Bin { hs, he, ws, we, group: gh * gs + gw });
+            }
+        }
+    }
+    Some((b as usize, bins))
+}
+
+/// The input channel of output channel `c` and bin `bin`.
+#[inline(always)]
+fn pool_cin(ps_groups: Option<usize>, c: usize, bin: &Bin) -> usize {
+    match ps_groups {
+        Some(g2) => c * g2 + bin.group,
+        None => c,
+    }
+}
+
+/// The plane offset of a non-empty bin's maximum (the first one in row-major
+/// order; NaN where the first cell is NaN, as the reference loop).
+#[inline(always)]
+fn bin_argmax<T: Real>(im: &[T], w: usize, bin: &Bin) -> usize {
+    let mut best = bin.hs * w + bin.ws;
+    let mut m = im[best];
+    for y in bin.hs..bin.he {
+        let row = &im[y * w..y * w + bin.we];
+        for (x, &v) in row.iter().enumerate().skip(bin.ws) {
+            if v > m {
+                m = v;
+                best = y * w + x;
+            }
+        }
+    }
+    best
+}
+
+/// The sum of a bin's cells.
+#[inline(always)]
+fn bin_sum<T: Real>(im: &[T], w: usize, bin: &Bin) -> T {
+    let mut acc = T::of(0.0);
+    for y in bin.hs..bin.he {
+        for &v in &im[y * w + bin.ws..y * w + bin.we] {
+            acc += v;
+        }
+    }
+    acc
+}
+
+/// The channel groups of PSROIPooling (`G²`), None for ROIPooling.
+fn ps_groups(op: &str, g: &Geom) -> Option<usize> {
+    (op != "ROIPooling").then(|| g.c / g.co.max(1))
+}
+
+/// ROIPooling (each bin's max, 0 when empty) and PSROIPooling (each bin's mean)
+/// forward: the bins of every ROI computed once, then the (ROI, channel) planes of
+/// the output in parallel.
+fn pool_forward<T: Real>(c: &OpCall, g: &Geom) {
+    use rayon::prelude::*;
+    let op = c.op.name;
+    let x = read_as::<T>(&c.inputs[0]);
+    let rois = read_f64(&c.inputs[1]);
+    let groups = ps_groups(op, g);
+    let (plane, nbins) = (g.h * g.w, g.ph * g.pw);
+    let tables: Vec<Option<(usize, Vec<Bin>)>> =
+        crate::engine::install(|| rois.par_chunks(5).map(|roi| pool_bins::<T>(op, c.params, g, roi)).collect());
+    write_as::<T>(&c.outputs[0], |out| {
+        if nbins == 0 || out.is_empty() {
+            return;
+        }
+        crate::engine::install(|| {
+            out.par_chunks_mut(nbins).enumerate().for_each(|(rc, o)| {
+                let (r, ch) = (rc / g.co, rc % g.co);
+                let Some((b, bins)) = &tables[r] else {
+                    o.fill(T::of(0.0));
+                    return;
+                };
+                for (v, bin) in o.iter_mut().zip(bins) {
+                    if bin.empty() {
+                        *v = T::of(0.0);
+                        continue;
+                    }
+                    let base = (b * g.c + pool_cin(groups, ch, bin)) * plane;
+                    let im = &x[base..base + plane];
+                    *v = match groups {
+                        None => im[bin_argmax(im, g.w, bin)],
+                        Some(_) => bin_sum(im, g.w, bin) / T::of(bin.area() as f64),
+                    };
+                }
+            })
+        })
+    });
+}
+
+/// Their backward: the output gradient of each bin to its arg max (ROIPooling) or
+/// spread evenly over its cells (PSROIPooling). The output channels are split
+/// across the pool; each task owns the input planes its channels read (so the
+/// scatter needs no atomics) and adds in ROI order.
+fn pool_backward<T: Real>(c: &OpCall, g: &Geom, op: &str) {
+    use rayon::prelude::*;
+    let og = read_as::<T>(&c.inputs[0]);
+    let x = read_as::<T>(&c.inputs[1]);
+    let rois = read_f64(&c.inputs[2]);
+    let groups = ps_groups(op, g);
+    let (plane, nbins) = (g.h * g.w, g.ph * g.pw);
+    let tables: Vec<Option<(usize, Vec<Bin>)>> =
+        crate::engine::install(|| rois.par_chunks(5).map(|roi| pool_bins::<T>(op, c.params, g, roi)).collect());
+    write_as::<T>(&c.outputs[0], |gx| {
+        gx.fill(T::of(0.0));
+        if nbins == 0 || g.co == 0 {
+            return;
+        }
+        let tasks = (crate::engine::threads() * 4).clamp(1, g.co);
+        let size = g.co.div_ceil(tasks);
+        let gp = SendPtr(gx.as_mut_ptr());
+        crate::engine::install(|| {
+            (0..g.co.div_ceil(size)).into_par_iter().for_each(|t| {
+                for ch in t * size..((t + 1) * size).min(g.co) {
+                    for (r, tab) in tables.iter().enumerate() {
+                        let Some((b, bins)) = tab else { continue };
+                        let gv = &og[(r * g.co + ch) * nbins..(r * g.co + ch + 1) * nbins];
+                        for (bin, &gk) in bins.iter().zip(gv) {
+                            if bin.empty() {
+                                continue;
+                            }
+                            let base = (b * g.c + pool_cin(groups, ch, bin)) * plane;
+                            // SAFETY: output channel `ch` (this task's) alone reads
+                            // and writes the input planes of its channels.
+                            let dst = unsafe { std::slice::from_raw_parts_mut(gp.get().add(base), plane) };
+                            match groups {
+                                None => dst[bin_argmax(&x[base..base + plane], g.w, bin)] += gk,
+                                Some(_) => {
+                                    let dv = gk / T::of(bin.area() as f64);
+                                    for y in bin.hs..bin.he {
+                                        for d in &mut dst[y * g.w + bin.ws..y * g.w + bin.we] {
+                                            *d += dv;
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            })
+        });
+    });
+    write_f64(&c.outputs[1], &vec![0f64; rois.len()]);
 }
 
 // ---- ROIAlign's tuned kernels ----------------------------------------------------------
@@ -647,28 +818,11 @@ fn backward_compute(c: &mut OpCall) -> Result<()> {
         }
         return Ok(());
     }
-    let og = read_f64(&c.inputs[0]);
-    let x = read_f64(&c.inputs[1]);
-    let rois = read_f64(&c.inputs[2]);
-    let mut gx = vec![0f64; x.len()];
-    if op == "ROIPooling" {
-        // The first maximum of each bin takes the gradient.
-        let mut arg: Vec<Option<usize>> = vec![None; og.len()];
-        visit(op, c.params, &g, &rois, |o, i, _| {
-            if arg[o].is_none_or(|a| x[i] > x[a]) {
-                arg[o] = Some(i);
-            }
-        });
-        for (o, a) in arg.iter().enumerate() {
-            if let Some(i) = a {
-                gx[*i] += og[o];
-            }
-        }
+    if c.inputs[1].dtype == DType::F64 {
+        pool_backward::<f64>(c, &g, op);
     } else {
-        visit(op, c.params, &g, &rois, |o, i, wt| gx[i] += wt * og[o]);
+        pool_backward::<f32>(c, &g, op);
     }
-    write_f64(&c.outputs[0], &gx);
-    write_f64(&c.outputs[1], &vec![0f64; rois.len()]);
     Ok(())
 }
 

@@ -94,6 +94,12 @@ impl<T: PackElem> PackedB<T> {
     pub fn n(&self) -> usize {
         self.n
     }
+
+    /// Rows of A the micro-kernel takes at once: products whose row count is a
+    /// multiple of it need no padded copy of A's last rows.
+    pub fn tile_rows(&self) -> usize {
+        tile_rows(self.isa)
+    }
 }
 
 /// Multiply-adds below which a product runs on the calling thread.
@@ -108,12 +114,31 @@ const PAR_MNK: usize = 1 << 18;
 /// `a` and `c` must be valid for the extents described; `c` must not overlap `a`;
 /// nothing else may access `c` meanwhile.
 pub unsafe fn gemm_packed<T: PackElem>(m: usize, a: *const T, lda: usize, b: &PackedB<T>, accumulate: bool, c: *mut T, ldc: usize) {
+    gemm_packed_threads(m, a, lda, b, accumulate, c, ldc, crate::engine::threads())
+}
+
+/// [`gemm_packed`] on at most `max_threads` threads (1: on the calling thread, for
+/// callers that split the work themselves, e.g. by rows).
+///
+/// # Safety
+/// As for [`gemm_packed`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gemm_packed_threads<T: PackElem>(
+    m: usize,
+    a: *const T,
+    lda: usize,
+    b: &PackedB<T>,
+    accumulate: bool,
+    c: *mut T,
+    ldc: usize,
+    max_threads: usize,
+) {
     if m == 0 || b.n == 0 {
         return;
     }
     let panels = b.n.div_ceil(b.nr);
     let work = m.saturating_mul(b.n).saturating_mul(b.k);
-    let threads = if work >= PAR_MNK { crate::engine::threads().clamp(1, panels) } else { 1 };
+    let threads = if work >= PAR_MNK { max_threads.clamp(1, panels) } else { 1 };
     if threads == 1 {
         run_panels(b, m, a, lda, 0, panels, accumulate, c, ldc);
         return;

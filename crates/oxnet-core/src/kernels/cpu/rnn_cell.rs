@@ -1,6 +1,7 @@
 //! Float32 LSTM cell arithmetic in one vectorised pass: the gate nonlinearities
 //! (sigmoid, tanh), the cell update and the output of one batch row, for the fused
-//! RNN op's forward, and a vectorised `tanh` of a slice for its backward.
+//! RNN op's forward, the gradient of one such row for its backward, and a
+//! vectorised `tanh` of a slice.
 //!
 //! The library `expf`/`tanhf` are scalar calls that keep these loops from
 //! vectorising; here `exp` is Cephes' single-precision polynomial (argument
@@ -107,6 +108,59 @@ fn lstm_row_impl(h: usize, xr: &[f32], hr: &[f32], c: &mut [f32], gates: &mut [f
     }
 }
 
+/// The gradient of one LSTM row of `h` units, without state clipping: from the
+/// saved activations `gates` (`i, f, g, o`, `4h`), the cell before (`cp`) and after
+/// (`cn`) the step and the gradient `dh` of the row's output, `ax` (`4h`) gets the
+/// gradients of the four pre-activations and `dc` (the cell gradient coming from the
+/// next step, in) becomes the cell gradient of the previous step (out).
+pub fn lstm_bwd_row(h: usize, gates: &[f32], cn: &[f32], cp: &[f32], dh: &[f32], dc: &mut [f32], ax: &mut [f32]) {
+    assert!(gates.len() >= 4 * h && cn.len() >= h && cp.len() >= h && dh.len() >= h && dc.len() >= h && ax.len() >= 4 * h);
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has the instruction set the function is compiled for.
+            return unsafe { lstm_bwd_row_avx512(h, gates, cn, cp, dh, dc, ax) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            // SAFETY: as above.
+            return unsafe { lstm_bwd_row_avx2(h, gates, cn, cp, dh, dc, ax) };
+        }
+    }
+    lstm_bwd_row_impl(h, gates, cn, cp, dh, dc, ax)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,fma")]
+unsafe fn lstm_bwd_row_avx512(h: usize, gates: &[f32], cn: &[f32], cp: &[f32], dh: &[f32], dc: &mut [f32], ax: &mut [f32]) {
+    lstm_bwd_row_impl(h, gates, cn, cp, dh, dc, ax)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn lstm_bwd_row_avx2(h: usize, gates: &[f32], cn: &[f32], cp: &[f32], dh: &[f32], dc: &mut [f32], ax: &mut [f32]) {
+    lstm_bwd_row_impl(h, gates, cn, cp, dh, dc, ax)
+}
+
+#[inline(always)]
+fn lstm_bwd_row_impl(h: usize, gates: &[f32], cn: &[f32], cp: &[f32], dh: &[f32], dc: &mut [f32], ax: &mut [f32]) {
+    let (gi, gf, gg, go) = (&gates[..h], &gates[h..2 * h], &gates[2 * h..3 * h], &gates[3 * h..4 * h]);
+    let (ai, rest) = ax[..4 * h].split_at_mut(h);
+    let (af, rest) = rest.split_at_mut(h);
+    let (ag, ao) = rest.split_at_mut(h);
+    let (cn, cp, dh, dc) = (&cn[..h], &cp[..h], &dh[..h], &mut dc[..h]);
+    for j in 0..h {
+        let (ig, fg, g, og) = (gi[j], gf[j], gg[j], go[j]);
+        let th = tanh_f32(cn[j]);
+        let d = dh[j];
+        let dct = dc[j] + d * og * (1.0 - th * th);
+        dc[j] = dct * fg;
+        ai[j] = dct * g * ig * (1.0 - ig);
+        af[j] = dct * cp[j] * fg * (1.0 - fg);
+        ag[j] = dct * ig * (1.0 - g * g);
+        ao[j] = d * th * og * (1.0 - og);
+    }
+}
+
 /// `dst[i] = tanh(src[i])` over the shorter of the two.
 pub fn tanh_slice(src: &[f32], dst: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
@@ -193,6 +247,26 @@ mod tests {
                 assert!((got as f64 - want).abs() < 1e-6, "unit {j}: {got} vs {want}");
             }
             assert!((out[j] as f64 - o * cv.tanh()).abs() < 1e-6);
+        }
+        // the backward of the same row against the scalar formula
+        let dh: Vec<f32> = (0..h).map(|j| ((j * 31) % 17) as f32 / 8.0 - 1.0).collect();
+        let dc0: Vec<f32> = (0..h).map(|j| ((j * 13) % 11) as f32 / 5.0 - 1.0).collect();
+        let (mut dc, mut ax) = (dc0.clone(), vec![0f32; 4 * h]);
+        lstm_bwd_row(h, &gates, &cn, &c0, &dh, &mut dc, &mut ax);
+        for j in 0..h {
+            let g = |q: usize| gates[q * h + j] as f64;
+            let th = (cn[j] as f64).tanh();
+            let dct = dc0[j] as f64 + dh[j] as f64 * g(3) * (1.0 - th * th);
+            let want = [
+                dct * g(2) * g(0) * (1.0 - g(0)),
+                dct * c0[j] as f64 * g(1) * (1.0 - g(1)),
+                dct * g(0) * (1.0 - g(2) * g(2)),
+                dh[j] as f64 * th * g(3) * (1.0 - g(3)),
+            ];
+            for (q, w) in want.iter().enumerate() {
+                assert!((ax[q * h + j] as f64 - w).abs() < 1e-5 * (1.0 + w.abs()), "unit {j} gate {q}: {} vs {w}", ax[q * h + j]);
+            }
+            assert!((dc[j] as f64 - dct * g(1)).abs() < 1e-5 * (1.0 + dct.abs()));
         }
         let mut t = vec![0f32; xr.len()];
         tanh_slice(&xr, &mut t);
