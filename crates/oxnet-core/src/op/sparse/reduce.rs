@@ -9,8 +9,18 @@ use crate::error::Result;
 use crate::ndarray::sparse::{fresh_array, host_slice};
 use crate::ndarray::{AnyArray, NDArray, SType};
 use crate::op::reduce::{infer_reduce, REDUCE_PARAMS};
-use crate::op::{Arity, OpCall, OpDef, Params, Registry};
+use crate::dtype::DType;
+use crate::op::{Arity, InferArgs, OpCall, OpDef, Params, Registry};
+use crate::shape::Shape;
 use crate::with_float;
+
+/// Float inputs only (as MXNet's `_square_sum`), then `sum`'s shape rule.
+fn square_sum_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
+    if !a.dtypes[0].is_float() {
+        return Err(a.err(format!("data must be a floating-point array, got {}", a.dtypes[0].name())));
+    }
+    infer_reduce::<false>(a)
+}
 
 fn square_sum_dense(c: &mut OpCall) -> Result<()> {
     let x = &c.inputs[0];
@@ -151,7 +161,7 @@ pub(super) fn register(r: &mut Registry) {
             "Computes the square sum of array elements over a given axis for row-sparse matrix (and dense input).",
             Arity::Fixed(&["data"]),
             REDUCE_PARAMS,
-            infer_reduce::<false>,
+            square_sum_infer,
             square_sum_dense,
         )
         .unnamed_inputs(),
