@@ -338,7 +338,21 @@ fn potr_back_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     like_inputs(a, &[1])
 }
 fn triang_back_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
-    like_inputs(a, &[1, 2])
+    let out = like_inputs(a, &[1, 2])?;
+    let (g, sa, sb) = (a.shapes[0], a.shapes[1], a.shapes[2]);
+    let (ra, rb) = (sa.len(), sb.len());
+    let n = sa[ra - 1];
+    let inner = if a.params.bool("rightside") { sb[rb - 1] } else { sb[rb - 2] };
+    if g != sb || ra != rb || sa[..ra - 2] != sb[..rb - 2] || sa[ra - 2] != n || inner != n {
+        return Err(a.err(format!(
+            "A must be (..., n, n) with n matching B's {} and the same batch dimensions, and the output gradient shaped like B: got dC {}, A {}, B {}",
+            if a.params.bool("rightside") { "columns" } else { "rows" },
+            fmt_shape(g),
+            fmt_shape(sa),
+            fmt_shape(sb)
+        )));
+    }
+    Ok(out)
 }
 fn gelqf_back_infer(a: &InferArgs) -> Result<Vec<(Shape, DType)>> {
     like_inputs(a, &[2])
