@@ -373,10 +373,11 @@ def _check_trace_schema(doc):
         if ph in 'BE':
             stacks.setdefault((e['pid'], e['tid']), []).append((e['ts'], ph == 'B', i, e['name']))
     for key, evs in stacks.items():
-        # in time order (an end before a begin at the same instant); each end closes
-        # the innermost open span of its thread, which has its name
+        # in time order, events of one instant in the order they were written (a span
+        # shorter than the clock's tick begins and ends at one instant); each end
+        # closes the innermost open span of its thread, which has its name
         open_ = []
-        for ts, begin, _, name in sorted(evs):
+        for ts, begin, _, name in sorted(evs, key=lambda v: (v[0], v[2])):
             if begin:
                 open_.append((name, ts))
             else:
