@@ -781,3 +781,24 @@ def test_relu_gradient_at_nan_and_inf():
         y = nd.Activation(x, act_type="relu")
     y.backward()
     np.testing.assert_array_equal(x.grad.asnumpy(), [0, 1, 0, 1, 0, 0])
+
+
+def test_mod_gradients_are_zero_on_integer_types_as_in_mxnet():
+    for dtype, want in [("int32", 0.0), ("int64", 0.0), ("float32", 1.0)]:
+        a = mx.nd.array([5, 7, 9], dtype=dtype)
+        a.attach_grad()
+        with autograd.record():
+            y = a % 4
+        y.backward()
+        np.testing.assert_array_equal(a.grad.asnumpy(), want)
+    # through casts, with a head gradient of exactly 1 (it reaches the int32 node as 1)
+    x, z = mx.sym.Variable("x"), mx.sym.Variable("z")
+    c = mx.sym.broadcast_mod(mx.sym.cast(x, dtype="int32"), mx.sym.cast(z, dtype="int32"))
+    gx, gz = mx.nd.full((1, 3), 7.0), mx.nd.full((2, 1), 7.0)
+    exe = c.bind(mx.cpu(), args={"x": mx.nd.array([[5, 7, 9]]), "z": mx.nd.array([[2], [3]])},
+                 args_grad=[gx, gz])
+    exe.forward(is_train=True)
+    exe.backward([mx.nd.ones((2, 3))])
+    np.testing.assert_array_equal(gx.asnumpy(), 0)
+    np.testing.assert_array_equal(gz.asnumpy(), 0)
+    np.testing.assert_array_equal(exe.outputs[0].asnumpy(), [[1, 1, 1], [2, 1, 0]])

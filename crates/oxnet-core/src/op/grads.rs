@@ -120,7 +120,12 @@ fn g_maximum(_: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
 fn g_minimum(_: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
     masked2(i, g, "broadcast_lesser_equal", "broadcast_greater")
 }
+// As in MXNet, mod's gradients are 0 on integer types (its mod_grad/mod_rgrad are 1
+// and -floor(a / b) for floats only).
 fn g_mod(_: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
+    if !i[0].dtype().is_float() {
+        return Ok(vec![Some(un("zeros_like", &i[0])?), Some(un("zeros_like", &i[1])?)]);
+    }
     let q = un("floor", &div(&i[0], &i[1])?)?;
     let gb = neg(&mul(&g[0], &q)?)?;
     Ok(vec![Some(sum_to(&g[0], i[0].shape())?), Some(sum_to(&gb, i[1].shape())?)])
@@ -153,7 +158,16 @@ fn g_power_scalar(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Gr
 fn g_rpower_scalar(p: &Params, _: &[NDArray], o: &[NDArray], g: &[NDArray]) -> Grads {
     one(mul(&g[0], &sc("_mul_scalar", &o[0], p.float("scalar").ln())?))
 }
+fn g_mod_scalar(_: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
+    if !i[0].dtype().is_float() {
+        return one(un("zeros_like", &i[0]));
+    }
+    Ok(vec![Some(g[0].clone())])
+}
 fn g_rmod_scalar(p: &Params, i: &[NDArray], _: &[NDArray], g: &[NDArray]) -> Grads {
+    if !i[0].dtype().is_float() {
+        return one(un("zeros_like", &i[0]));
+    }
     let q = un("floor", &sc("_rdiv_scalar", &i[0], p.float("scalar"))?)?;
     one(neg(&mul(&g[0], &q)?))
 }
@@ -684,7 +698,8 @@ pub(super) fn lookup(name: &str) -> Option<GradFn> {
         "_minimum" | "broadcast_minimum" => g_minimum,
         "_mod" | "broadcast_mod" => g_mod,
         "_hypot" | "broadcast_hypot" => g_hypot,
-        "_plus_scalar" | "_minus_scalar" | "_scatter_plus_scalar" | "_scatter_minus_scalar" | "_mod_scalar" | "_copy" | "_copyto" => g_ident,
+        "_plus_scalar" | "_minus_scalar" | "_scatter_plus_scalar" | "_scatter_minus_scalar" | "_copy" | "_copyto" => g_ident,
+        "_mod_scalar" => g_mod_scalar,
         "_rminus_scalar" | "negative" => g_neg,
         "_mul_scalar" => g_mul_scalar,
         "_div_scalar" => g_div_scalar,
