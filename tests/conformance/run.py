@@ -103,6 +103,35 @@ def table(results, files):
     return "\n".join(lines)
 
 
+def run_pytest(args, targets, workers, tb="no"):
+    """Runs pytest on `targets` (files or test ids) in a scratch copy of the tests;
+    returns ({test id: outcome} or None when pytest wrote no report, seconds, output)."""
+    work = tempfile.mkdtemp(prefix="oxnet-conformance-")
+    try:
+        scratch = os.path.join(work, "tests")
+        shutil.copytree(args.testdir, scratch)
+        junit = os.path.join(work, "junit.xml")
+        cmd = [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               "-p", "oxnet_conformance", f"--timeout={args.timeout}",
+               f"--junitxml={junit}", "-o", "junit_family=xunit1", "-rN", f"--tb={tb}"]
+        if args.keyword:
+            cmd += ["-k", args.keyword]
+        if workers:
+            cmd += ["-n", str(workers)]
+        cmd += list(targets)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = HERE + os.pathsep + env.get("PYTHONPATH", "")
+        env.setdefault("MXNET_HOME", os.path.join(work, "mxnet_home"))
+        t0 = time.time()
+        proc = subprocess.run(cmd, cwd=scratch, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+        dt = time.time() - t0
+        results = parse_junit(junit) if os.path.exists(junit) else None
+        return results, dt, proc.stdout
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("testdir", nargs="?", default=DEFAULT_DIR)
@@ -133,39 +162,18 @@ def main():
             print("conformance: no listed tests in these files; nothing to run")
             return 0
 
-    work = tempfile.mkdtemp(prefix="oxnet-conformance-")
-    try:
-        scratch = os.path.join(work, "tests")
-        shutil.copytree(args.testdir, scratch)
-        junit = os.path.join(work, "junit.xml")
-        cmd = [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               "-p", "oxnet_conformance", f"--timeout={args.timeout}",
-               f"--junitxml={junit}", "-o", "junit_family=xunit1", "-rN", "--tb=no"]
-        if args.keyword:
-            cmd += ["-k", args.keyword]
-        if args.workers:
-            cmd += ["-n", str(args.workers)]
-        if args.only_listed:
-            # The listed test ids themselves (pytest runs exactly these).
-            cmd += sorted(t for t in listed if t.split("::")[0] in set(files))
-        else:
-            cmd += files
-        env = dict(os.environ)
-        env["PYTHONPATH"] = HERE + os.pathsep + env.get("PYTHONPATH", "")
-        env.setdefault("MXNET_HOME", os.path.join(work, "mxnet_home"))
-        t0 = time.time()
-        proc = subprocess.run(cmd, cwd=scratch, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
-        dt = time.time() - t0
-        if not os.path.exists(junit):
-            print(proc.stdout[-5000:])
-            print("conformance: pytest wrote no report", file=sys.stderr)
-            return 2
-        results = parse_junit(junit)
-        if not results:
-            print(proc.stdout[-3000:])
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    if args.only_listed:
+        # The listed test ids themselves (pytest runs exactly these).
+        targets = sorted(t for t in listed if t.split("::")[0] in set(files))
+    else:
+        targets = files
+    results, dt, out = run_pytest(args, targets, args.workers)
+    if results is None:
+        print(out[-5000:])
+        print("conformance: pytest wrote no report", file=sys.stderr)
+        return 2
+    if not results:
+        print(out[-3000:])
 
     tab = table(results, files)
     print(tab)
@@ -178,6 +186,21 @@ def main():
     if args.check:
         ran_files = set(files)
         lost = sorted(t for t in listed if t.split("::")[0] in ran_files and t not in passed)
+        if lost:
+            # MXNet's tests draw random data with a fresh seed each run, and a few of
+            # them fail for some draws on MXNet as well; a listed test that fails is run
+            # once more, alone, with its traceback shown. One that passes then is
+            # reported (so that a real intermittent bug stays visible) but does not
+            # fail the ratchet; one that fails twice does.
+            again, _, out = run_pytest(args, lost, None, tb="short")
+            second = {t for t, o in (again or {}).items() if o == "passed"}
+            if second:
+                print(f"\nconformance ratchet: {len(second)} listed test(s) failed once and passed when run again:")
+                for t in sorted(second):
+                    print(f"  {t}")
+            lost = [t for t in lost if t not in second]
+            if lost:
+                print(out[-8000:])
         if lost:
             print(f"\nconformance ratchet: {len(lost)} listed test(s) no longer pass:")
             for t in lost:
