@@ -759,3 +759,25 @@ def test_pooling_same_convention_takes_no_pad():
     assert out.shape == (1, 1, 5)
     with pytest.raises(mx.base.MXNetError, match="Pooling"):
         mx.nd.Pooling(x, kernel=2, stride=2, pad=2, pool_type="max", pooling_convention="same")
+
+
+# Shapes the default dispatch sends to the Winograd F(4x4,3x3) kernel (float32, 3x3,
+# stride 1, one group, >= 32 channels and filters, >= 48 output tiles), odd sizes,
+# batch 1 included, padding 0 and 1; its error is bounded by the magnitude of the
+# products (sum |w*x|), not the output's own value.
+@pytest.mark.parametrize("dshape,nf,pad", [
+    ((1, 32, 31, 29), 32, (1, 1)),
+    ((1, 40, 27, 37), 33, (0, 0)),
+    ((2, 35, 23, 19), 48, (1, 1)),
+    ((1, 64, 30, 30), 64, (1, 1)),
+])
+@pytest.mark.parametrize("no_bias", [False, True])
+def test_conv3x3_winograd_shapes_match_numpy(dshape, nf, pad, no_bias):
+    x, w, b = rand(dshape, 21), rand((nf, dshape[1], 3, 3), 22), rand((nf,), 23)
+    args = [nd.array(x), nd.array(w)] + ([] if no_bias else [nd.array(b)])
+    y = nd.Convolution(*args, kernel=(3, 3), pad=pad, num_filter=nf, no_bias=no_bias).asnumpy()
+    want = np_conv(x.astype(np.float64), w, None if no_bias else b, pad=pad)
+    mag = np_conv(np.abs(x.astype(np.float64)), np.abs(w), None if no_bias else np.abs(b), pad=pad)
+    assert y.shape == want.shape and y.dtype == np.float32
+    err = np.abs(y - want)
+    assert np.all(err <= 2e-5 * mag.max() + 1e-6), float((err / mag.max()).max())
