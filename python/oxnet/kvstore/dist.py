@@ -819,21 +819,10 @@ class DistKVStore(KVStoreBase):
         ``out`` arrays: each output holds the requested rows (sorted, unique) after the
         call. Only those rows travel: each server sends the requested rows it holds.
         Waits for this worker's earlier pushes of the key, as a pull does."""
-        from .kvstore import _pairs
+        from .kvstore import _row_sparse_args
         from ..ndarray import NDArray
-        if out is None:
-            raise MXNetError("row_sparse_pull: out is required")
-        if row_ids is None:
-            raise MXNetError("row_sparse_pull: row_ids is required")
-        keys, outs = _pairs(key, out, "row_sparse_pull")
+        keys, outs, ids = _row_sparse_args(key, out, row_ids)
         self._check_keys(keys, "row_sparse_pull")
-        if isinstance(key, (list, tuple)):
-            ids = list(row_ids) if isinstance(row_ids, (list, tuple)) else [row_ids]
-            if len(ids) != len(keys):
-                raise MXNetError("row_sparse_pull: %d keys need %d row_ids entries, got %d"
-                                 % (len(keys), len(keys), len(ids)))
-        else:
-            ids = [row_ids]
         jobs = []
         for k, o, r in zip(keys, outs, ids):
             m = self._meta(k, "row_sparse_pull")

@@ -58,6 +58,23 @@ def _pairs(key, value, what):
     return keys, vals
 
 
+
+def _row_sparse_args(key, out, row_ids):
+    """``row_sparse_pull``'s arguments as (keys, outs, row_ids per key), every store's
+    checks of them in one place."""
+    if out is None:
+        raise MXNetError("row_sparse_pull: out is required")
+    if row_ids is None:
+        raise MXNetError("row_sparse_pull: row_ids is required")
+    keys, outs = _pairs(key, out, "row_sparse_pull")
+    if not isinstance(key, (list, tuple)):
+        return keys, outs, [row_ids]
+    ids = list(row_ids) if isinstance(row_ids, (list, tuple)) else [row_ids]
+    if len(ids) != len(keys):
+        raise MXNetError("row_sparse_pull: %d keys need %d row_ids entries, got %d"
+                         % (len(keys), len(keys), len(ids)))
+    return keys, outs, ids
+
 def _updater_key(k):
     # MXNet hands string keys to Python updaters as bytes
     return k.encode() if isinstance(k, str) else k
@@ -240,19 +257,8 @@ class KVStore(KVStoreBase):
     def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
         """Pulls the rows ``row_ids`` of row_sparse keys into row_sparse ``out`` arrays
         (one ``row_ids`` array per output; duplicates allowed, any shape)."""
-        if out is None:
-            raise MXNetError("row_sparse_pull: out is required")
-        if row_ids is None:
-            raise MXNetError("row_sparse_pull: row_ids is required")
-        keys, outs = _pairs(key, out, "row_sparse_pull")
+        keys, outs, ids = _row_sparse_args(key, out, row_ids)
         self._check_key_kind(keys, "row_sparse_pull")
-        if isinstance(key, (list, tuple)):
-            ids = list(row_ids) if isinstance(row_ids, (list, tuple)) else [row_ids]
-            if len(ids) != len(keys):
-                raise MXNetError("row_sparse_pull: %d keys need %d row_ids entries, got %d"
-                                 % (len(keys), len(keys), len(ids)))
-        else:
-            ids = [row_ids]
         from .. import ndarray as _nd
         for k, o, r in zip(keys, outs, ids):
             if k not in self._sparse:
