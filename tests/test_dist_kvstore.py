@@ -73,6 +73,9 @@ def test_trainer_and_module_match_one_process(tmp_path):
 
 
 def _run_fault(tmp_path, argv, env):
+    # a rank killed by SIGKILL leaves Open MPI's shared-memory segments behind: keep
+    # them in the test's own directory rather than /dev/shm
+    env = dict(env, OMPI_MCA_btl_sm_backing_directory=str(tmp_path))
     t0 = time.time()
     p = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        timeout=90, text=True)

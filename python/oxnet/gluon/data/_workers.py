@@ -149,6 +149,19 @@ def _write_all(fd, data):
         view = view[os.write(fd, view):]
 
 
+def _after_parent_hangup(maps, parent, wait=10.0):
+    """The parent closed its end of a pipe. A parent that closes the pool on purpose
+    terminates this worker right after and unlinks its segments itself; a parent that
+    was killed (SIGKILL) closes its pipes before the kernel re-parents its children, so
+    ``getppid`` may still name it for a moment. Waits (bounded) for one or the other,
+    and unlinks the dead parent's segments, which nobody else would."""
+    deadline = time.monotonic() + wait
+    while os.getppid() == parent and time.monotonic() < deadline:
+        time.sleep(0.005)
+    if os.getppid() != parent:
+        maps.orphaned(parent)
+
+
 def _worker_main(task_fd, result_fd, close_fds, work, args):
     for fd, ino in close_fds:
         # Only if the number still names that pipe: a number freed (and reused, e.g.
@@ -168,8 +181,7 @@ def _worker_main(task_fd, result_fd, close_fds, work, args):
         body = None if head is None else _read_exact(task_fd, _HEADER.unpack(head)[0])
         if body is None:
             # the parent closed the pipe: stop (if it died, its segments go too)
-            if os.getppid() != parent:
-                maps.orphaned(parent)
+            _after_parent_hangup(maps, parent)
             return
         task_id, task, slot, forget = pickle.loads(body)
         maps.forget(forget)
@@ -195,7 +207,8 @@ def _worker_main(task_fd, result_fd, close_fds, work, args):
             for r in raws:
                 _write_all(result_fd, r)
         except OSError:
-            return  # the parent is gone or closed the pipe
+            _after_parent_hangup(maps, parent)  # the parent is gone or closed the pipe
+            return
         del arena, result, data, bufs, raws
 
 
