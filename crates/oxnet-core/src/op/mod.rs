@@ -122,13 +122,29 @@ impl Blob {
     /// # Safety
     /// The caller must know that no output aliases this blob while the slice lives.
     pub unsafe fn slice<T>(&self) -> &[T] {
+        self.check_element::<T>();
         std::slice::from_raw_parts(self.ptr as *const T, self.size())
     }
     /// # Safety
     /// The caller must know that nothing else reads or writes this blob meanwhile.
     #[allow(clippy::mut_from_ref)]
     pub unsafe fn slice_mut<T>(&self) -> &mut [T] {
+        self.check_element::<T>();
         std::slice::from_raw_parts_mut(self.ptr as *mut T, self.size())
+    }
+    /// A typed view must use the blob's element size: a kernel picked for another
+    /// dtype (e.g. the f32 arm of `with_float!` reached with a uint8 blob) would read or
+    /// write past the buffer. Stops the op instead (the op guard turns this into an
+    /// MXNetError naming the op).
+    fn check_element<T>(&self) {
+        if std::mem::size_of::<T>() != self.dtype.size() {
+            panic!(
+                "a {} array was handed to a kernel for {}-byte elements ({})",
+                self.dtype.name(),
+                std::mem::size_of::<T>(),
+                std::any::type_name::<T>()
+            );
+        }
     }
 }
 
@@ -851,4 +867,22 @@ pub fn call1(name: &str, inputs: &[NDArray], attrs: &[(&str, Value)]) -> Result<
 /// A blob for `a` whose pointer is set when the operation runs.
 fn lazy_blob_of(a: &NDArray) -> Blob {
     Blob { ptr: std::ptr::null_mut(), shape: Shape::from_slice(a.shape()), dtype: a.dtype() }
+}
+
+#[cfg(test)]
+mod blob_tests {
+    use super::Blob;
+    use crate::dtype::DType;
+
+    #[test]
+    fn a_typed_view_must_match_the_element_size() {
+        let mut bytes = [0u8; 4];
+        let b = Blob { ptr: bytes.as_mut_ptr(), shape: vec![4].into(), dtype: DType::U8 };
+        // SAFETY: `bytes` outlives the views and nothing else touches it.
+        assert_eq!(unsafe { b.slice::<u8>() }.len(), 4);
+        // four uint8 elements read as float32 would be 16 bytes: refused
+        let err = std::panic::catch_unwind(|| unsafe { b.slice::<f32>().len() }).unwrap_err();
+        assert!(crate::engine::panic_message(err).contains("uint8"));
+        assert!(std::panic::catch_unwind(|| unsafe { b.slice_mut::<i64>().len() }).is_err());
+    }
 }

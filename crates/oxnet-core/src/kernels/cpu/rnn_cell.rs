@@ -51,37 +51,45 @@ fn tanh_f32(x: f32) -> f32 {
     }
 }
 
-/// One LSTM row of `h` units, without state clipping: with the pre-activations
-/// `a = xr + hr` (gates `i, f, g, o`, `4h` each), `gates` gets `σ(a_i), σ(a_f),
-/// tanh(a_g), σ(a_o)`, `c` becomes `f·c + i·g` (also written to `cn`) and `out`
-/// gets `o·tanh(c)`.
-#[allow(clippy::too_many_arguments)]
-pub fn lstm_row(h: usize, xr: &[f32], hr: &[f32], c: &mut [f32], gates: &mut [f32], cn: &mut [f32], out: &mut [f32]) {
-    assert!(xr.len() >= 4 * h && hr.len() >= 4 * h && gates.len() >= 4 * h && c.len() >= h && cn.len() >= h && out.len() >= h);
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has the instruction set the function is compiled for.
-            return unsafe { lstm_row_avx512(h, xr, hr, c, gates, cn, out) };
+/// Defines `pub fn $name(args)`: checks `$check`, then runs `$imp` compiled for
+/// AVX-512, for AVX2+FMA or plainly, whichever the CPU has (picked at run time).
+macro_rules! isa_dispatch {
+    ($(#[$m:meta])* pub fn $name:ident($($a:ident: $t:ty),*) => $imp:ident, check $check:expr) => {
+        $(#[$m])*
+        pub fn $name($($a: $t),*) {
+            assert!($check);
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f,fma")]
+                unsafe fn avx512($($a: $t),*) {
+                    $imp($($a),*)
+                }
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn avx2($($a: $t),*) {
+                    $imp($($a),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU has the instruction set the function is compiled for.
+                    return unsafe { avx512($($a),*) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                    // SAFETY: as above.
+                    return unsafe { avx2($($a),*) };
+                }
+            }
+            $imp($($a),*)
         }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            // SAFETY: as above.
-            return unsafe { lstm_row_avx2(h, xr, hr, c, gates, cn, out) };
-        }
-    }
-    lstm_row_impl(h, xr, hr, c, gates, cn, out)
+    };
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,fma")]
-unsafe fn lstm_row_avx512(h: usize, xr: &[f32], hr: &[f32], c: &mut [f32], gates: &mut [f32], cn: &mut [f32], out: &mut [f32]) {
-    lstm_row_impl(h, xr, hr, c, gates, cn, out)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn lstm_row_avx2(h: usize, xr: &[f32], hr: &[f32], c: &mut [f32], gates: &mut [f32], cn: &mut [f32], out: &mut [f32]) {
-    lstm_row_impl(h, xr, hr, c, gates, cn, out)
+isa_dispatch! {
+    /// One LSTM row of `h` units, without state clipping: with the pre-activations
+    /// `a = xr + hr` (gates `i, f, g, o`, `4h` each), `gates` gets `σ(a_i), σ(a_f),
+    /// tanh(a_g), σ(a_o)`, `c` becomes `f·c + i·g` (also written to `cn`) and `out`
+    /// gets `o·tanh(c)`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn lstm_row(h: usize, xr: &[f32], hr: &[f32], c: &mut [f32], gates: &mut [f32], cn: &mut [f32], out: &mut [f32]) => lstm_row_impl,
+    check xr.len() >= 4 * h && hr.len() >= 4 * h && gates.len() >= 4 * h && c.len() >= h && cn.len() >= h && out.len() >= h
 }
 
 #[inline(always)]
@@ -108,37 +116,14 @@ fn lstm_row_impl(h: usize, xr: &[f32], hr: &[f32], c: &mut [f32], gates: &mut [f
     }
 }
 
-/// The gradient of one LSTM row of `h` units, without state clipping: from the
-/// saved activations `gates` (`i, f, g, o`, `4h`), the cell before (`cp`) and after
-/// (`cn`) the step and the gradient `dh` of the row's output, `ax` (`4h`) gets the
-/// gradients of the four pre-activations and `dc` (the cell gradient coming from the
-/// next step, in) becomes the cell gradient of the previous step (out).
-pub fn lstm_bwd_row(h: usize, gates: &[f32], cn: &[f32], cp: &[f32], dh: &[f32], dc: &mut [f32], ax: &mut [f32]) {
-    assert!(gates.len() >= 4 * h && cn.len() >= h && cp.len() >= h && dh.len() >= h && dc.len() >= h && ax.len() >= 4 * h);
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has the instruction set the function is compiled for.
-            return unsafe { lstm_bwd_row_avx512(h, gates, cn, cp, dh, dc, ax) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            // SAFETY: as above.
-            return unsafe { lstm_bwd_row_avx2(h, gates, cn, cp, dh, dc, ax) };
-        }
-    }
-    lstm_bwd_row_impl(h, gates, cn, cp, dh, dc, ax)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,fma")]
-unsafe fn lstm_bwd_row_avx512(h: usize, gates: &[f32], cn: &[f32], cp: &[f32], dh: &[f32], dc: &mut [f32], ax: &mut [f32]) {
-    lstm_bwd_row_impl(h, gates, cn, cp, dh, dc, ax)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn lstm_bwd_row_avx2(h: usize, gates: &[f32], cn: &[f32], cp: &[f32], dh: &[f32], dc: &mut [f32], ax: &mut [f32]) {
-    lstm_bwd_row_impl(h, gates, cn, cp, dh, dc, ax)
+isa_dispatch! {
+    /// The gradient of one LSTM row of `h` units, without state clipping: from the
+    /// saved activations `gates` (`i, f, g, o`, `4h`), the cell before (`cp`) and after
+    /// (`cn`) the step and the gradient `dh` of the row's output, `ax` (`4h`) gets the
+    /// gradients of the four pre-activations and `dc` (the cell gradient coming from the
+    /// next step, in) becomes the cell gradient of the previous step (out).
+    pub fn lstm_bwd_row(h: usize, gates: &[f32], cn: &[f32], cp: &[f32], dh: &[f32], dc: &mut [f32], ax: &mut [f32]) => lstm_bwd_row_impl,
+    check gates.len() >= 4 * h && cn.len() >= h && cp.len() >= h && dh.len() >= h && dc.len() >= h && ax.len() >= 4 * h
 }
 
 #[inline(always)]
@@ -161,32 +146,10 @@ fn lstm_bwd_row_impl(h: usize, gates: &[f32], cn: &[f32], cp: &[f32], dh: &[f32]
     }
 }
 
-/// `dst[i] = tanh(src[i])` over the shorter of the two.
-pub fn tanh_slice(src: &[f32], dst: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has the instruction set the function is compiled for.
-            return unsafe { tanh_avx512(src, dst) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            // SAFETY: as above.
-            return unsafe { tanh_avx2(src, dst) };
-        }
-    }
-    tanh_impl(src, dst)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,fma")]
-unsafe fn tanh_avx512(src: &[f32], dst: &mut [f32]) {
-    tanh_impl(src, dst)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn tanh_avx2(src: &[f32], dst: &mut [f32]) {
-    tanh_impl(src, dst)
+isa_dispatch! {
+    /// `dst[i] = tanh(src[i])` over the shorter of the two.
+    pub fn tanh_slice(src: &[f32], dst: &mut [f32]) => tanh_impl,
+    check true
 }
 
 #[inline(always)]
