@@ -41,8 +41,11 @@ def test_wheel_layouts(tmp_path, monkeypatch, restore_roots):
     _core.cuda_set_wheel_roots([str(wheel)])
     libs = mx.runtime.cuda_libraries()
     assert libs == {"cuBLAS": blas, "cuBLASLt": lt, "cuDNN": dnn, "NCCL": nccl}
+    # Features is built once per process: build it afresh for this layout, and let
+    # the next test build its own (monkeypatch restores the shared instance)
+    monkeypatch.setattr(mx.runtime.Features, "instance", None)
     feats = mx.runtime.Features()
-    assert feats.is_enabled("CUDA")
+    assert feats.is_enabled("CUDA") and feats.is_enabled("CUDNN") and feats.is_enabled("NCCL")
 
 
 def test_older_cuda12_wheel_layout(tmp_path, monkeypatch, restore_roots):

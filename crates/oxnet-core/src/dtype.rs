@@ -179,8 +179,10 @@ macro_rules! with_dtype {
     };
 }
 
-/// Binds `$T` to the float element type of `$d`: `f64`, `f16`, and `f32` for every
-/// other dtype (callers have checked that it is a float type).
+/// Binds `$T` to the float element type of `$d`: `f64`, `f16`, `bf16` or `f32`.
+/// Callers' shape/type inference has refused other dtypes; one that slips through
+/// stops the op (the op guard makes it an MXNetError naming the op) instead of
+/// running a float kernel over integer data.
 #[macro_export]
 macro_rules! with_float {
     ($d:expr, $T:ident, $body:block) => {
@@ -197,17 +199,39 @@ macro_rules! with_float {
                 type $T = half::bf16;
                 $body
             }
-            _ => {
+            $crate::dtype::DType::F32 => {
                 type $T = f32;
                 $body
             }
+            other => $crate::dtype::not_a_float(other),
         }
     };
+}
+
+/// `with_float!` reached with a non-float dtype.
+#[cold]
+pub fn not_a_float(d: DType) -> ! {
+    panic!("this operator computes in floating point only; got {} data", d.name())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn with_float_binds_float_types_and_refuses_the_others() {
+        let size = |d: DType| -> usize { crate::with_float!(d, T, { std::mem::size_of::<T>() }) };
+        for d in ALL_DTYPES {
+            let got = std::panic::catch_unwind(|| size(d));
+            match got {
+                Ok(n) => assert!(d.is_float() && n == d.size(), "{d:?}"),
+                Err(p) => {
+                    assert!(!d.is_float(), "{d:?}");
+                    assert!(crate::engine::panic_message(p).contains(d.name()));
+                }
+            }
+        }
+    }
 
     #[test]
     fn bf16_rounds_float64_to_nearest_even() {
