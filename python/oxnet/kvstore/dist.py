@@ -23,8 +23,10 @@ Servers
     parts at row boundaries (first axis), one per server. A server keeps its values
     in a native ``local`` store. It has one thread per worker receiving that worker's
     requests, the data into receive buffers kept per key and worker (reused every
-    round), and a reply thread sending pulled values, so that receives from several
-    workers, the sums and the replies overlap. In sync mode it waits for one push of
+    round), and a reply thread per worker sending that worker's pulled values (a few
+    nonblocking sends in flight, so that a worker takes its next value while the
+    server is busy receiving), so that receives from several workers, the sums and the
+    replies to several workers overlap. In sync mode it waits for one push of
     a key from every worker, then sums them (in worker order) into the stored value or
     runs the optimizer's fused update on the sum, and answers the waiting pulls at
     once; a pull waits until the puller's pushes are applied. In async mode
@@ -65,6 +67,8 @@ _TAG_REQ = 1
 _TAG_DATA = 2
 _TAG_STOP = 3
 _TAG_REPLY0 = 16
+# pulled values a server has in flight to one worker at once
+_REPLY_DEPTH = 4
 
 _ENV_RANK = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
 _ENV_SIZE = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
@@ -1021,26 +1025,53 @@ class _Server:
         # replies with values go out on their own thread, so that the loop goes on
         # receiving while a worker takes its values
         import queue
-        self.replies = queue.SimpleQueue()
-        self.replier = threading.Thread(target=self._reply_loop, name="oxnet-kv-reply",
-                                        daemon=True)
-        self.replier.start()
+        self.replies = {src: queue.SimpleQueue() for src in ctx.workers}
+        self.repliers = [threading.Thread(target=self._reply_loop, args=(q,),
+                                          name="oxnet-kv-reply-%d" % w, daemon=True)
+                         for w, q in enumerate(self.replies.values())]
+        for t in self.repliers:
+            t.start()
 
-    def _reply_loop(self):
+    def _reply_loop(self, q):
+        """Sends one worker's pulled values, in request order. Up to ``_REPLY_DEPTH``
+        sends are in flight at once, so that the worker takes the next value while this
+        server is busy elsewhere (receiving pushes); a send's read of the stored value
+        ends when the send is done. Before waiting for a value that is not ready yet
+        (its round's sum), the sends in flight are finished first: that sum may be
+        waiting for their reads."""
+        import collections
+        MPI = self.ctx.MPI
+        pending = collections.deque()
+
+        def finish_one():
+            req, op, _buf = pending.popleft()
+            req.Wait()
+            if op is not None:
+                op.complete()
         try:
             while True:
-                item = self.replies.get()
+                if pending and (len(pending) >= _REPLY_DEPTH or q.empty()):
+                    finish_one()
+                    continue
+                item = q.get()
                 if item is None:
+                    while pending:
+                        finish_one()
                     return
                 op, buf, dest, tag = item
-                if op is None:
-                    self.ctx.rep.Send([buf, self.ctx.MPI.BYTE], dest=dest, tag=tag)
-                    continue
-                op.wait_ready()
+                if op is not None:
+                    if not op.wait_ready(0):
+                        while pending:
+                            finish_one()
+                        op.wait_ready()
+                    buf = op.buffer(0)
                 try:
-                    self.ctx.rep.Send([op.buffer(0), self.ctx.MPI.BYTE], dest=dest, tag=tag)
-                finally:
-                    op.complete()
+                    req = self.ctx.rep.Isend([buf, MPI.BYTE], dest=dest, tag=tag)
+                except BaseException:
+                    if op is not None:
+                        op.complete()
+                    raise
+                pending.append((req, op, buf))
         except BaseException as e:  # noqa: BLE001 - a dead server must end the job
             import traceback
             traceback.print_exc()
@@ -1081,8 +1112,10 @@ class _Server:
             t.start()
         for t in threads:
             t.join()
-        self.replies.put(None)
-        self.replier.join()
+        for q in self.replies.values():
+            q.put(None)
+        for t in self.repliers:
+            t.join()
 
     def _serve(self, w, src):
         try:
@@ -1157,7 +1190,7 @@ class _Server:
         # value is ready (after the sum or update of the round)
         op = _comm()._comm_op([arr], [])
         self.sent += arr.size * np.dtype(arr.dtype).itemsize
-        self.replies.put((op, None, src, tag))
+        self.replies[src].put((op, None, src, tag))
 
     def reply_bytes(self, src, tag, data):
         self.ctx.rep.Send([data, self.ctx.MPI.BYTE], dest=src, tag=tag)
@@ -1261,7 +1294,7 @@ class _Server:
             op.complete()
         rows = np.ascontiguousarray(rows)
         self.sent += rows.nbytes
-        self.replies.put((None, rows, src, h["reply"]))
+        self.replies[src].put((None, rows, src, h["reply"]))
 
     def apply(self, h, kp, vals):
         """Merges one round of pushes (one per worker in sync mode) into the stored
