@@ -29,7 +29,10 @@ Servers
     replies to several workers overlap. In sync mode it waits for one push of
     a key from every worker, then sums them (in worker order) into the stored value or
     runs the optimizer's fused update on the sum, and answers the waiting pulls at
-    once; a pull waits until the puller's pushes are applied. In async mode
+    once; a pull waits until the puller's pushes are applied. Dense pull requests
+    travel on their own communicator, received by one more server thread, and name how
+    many pushes of the key the worker sent before them: a server answers a pull as soon
+    as those are applied, while it still receives the worker's later pushes. In async mode
     every push is applied at once (an optimizer is required, as in MXNet).
 
 row_sparse keys
@@ -145,6 +148,9 @@ class _Context:
         self.servers = [i for i, r in enumerate(roles) if r == "server"]
         self.req = world.Dup()
         self.rep = world.Dup()
+        # dense pull requests travel on their own communicator, so that a server sees
+        # them while it is still receiving the pushes sent before them
+        self.preq = world.Dup()
         self.wcomm = world.Split(0 if self.role == "worker" else 1, world.rank)
         nw = os.environ.get("DMLC_NUM_WORKER")
         problem = None
@@ -301,6 +307,12 @@ class _Context:
             self.rep.Recv([target, MPI.BYTE], src, tag)
             done(None)
 
+    def request_pull(self, server, header):
+        """Sends the dense pull request ``header`` to server index ``server`` (on the
+        pull communicator: it may overtake this worker's pushes, which the header
+        counts)."""
+        self.preq.send(header, dest=self.servers[server], tag=_TAG_REQ)
+
     def request(self, server, header, data=None):
         """Sends ``header`` (and the bytes ``data``) to server index ``server``; called
         on the communication thread only, so a header and its data stay together."""
@@ -445,7 +457,7 @@ def _unpack_2bit(packed, n, threshold, out):
 # -- the worker's store ---------------------------------------------------------
 
 class _KeyMeta:
-    __slots__ = ("shape", "dtype", "token", "parts", "size", "stype")
+    __slots__ = ("shape", "dtype", "token", "parts", "size", "stype", "pushes")
 
     def __init__(self, shape, dtype, parts, token, stype="default"):
         self.shape = tuple(shape)
@@ -454,6 +466,9 @@ class _KeyMeta:
         self.token = token
         self.size = int(np.prod(self.shape)) if self.shape else 1
         self.stype = stype
+        # pushes of the key sent so far (each part gets one message per push): a pull
+        # names this count, and the servers answer it once those pushes are applied
+        self.pushes = 0
 
     def part_shape(self, part):
         """The shape of a part's value on its server: its rows of the whole value."""
@@ -706,6 +721,7 @@ class DistKVStore(KVStoreBase):
                 _merge_rows([_rows_of(a, m, "push", k) for a in v], m.dtype, m.shape[1:])
                 for k, v, m, sp in zip(keys, vals, metas, sparse)]
         for k, v, m, r in zip(keys, vals, metas, rows):
+            m.pushes += 1
             if r is not None:
                 self._send_rows(_wire_key(k), m, r[0], r[1])
                 continue
@@ -787,6 +803,7 @@ class DistKVStore(KVStoreBase):
         direct = first.context.device_type == "cpu"
         target = first if direct else nd.empty(m.shape, dtype=m.dtype)
         sid = self._sid
+        after = m.pushes
 
         def run(op):
             mv = op.buffer(0)
@@ -801,8 +818,9 @@ class DistKVStore(KVStoreBase):
             for p in m.parts:
                 tag = ctx.reply_tag()
                 ctx.expect_reply(tag, mv[p[1]:p[2]], done)
-                ctx.request(p[0], {"op": "pull", "sid": sid, "key": key,
-                                   "part": _part_name(m, p[0]), "reply": tag})
+                ctx.request_pull(p[0], {"op": "pull", "sid": sid, "key": key,
+                                        "part": _part_name(m, p[0]), "reply": tag,
+                                        "after": after})
         ctx.submit([], [target, m.token], run)
         for o in (outs if not direct else outs[1:]):
             target.copyto(o)
@@ -870,6 +888,7 @@ class DistKVStore(KVStoreBase):
         if allrows.size:
             ctx = self._ctx
             sid = self._sid
+            after = m.pushes
             rowbytes = int(np.prod(rowshape)) * m.dtype.itemsize if rowshape else \
                 m.dtype.itemsize
             msgs = []
@@ -893,7 +912,8 @@ class DistKVStore(KVStoreBase):
                     tag = ctx.reply_tag()
                     ctx.expect_reply(tag, mv[b0:b1], done)
                     ctx.request(s, {"op": "pull_rsp", "sid": sid, "key": key,
-                                    "part": _part_name(m, s), "nrows": n, "reply": tag}, li)
+                                    "part": _part_name(m, s), "nrows": n, "reply": tag,
+                                    "after": after}, li)
             ctx.submit([], [data, m.token], run)
         data.wait_to_read()
         for x, u in zip(outs, uniq):
@@ -1015,6 +1035,7 @@ class _Server:
         self.meta = {}        # (sid, key, part) -> (shape, dtype)
         self.queued = {}      # (sid, key, part) -> [list per worker] of pushed arrays
         self.deferred = {}    # (sid, key, part) -> [(worker, header)] pulls waiting
+        self.applied = {}     # (sid, key, part) -> [pushes applied, per worker]
         self.waiting = {}     # (sid, key, part) -> [(worker, header, array)] before init
         self.stopped = set()
         self.sent = 0         # bytes of values sent to workers (pulls)
@@ -1108,14 +1129,41 @@ class _Server:
         threads = [threading.Thread(target=self._serve, args=(w, src), daemon=True,
                                     name="oxnet-kv-serve-%d" % w)
                    for w, src in enumerate(self.ctx.workers)]
-        for t in threads:
+        puller = threading.Thread(target=self._serve_pulls, daemon=True,
+                                  name="oxnet-kv-serve-pulls")
+        for t in threads + [puller]:
             t.start()
         for t in threads:
             t.join()
+        # every worker has stopped: no pull request is left on its way
+        self.ctx.preq.send(None, dest=self.ctx.world.rank, tag=_TAG_STOP)
+        puller.join()
         for q in self.replies.values():
             q.put(None)
         for t in self.repliers:
             t.join()
+
+    def _serve_pulls(self):
+        """Receives the dense pull requests of every worker (their own communicator:
+        they are seen while the pushes sent before them are still arriving)."""
+        MPI = self.ctx.MPI
+        st = MPI.Status()
+        index = {src: w for w, src in enumerate(self.ctx.workers)}
+        try:
+            while True:
+                h = self.ctx.preq.recv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=st)
+                if st.Get_tag() == _TAG_STOP:
+                    return
+                src = st.Get_source()
+                with self.lock:
+                    self.handle(index[src], src, h, None)
+        except BaseException as e:  # noqa: BLE001 - a dead server must end the job
+            import traceback
+            traceback.print_exc()
+            sys.stderr.write("oxnet kvstore server %d (MPI rank %d) failed: %s\n"
+                             % (self.ctx.rank, self.ctx.world.rank, e))
+            sys.stderr.flush()
+            self.ctx.world.Abort(1)
 
     def _serve(self, w, src):
         try:
@@ -1237,6 +1285,7 @@ class _Server:
                 self.store(h["sid"], h["part"]).init(h["key"], arr)
                 self.meta[kp] = (tuple(h["shape"]), h["dtype"])
                 self.queued[kp] = [[] for _ in range(self.ctx.num_workers)]
+                self.applied[kp] = [0] * self.ctx.num_workers
             for (w2, src2, h2, a2) in self.waiting.pop(kp, []):
                 self.handle(w2, src2, h2, a2)
             return
@@ -1244,24 +1293,26 @@ class _Server:
             # the init from worker 0 is still on its way
             self.waiting.setdefault(kp, []).append((w, src, h, arr))
             return
+        done = self.applied[kp]
         if op in ("push", "push_rsp"):
             if not h["sync"]:
                 self.apply(h, kp, [arr])
+                done[w] += 1
                 if not isinstance(arr, tuple):
                     self.pool.setdefault((kp, w), []).append(arr)
-                return
-            q = self.queued[kp]
-            q[w].append(arr)
-            applied = False
-            while all(q):
-                vals = [x.pop(0) for x in q]
-                self.apply(h, kp, vals)
-                self._release(kp, vals)
-                applied = True
-            if applied and kp in self.deferred:
+            else:
+                q = self.queued[kp]
+                q[w].append(arr)
+                while all(q):
+                    vals = [x.pop(0) for x in q]
+                    self.apply(h, kp, vals)
+                    self._release(kp, vals)
+                    for i in range(len(done)):
+                        done[i] += 1
+            if kp in self.deferred:
                 left = []
                 for (w2, src2, h2) in self.deferred.pop(kp):
-                    if q[w2]:
+                    if done[w2] < h2.get("after", 0):
                         left.append((w2, src2, h2))
                     else:
                         self.answer_pull(src2, h2)
@@ -1269,9 +1320,11 @@ class _Server:
                     self.deferred[kp] = left
             return
         if op in ("pull", "pull_rsp"):
+            # a pull sees the puller's pushes before it (it names their count; dense
+            # pulls may arrive before those pushes)
             if op == "pull_rsp":
                 h = dict(h, rows=arr[0])
-            if self.queued[kp][w]:
+            if done[w] < h.get("after", 0):
                 self.deferred.setdefault(kp, []).append((w, src, h))
             else:
                 self.answer_pull(src, h)
