@@ -43,7 +43,7 @@ row_sparse keys
     workers' pushes, then run the optimizer with that row_sparse gradient (a lazy
     update: only those rows) or, without one, give the pushed rows their sums.
     ``row_sparse_pull`` asks each server for the requested rows it holds, and only
-    those rows come back; ``pull`` of a row_sparse key is refused (row_sparse outputs
+    those rows come back (asynchronously, as a dense pull); ``pull`` of a row_sparse key is refused (row_sparse outputs
     are ignored with a warning, as MXNet does). Dense keys take row_sparse pushes too
     (sparse gradients of a dense weight, e.g. ``Embedding(sparse_grad=True)``).
 
@@ -840,7 +840,8 @@ class DistKVStore(KVStoreBase):
         allowed; one per output, or one for all) of row_sparse keys into row_sparse
         ``out`` arrays: each output holds the requested rows (sorted, unique) after the
         call. Only those rows travel: each server sends the requested rows it holds.
-        Waits for this worker's earlier pushes of the key, as a pull does."""
+        Returns at once, as ``pull`` does (reads of the outputs wait for the rows); the
+        rows include this worker's earlier pushes of the key."""
         from .kvstore import _row_sparse_args
         from ..ndarray import NDArray
         keys, outs, ids = _row_sparse_args(key, out, row_ids)
@@ -915,10 +916,14 @@ class DistKVStore(KVStoreBase):
                                     "part": _part_name(m, s), "nrows": n, "reply": tag,
                                     "after": after}, li)
             ctx.submit([], [data, m.token], run)
-        data.wait_to_read()
+        # the outputs are filled by engine operations after the pull's: the call returns
+        # at once, as a dense pull does
         for x, u in zip(outs, uniq):
-            sel = data if u.size == allrows.size else \
-                nd.array(data.asnumpy()[np.searchsorted(allrows, u)], dtype=m.dtype)
+            if u.size == allrows.size:
+                sel = data
+            else:
+                pos = nd.array(np.searchsorted(allrows, u), dtype=np.int64)
+                sel = nd.take(data, pos, axis=0)
             res = nd.sparse.row_sparse_array((sel, nd.array(u, dtype=np.int64)), shape=m.shape,
                                              dtype=m.dtype)
             res.copyto(x)
