@@ -3,6 +3,7 @@ and MXNet 1.9.1's dist_sync (ps-lite), 4 processes on this machine, in one run.
 
     python benches/bench_dist.py            # driver: runs every case, prints ratios
     python benches/bench_dist.py --record   # ... and appends the table to RESULTS.md
+    python benches/bench_dist.py --rounds 5 # every case 5 times, in turn (a noisy machine)
 
 Each step moves 100 MB of float32 gradients per worker: 10 keys of 2.5M elements are
 pushed, then pulled (``mx.nd.waitall()`` ends the step). Cases:
@@ -13,7 +14,11 @@ pushed, then pulled (``mx.nd.waitall()`` ends the step). Cases:
              started here with the DMLC_* variables (5 processes: ps-lite needs its
              scheduler); skipped with the reason when its wheel cannot run it
 Reported: median seconds per step (the slowest worker's) and the bandwidth
-100 MB / step time; ratios against the allreduce and against MXNet.
+100 MB / step time; ratios against the allreduce and against MXNet. With ``--rounds N``
+every case runs N times, one round after another; each round's ratios compare runs of
+that round only (the load of a shared machine changes), the table gives the medians
+over the rounds (of the step times, and of the rounds' ratios), and one line per round
+follows with its load average.
 """
 
 import argparse
@@ -171,36 +176,65 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--worker")
     ap.add_argument("--record", action="store_true")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run every case this many times, in turn")
     a = ap.parse_args()
     if a.worker == "allreduce":
         return worker_allreduce()
     if a.worker in ("oxnet", "mxnet"):
         return worker_kv(a.worker)
-    rows = []
-    ar = run_allreduce()
-    rows.append(("mpi4py Allreduce, 4 ranks", ar))
-    ox31 = run_oxnet(3, 1)
-    rows.append(("oxnet dist_sync, 3 workers + 1 server", ox31))
-    ox22 = run_oxnet(2, 2)
-    rows.append(("oxnet dist_sync, 2 workers + 2 servers", ox22))
-    mxr, why = run_mxnet(3, 1)
-    rows.append(("MXNet 1.9.1 dist_sync (ps-lite), 3 workers + 1 server + scheduler", mxr))
+    names = ["mpi4py Allreduce, 4 ranks", "oxnet dist_sync, 3 workers + 1 server",
+             "oxnet dist_sync, 2 workers + 2 servers",
+             "MXNet 1.9.1 dist_sync (ps-lite), 3 workers + 1 server + scheduler"]
+    rounds, why = [], None
+    for _ in range(max(1, a.rounds)):
+        load = os.getloadavg()[0]
+        ar = run_allreduce()
+        ox31 = run_oxnet(3, 1)
+        ox22 = run_oxnet(2, 2)
+        mxr, why = run_mxnet(3, 1)
+        rounds.append((load, [ar, ox31, ox22, mxr]))
+
+    def ratio(num, den):
+        return num["median"] / den["median"] if num and den else None
+
+    def med(xs):
+        xs = [x for x in xs if x is not None]
+        return statistics.median(xs) if xs else None
     lines = ["| case | step (s, median) | GB/s per worker | vs allreduce | vs MXNet |",
              "|---|---|---|---|---|"]
-    for name, r in rows:
-        if r is None:
+    for i, name in enumerate(names):
+        step = med([rs[i]["median"] if rs[i] else None for _, rs in rounds])
+        if step is None:
             lines.append("| %s | - | - | - | - |" % name)
             continue
-        bw = MB / 1e3 / r["median"]
-        vs_ar = ar["median"] / r["median"] if ar else float("nan")
-        vs_mx = mxr["median"] / r["median"] if mxr else float("nan")
-        lines.append("| %s | %.3f | %.2f | %.2fx | %s |" % (
-            name, r["median"], bw, vs_ar, "%.2fx" % vs_mx if mxr else "-"))
-    head = "## bench_dist — %s — %s, %d cores, load average %.1f" % (
+        vs_ar = med([ratio(rs[0], rs[i]) for _, rs in rounds])
+        vs_mx = med([ratio(rs[3], rs[i]) for _, rs in rounds])
+        lines.append("| %s | %.3f | %.2f | %s | %s |" % (
+            name, step, MB / 1e3 / step, "%.2fx" % vs_ar if vs_ar else "nan",
+            "%.2fx" % vs_mx if vs_mx else "-"))
+    loads = [ld for ld, _ in rounds]
+    head = "## bench_dist — %s — %s, %d cores, load average %s" % (
         datetime.date.today().isoformat(), platform.machine(), os.cpu_count(),
-        os.getloadavg()[0])
+        "%.1f" % loads[0] if len(loads) == 1 else "%.1f–%.1f" % (min(loads), max(loads)))
     text = "\n".join([head, "", "%d MB of float32 per step (%d keys); ratios > 1: faster "
                       "than the other." % (MB, NKEYS), ""] + lines)
+    if len(rounds) > 1:
+        per = ["", "", "Rounds (step s, and vs allreduce / vs MXNet of the round):", ""]
+        for j, (ld, rs) in enumerate(rounds):
+            cells = []
+            for i, short in enumerate(["allreduce", "3+1", "2+2", "MXNet"]):
+                if rs[i] is None:
+                    cells.append("%s -" % short)
+                elif i in (1, 2):
+                    va, vm = ratio(rs[0], rs[i]), ratio(rs[3], rs[i])
+                    cells.append("%s %.3f (%s, %s)" % (
+                        short, rs[i]["median"], "%.2fx" % va if va else "-",
+                        "%.2fx" % vm if vm else "-"))
+                else:
+                    cells.append("%s %.3f" % (short, rs[i]["median"]))
+            per.append("- round %d (load %.1f): %s" % (j + 1, ld, "; ".join(cells)))
+        text += "\n".join(per)
     if why:
         text += "\n\nMXNet 1.9.1: %s." % why
     print(text)

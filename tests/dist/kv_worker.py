@@ -189,11 +189,42 @@ kva.set_optimizer(mx.optimizer.SGD(learning_rate=1.0))
 for it in range(4):
     kva.push(0, mx.nd.ones((3,)))
 oa = mx.nd.zeros((3,))
-kva.pull(0, out=oa)     # answered after this worker's pushes (one sender's messages
-oa.wait_to_read()       # arrive in order) ...
+kva.pull(0, out=oa)     # answered after this worker's pushes (the pull names how many
+oa.wait_to_read()       # came before it) ...
 kva.barrier()           # ... so after the barrier every worker's pushes are applied
 kva.pull(0, out=oa)
 check(np.allclose(val(oa), -4.0 * W), "async: every push applied: %s" % val(oa))
+
+# dense pulls reach the servers on their own channel, possibly before the pushes sent
+# before them: each still waits for its round (sync), here with the last worker late
+# every other round and keys split over the servers
+kvp = mx.kv.create("dist_sync")
+nk, pshape = 6, (40, 50)
+kvp.init(list(range(nk)), [mx.nd.zeros(pshape) for _ in range(nk)])
+pouts = [mx.nd.zeros(pshape) for _ in range(nk)]
+for it in range(4):
+    if r == W - 1 and it % 2 == 0:
+        time.sleep(0.3)
+    for k in range(nk):
+        kvp.push(k, mx.nd.ones(pshape) * (r + 1 + it + k))
+    for k in range(nk):
+        kvp.pull(k, out=pouts[k])
+    for k in range(nk):
+        want = sum(i + 1 + it + k for i in range(W))
+        check(np.allclose(val(pouts[k]), want), "pull after pushes, round %d key %d: %s vs %s"
+              % (it, k, val(pouts[k])[0, 0], want))
+# ... and in async mode, a pull right after this worker's pushes sees all of them
+kva2 = mx.kv.create("dist_async")
+kva2.init(0, mx.nd.zeros(pshape))
+kva2.set_optimizer(mx.optimizer.SGD(learning_rate=1.0))
+oa2 = mx.nd.zeros(pshape)
+for it in range(3):
+    for _ in range(5):
+        kva2.push(0, mx.nd.ones(pshape))
+    kva2.pull(0, out=oa2)
+    check(np.all(val(oa2) <= -5.0 * (it + 1) + 1e-4), "async: own pushes seen by the pull, "
+          "round %d: %s" % (it, val(oa2).max()))
+kva2.barrier()
 
 # overlap: a push/pull whose input is ready completes while a long computation that
 # it does not depend on still runs; push and pull return at once

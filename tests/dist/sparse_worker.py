@@ -222,6 +222,33 @@ kva.barrier()
 kva.row_sparse_pull(0, out=out, row_ids=mx.nd.arange(0, W))
 check(np.allclose(dense(out), np.arange(1, W + 1)[:, None] * np.ones((1, 2))), "async rows")
 
+# row_sparse_pull returns at once: the rows arrive later, and reads of the outputs wait.
+# The last worker pushes only after a barrier that the others reach after their
+# row_sparse_pull: a blocking row_sparse_pull would never return
+kvl = mx.kv.create("dist_sync")
+kvl.init(0, mx.nd.zeros(big_shape).tostype("row_sparse"))
+g = np.zeros(big_shape, dtype=np.float32)
+g[[0, 7, 299]] = r + 1
+o_all = mx.nd.sparse.zeros("row_sparse", big_shape)
+o_sub = mx.nd.sparse.zeros("row_sparse", big_shape)
+if r == W - 1:
+    kvl.barrier()
+kvl.push(0, mx.nd.array(g).tostype("row_sparse"))
+kvl.row_sparse_pull(0, out=[o_all, o_sub], row_ids=[mx.nd.array([299, 0, 7, 150]),
+                                                    mx.nd.array([7, 299])])
+if r != W - 1:
+    kvl.barrier()
+want = np.zeros(big_shape, dtype=np.float32)
+want[[0, 7, 299]] = W * (W + 1) / 2
+check(np.allclose(dense(o_all)[[0, 7, 150, 299]], want[[0, 7, 150, 299]]), "late rows: %s"
+      % dense(o_all)[[0, 7, 150, 299]])
+check(o_all.indices.asnumpy().tolist() == [0, 7, 150, 299], "late rows: indices %s"
+      % o_all.indices.asnumpy())
+check(o_sub.indices.asnumpy().tolist() == [7, 299] and
+      np.allclose(o_sub.data.asnumpy(), want[[7, 299]]), "late rows, subset: %s"
+      % o_sub.data.asnumpy())
+kvl.barrier()
+
 print("kvstore ok", r)
 
 # -- Gluon: an Embedding with sparse gradients (dense weight) and a row_sparse weight,

@@ -23,11 +23,16 @@ Servers
     parts at row boundaries (first axis), one per server. A server keeps its values
     in a native ``local`` store. It has one thread per worker receiving that worker's
     requests, the data into receive buffers kept per key and worker (reused every
-    round), and a reply thread sending pulled values, so that receives from several
-    workers, the sums and the replies overlap. In sync mode it waits for one push of
+    round), and a reply thread per worker sending that worker's pulled values (a few
+    nonblocking sends in flight, so that a worker takes its next value while the
+    server is busy receiving), so that receives from several workers, the sums and the
+    replies to several workers overlap. In sync mode it waits for one push of
     a key from every worker, then sums them (in worker order) into the stored value or
     runs the optimizer's fused update on the sum, and answers the waiting pulls at
-    once; a pull waits until the puller's pushes are applied. In async mode
+    once; a pull waits until the puller's pushes are applied. Dense pull requests
+    travel on their own communicator, received by one more server thread, and name how
+    many pushes of the key the worker sent before them: a server answers a pull as soon
+    as those are applied, while it still receives the worker's later pushes. In async mode
     every push is applied at once (an optimizer is required, as in MXNet).
 
 row_sparse keys
@@ -38,7 +43,7 @@ row_sparse keys
     workers' pushes, then run the optimizer with that row_sparse gradient (a lazy
     update: only those rows) or, without one, give the pushed rows their sums.
     ``row_sparse_pull`` asks each server for the requested rows it holds, and only
-    those rows come back; ``pull`` of a row_sparse key is refused (row_sparse outputs
+    those rows come back (asynchronously, as a dense pull); ``pull`` of a row_sparse key is refused (row_sparse outputs
     are ignored with a warning, as MXNet does). Dense keys take row_sparse pushes too
     (sparse gradients of a dense weight, e.g. ``Embedding(sparse_grad=True)``).
 
@@ -65,6 +70,8 @@ _TAG_REQ = 1
 _TAG_DATA = 2
 _TAG_STOP = 3
 _TAG_REPLY0 = 16
+# pulled values a server has in flight to one worker at once
+_REPLY_DEPTH = 4
 
 _ENV_RANK = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
 _ENV_SIZE = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
@@ -141,6 +148,9 @@ class _Context:
         self.servers = [i for i, r in enumerate(roles) if r == "server"]
         self.req = world.Dup()
         self.rep = world.Dup()
+        # dense pull requests travel on their own communicator, so that a server sees
+        # them while it is still receiving the pushes sent before them
+        self.preq = world.Dup()
         self.wcomm = world.Split(0 if self.role == "worker" else 1, world.rank)
         nw = os.environ.get("DMLC_NUM_WORKER")
         problem = None
@@ -297,6 +307,12 @@ class _Context:
             self.rep.Recv([target, MPI.BYTE], src, tag)
             done(None)
 
+    def request_pull(self, server, header):
+        """Sends the dense pull request ``header`` to server index ``server`` (on the
+        pull communicator: it may overtake this worker's pushes, which the header
+        counts)."""
+        self.preq.send(header, dest=self.servers[server], tag=_TAG_REQ)
+
     def request(self, server, header, data=None):
         """Sends ``header`` (and the bytes ``data``) to server index ``server``; called
         on the communication thread only, so a header and its data stay together."""
@@ -441,7 +457,7 @@ def _unpack_2bit(packed, n, threshold, out):
 # -- the worker's store ---------------------------------------------------------
 
 class _KeyMeta:
-    __slots__ = ("shape", "dtype", "token", "parts", "size", "stype")
+    __slots__ = ("shape", "dtype", "token", "parts", "size", "stype", "pushes")
 
     def __init__(self, shape, dtype, parts, token, stype="default"):
         self.shape = tuple(shape)
@@ -450,6 +466,9 @@ class _KeyMeta:
         self.token = token
         self.size = int(np.prod(self.shape)) if self.shape else 1
         self.stype = stype
+        # pushes of the key sent so far (each part gets one message per push): a pull
+        # names this count, and the servers answer it once those pushes are applied
+        self.pushes = 0
 
     def part_shape(self, part):
         """The shape of a part's value on its server: its rows of the whole value."""
@@ -702,6 +721,7 @@ class DistKVStore(KVStoreBase):
                 _merge_rows([_rows_of(a, m, "push", k) for a in v], m.dtype, m.shape[1:])
                 for k, v, m, sp in zip(keys, vals, metas, sparse)]
         for k, v, m, r in zip(keys, vals, metas, rows):
+            m.pushes += 1
             if r is not None:
                 self._send_rows(_wire_key(k), m, r[0], r[1])
                 continue
@@ -783,6 +803,7 @@ class DistKVStore(KVStoreBase):
         direct = first.context.device_type == "cpu"
         target = first if direct else nd.empty(m.shape, dtype=m.dtype)
         sid = self._sid
+        after = m.pushes
 
         def run(op):
             mv = op.buffer(0)
@@ -797,8 +818,9 @@ class DistKVStore(KVStoreBase):
             for p in m.parts:
                 tag = ctx.reply_tag()
                 ctx.expect_reply(tag, mv[p[1]:p[2]], done)
-                ctx.request(p[0], {"op": "pull", "sid": sid, "key": key,
-                                   "part": _part_name(m, p[0]), "reply": tag})
+                ctx.request_pull(p[0], {"op": "pull", "sid": sid, "key": key,
+                                        "part": _part_name(m, p[0]), "reply": tag,
+                                        "after": after})
         ctx.submit([], [target, m.token], run)
         for o in (outs if not direct else outs[1:]):
             target.copyto(o)
@@ -818,7 +840,8 @@ class DistKVStore(KVStoreBase):
         allowed; one per output, or one for all) of row_sparse keys into row_sparse
         ``out`` arrays: each output holds the requested rows (sorted, unique) after the
         call. Only those rows travel: each server sends the requested rows it holds.
-        Waits for this worker's earlier pushes of the key, as a pull does."""
+        Returns at once, as ``pull`` does (reads of the outputs wait for the rows); the
+        rows include this worker's earlier pushes of the key."""
         from .kvstore import _row_sparse_args
         from ..ndarray import NDArray
         keys, outs, ids = _row_sparse_args(key, out, row_ids)
@@ -866,6 +889,7 @@ class DistKVStore(KVStoreBase):
         if allrows.size:
             ctx = self._ctx
             sid = self._sid
+            after = m.pushes
             rowbytes = int(np.prod(rowshape)) * m.dtype.itemsize if rowshape else \
                 m.dtype.itemsize
             msgs = []
@@ -889,12 +913,17 @@ class DistKVStore(KVStoreBase):
                     tag = ctx.reply_tag()
                     ctx.expect_reply(tag, mv[b0:b1], done)
                     ctx.request(s, {"op": "pull_rsp", "sid": sid, "key": key,
-                                    "part": _part_name(m, s), "nrows": n, "reply": tag}, li)
+                                    "part": _part_name(m, s), "nrows": n, "reply": tag,
+                                    "after": after}, li)
             ctx.submit([], [data, m.token], run)
-        data.wait_to_read()
+        # the outputs are filled by engine operations after the pull's: the call returns
+        # at once, as a dense pull does
         for x, u in zip(outs, uniq):
-            sel = data if u.size == allrows.size else \
-                nd.array(data.asnumpy()[np.searchsorted(allrows, u)], dtype=m.dtype)
+            if u.size == allrows.size:
+                sel = data
+            else:
+                pos = nd.array(np.searchsorted(allrows, u), dtype=np.int64)
+                sel = nd.take(data, pos, axis=0)
             res = nd.sparse.row_sparse_array((sel, nd.array(u, dtype=np.int64)), shape=m.shape,
                                              dtype=m.dtype)
             res.copyto(x)
@@ -1011,6 +1040,7 @@ class _Server:
         self.meta = {}        # (sid, key, part) -> (shape, dtype)
         self.queued = {}      # (sid, key, part) -> [list per worker] of pushed arrays
         self.deferred = {}    # (sid, key, part) -> [(worker, header)] pulls waiting
+        self.applied = {}     # (sid, key, part) -> [pushes applied, per worker]
         self.waiting = {}     # (sid, key, part) -> [(worker, header, array)] before init
         self.stopped = set()
         self.sent = 0         # bytes of values sent to workers (pulls)
@@ -1021,26 +1051,53 @@ class _Server:
         # replies with values go out on their own thread, so that the loop goes on
         # receiving while a worker takes its values
         import queue
-        self.replies = queue.SimpleQueue()
-        self.replier = threading.Thread(target=self._reply_loop, name="oxnet-kv-reply",
-                                        daemon=True)
-        self.replier.start()
+        self.replies = {src: queue.SimpleQueue() for src in ctx.workers}
+        self.repliers = [threading.Thread(target=self._reply_loop, args=(q,),
+                                          name="oxnet-kv-reply-%d" % w, daemon=True)
+                         for w, q in enumerate(self.replies.values())]
+        for t in self.repliers:
+            t.start()
 
-    def _reply_loop(self):
+    def _reply_loop(self, q):
+        """Sends one worker's pulled values, in request order. Up to ``_REPLY_DEPTH``
+        sends are in flight at once, so that the worker takes the next value while this
+        server is busy elsewhere (receiving pushes); a send's read of the stored value
+        ends when the send is done. Before waiting for a value that is not ready yet
+        (its round's sum), the sends in flight are finished first: that sum may be
+        waiting for their reads."""
+        import collections
+        MPI = self.ctx.MPI
+        pending = collections.deque()
+
+        def finish_one():
+            req, op, _buf = pending.popleft()
+            req.Wait()
+            if op is not None:
+                op.complete()
         try:
             while True:
-                item = self.replies.get()
+                if pending and (len(pending) >= _REPLY_DEPTH or q.empty()):
+                    finish_one()
+                    continue
+                item = q.get()
                 if item is None:
+                    while pending:
+                        finish_one()
                     return
                 op, buf, dest, tag = item
-                if op is None:
-                    self.ctx.rep.Send([buf, self.ctx.MPI.BYTE], dest=dest, tag=tag)
-                    continue
-                op.wait_ready()
+                if op is not None:
+                    if not op.wait_ready(0):
+                        while pending:
+                            finish_one()
+                        op.wait_ready()
+                    buf = op.buffer(0)
                 try:
-                    self.ctx.rep.Send([op.buffer(0), self.ctx.MPI.BYTE], dest=dest, tag=tag)
-                finally:
-                    op.complete()
+                    req = self.ctx.rep.Isend([buf, MPI.BYTE], dest=dest, tag=tag)
+                except BaseException:
+                    if op is not None:
+                        op.complete()
+                    raise
+                pending.append((req, op, buf))
         except BaseException as e:  # noqa: BLE001 - a dead server must end the job
             import traceback
             traceback.print_exc()
@@ -1077,12 +1134,41 @@ class _Server:
         threads = [threading.Thread(target=self._serve, args=(w, src), daemon=True,
                                     name="oxnet-kv-serve-%d" % w)
                    for w, src in enumerate(self.ctx.workers)]
-        for t in threads:
+        puller = threading.Thread(target=self._serve_pulls, daemon=True,
+                                  name="oxnet-kv-serve-pulls")
+        for t in threads + [puller]:
             t.start()
         for t in threads:
             t.join()
-        self.replies.put(None)
-        self.replier.join()
+        # every worker has stopped: no pull request is left on its way
+        self.ctx.preq.send(None, dest=self.ctx.world.rank, tag=_TAG_STOP)
+        puller.join()
+        for q in self.replies.values():
+            q.put(None)
+        for t in self.repliers:
+            t.join()
+
+    def _serve_pulls(self):
+        """Receives the dense pull requests of every worker (their own communicator:
+        they are seen while the pushes sent before them are still arriving)."""
+        MPI = self.ctx.MPI
+        st = MPI.Status()
+        index = {src: w for w, src in enumerate(self.ctx.workers)}
+        try:
+            while True:
+                h = self.ctx.preq.recv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=st)
+                if st.Get_tag() == _TAG_STOP:
+                    return
+                src = st.Get_source()
+                with self.lock:
+                    self.handle(index[src], src, h, None)
+        except BaseException as e:  # noqa: BLE001 - a dead server must end the job
+            import traceback
+            traceback.print_exc()
+            sys.stderr.write("oxnet kvstore server %d (MPI rank %d) failed: %s\n"
+                             % (self.ctx.rank, self.ctx.world.rank, e))
+            sys.stderr.flush()
+            self.ctx.world.Abort(1)
 
     def _serve(self, w, src):
         try:
@@ -1157,7 +1243,7 @@ class _Server:
         # value is ready (after the sum or update of the round)
         op = _comm()._comm_op([arr], [])
         self.sent += arr.size * np.dtype(arr.dtype).itemsize
-        self.replies.put((op, None, src, tag))
+        self.replies[src].put((op, None, src, tag))
 
     def reply_bytes(self, src, tag, data):
         self.ctx.rep.Send([data, self.ctx.MPI.BYTE], dest=src, tag=tag)
@@ -1204,6 +1290,7 @@ class _Server:
                 self.store(h["sid"], h["part"]).init(h["key"], arr)
                 self.meta[kp] = (tuple(h["shape"]), h["dtype"])
                 self.queued[kp] = [[] for _ in range(self.ctx.num_workers)]
+                self.applied[kp] = [0] * self.ctx.num_workers
             for (w2, src2, h2, a2) in self.waiting.pop(kp, []):
                 self.handle(w2, src2, h2, a2)
             return
@@ -1211,24 +1298,26 @@ class _Server:
             # the init from worker 0 is still on its way
             self.waiting.setdefault(kp, []).append((w, src, h, arr))
             return
+        done = self.applied[kp]
         if op in ("push", "push_rsp"):
             if not h["sync"]:
                 self.apply(h, kp, [arr])
+                done[w] += 1
                 if not isinstance(arr, tuple):
                     self.pool.setdefault((kp, w), []).append(arr)
-                return
-            q = self.queued[kp]
-            q[w].append(arr)
-            applied = False
-            while all(q):
-                vals = [x.pop(0) for x in q]
-                self.apply(h, kp, vals)
-                self._release(kp, vals)
-                applied = True
-            if applied and kp in self.deferred:
+            else:
+                q = self.queued[kp]
+                q[w].append(arr)
+                while all(q):
+                    vals = [x.pop(0) for x in q]
+                    self.apply(h, kp, vals)
+                    self._release(kp, vals)
+                    for i in range(len(done)):
+                        done[i] += 1
+            if kp in self.deferred:
                 left = []
                 for (w2, src2, h2) in self.deferred.pop(kp):
-                    if q[w2]:
+                    if done[w2] < h2.get("after", 0):
                         left.append((w2, src2, h2))
                     else:
                         self.answer_pull(src2, h2)
@@ -1236,9 +1325,11 @@ class _Server:
                     self.deferred[kp] = left
             return
         if op in ("pull", "pull_rsp"):
+            # a pull sees the puller's pushes before it (it names their count; dense
+            # pulls may arrive before those pushes)
             if op == "pull_rsp":
                 h = dict(h, rows=arr[0])
-            if self.queued[kp][w]:
+            if done[w] < h.get("after", 0):
                 self.deferred.setdefault(kp, []).append((w, src, h))
             else:
                 self.answer_pull(src, h)
@@ -1261,7 +1352,7 @@ class _Server:
             op.complete()
         rows = np.ascontiguousarray(rows)
         self.sent += rows.nbytes
-        self.replies.put((None, rows, src, h["reply"]))
+        self.replies[src].put((None, rows, src, h["reply"]))
 
     def apply(self, h, kp, vals):
         """Merges one round of pushes (one per worker in sync mode) into the stored
