@@ -81,14 +81,7 @@ pub fn applies(g: &ConvGeom) -> bool {
 /// A convolution the kernel can take: 1-D or 2-D (no depth), one group, on a CPU
 /// with AVX-512 or AVX2+FMA. Any kernel size, stride, padding and dilation.
 pub fn suitable(g: &ConvGeom) -> bool {
-    tile_shape(isa()).is_some()
-        && g.groups == 1
-        && g.x[0] == 1
-        && g.k[0] == 1
-        && g.p[0] == 0
-        && g.c > 0
-        && g.f > 0
-        && g.y_len() > 0
+    tile_shape(isa()).is_some() && g.groups == 1 && g.x[0] == 1 && g.k[0] == 1 && g.p[0] == 0 && g.c > 0 && g.f > 0 && g.y_len() > 0
 }
 
 /// Where the default takes it: measured (CPU time, one core of the 2-core AVX-512
@@ -455,10 +448,30 @@ mod tests {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn geom(batch: usize, c: usize, f: usize, (h, w): (usize, usize), (kh, kw): (usize, usize), s: (usize, usize), p: (usize, usize), d: (usize, usize)) -> ConvGeom {
+    fn geom(
+        batch: usize,
+        c: usize,
+        f: usize,
+        (h, w): (usize, usize),
+        (kh, kw): (usize, usize),
+        s: (usize, usize),
+        p: (usize, usize),
+        d: (usize, usize),
+    ) -> ConvGeom {
         let oh = ConvGeom::out_size(h, kh, s.0, d.0, p.0).unwrap();
         let ow = ConvGeom::out_size(w, kw, s.1, d.1, p.1).unwrap();
-        ConvGeom { batch, c, f, groups: 1, x: [1, h, w], y: [1, oh, ow], k: [1, kh, kw], s: [1, s.0, s.1], d: [1, d.0, d.1], p: [0, p.0, p.1] }
+        ConvGeom {
+            batch,
+            c,
+            f,
+            groups: 1,
+            x: [1, h, w],
+            y: [1, oh, ow],
+            k: [1, kh, kw],
+            s: [1, s.0, s.1],
+            d: [1, d.0, d.1],
+            p: [0, p.0, p.1],
+        }
     }
 
     /// float64 reference `(y, Σ|w·x|)` per output.
@@ -543,7 +556,12 @@ mod tests {
                         let ep = match variant {
                             0 => Epilogue::bias(None),
                             1 => Epilogue { scale: None, bias: Some(bias.as_ptr()), residual: None, clamp: Some((0.0, f32::INFINITY)) },
-                            _ => Epilogue { scale: Some(scale.as_ptr()), bias: Some(bias.as_ptr()), residual: Some(res.as_ptr()), clamp: Some((-0.1, 0.2)) },
+                            _ => Epilogue {
+                                scale: Some(scale.as_ptr()),
+                                bias: Some(bias.as_ptr()),
+                                residual: Some(res.as_ptr()),
+                                clamp: Some((-0.1, 0.2)),
+                            },
                         };
                         let mut y = vec![f32::NAN; yn];
                         unsafe { forward_with(isa, threads, g, x.as_ptr(), w.as_ptr(), &ep, y.as_mut_ptr()).unwrap() };
@@ -562,7 +580,10 @@ mod tests {
                                 let (lo, hi) = if variant == 1 { (0.0, f64::INFINITY) } else { (-0.1, 0.2) };
                                 v = v.clamp(lo, hi);
                             }
-                            assert!(((*got as f64) - v).abs() <= tol + 1e-6, "{isa:?} threads {threads} variant {variant} {g:?} at {i}: {got} vs {v}");
+                            assert!(
+                                ((*got as f64) - v).abs() <= tol + 1e-6,
+                                "{isa:?} threads {threads} variant {variant} {g:?} at {i}: {got} vs {v}"
+                            );
                         }
                     }
                 }
