@@ -781,3 +781,44 @@ def test_conv3x3_winograd_shapes_match_numpy(dshape, nf, pad, no_bias):
     assert y.shape == want.shape and y.dtype == np.float32
     err = np.abs(y - want)
     assert np.all(err <= 2e-5 * mag.max() + 1e-6), float((err / mag.max()).max())
+
+
+# Shapes the default dispatch sends to the blocked kernel (float32, one group, 1-D or
+# 2-D, kernel larger than 1x1, >= 16 filters and >= 16 unfolded rows, >= 512 output
+# pixels over the batch, not taken by Winograd): a 7x7 stride-2 stem, 3x3 stride-2
+# convolutions, 3x3 stride-1 ones with too few tiles for Winograd, dilation,
+# asymmetric strides and padding, odd sizes, filters that are not a multiple of the
+# micro-tile's, a 1-D convolution. Float32 sums of c*k products: the error is
+# bounded by the products' magnitude (sum |w*x|).
+@pytest.mark.parametrize("dshape,nf,kernel,stride,pad,dilate", [
+    ((1, 3, 64, 50), 16, (7, 7), (2, 2), (3, 3), (1, 1)),
+    ((2, 3, 32, 32), 64, (7, 7), (2, 2), (3, 3), (1, 1)),
+    ((2, 16, 45, 33), 32, (3, 3), (2, 2), (1, 1), (1, 1)),
+    ((5, 24, 25, 19), 20, (3, 3), (2, 2), (0, 0), (1, 1)),
+    ((11, 32, 7, 7), 33, (3, 3), (1, 1), (1, 1), (1, 1)),
+    ((2, 40, 18, 15), 48, (3, 3), (1, 1), (1, 1), (1, 1)),
+    ((4, 8, 17, 19), 17, (3, 3), (1, 2), (2, 1), (2, 3)),
+    ((20, 5, 10, 11), 16, (5, 3), (3, 1), (0, 2), (1, 1)),
+    ((2, 16, 520), 17, (5,), (2,), (2,), (1,)),
+])
+@pytest.mark.parametrize("no_bias", [False, True])
+def test_conv_blocked_shapes_match_numpy(dshape, nf, kernel, stride, pad, dilate, no_bias):
+    x, w, b = rand(dshape, 31), rand((nf, dshape[1]) + kernel, 32), rand((nf,), 33)
+    args = [nd.array(x), nd.array(w)] + ([] if no_bias else [nd.array(b)])
+    y = nd.Convolution(*args, kernel=kernel, stride=stride, pad=pad, dilate=dilate, num_filter=nf,
+                       no_bias=no_bias).asnumpy()
+    kw = dict(stride=stride, pad=pad, dilate=dilate)
+    want = np_conv(x.astype(np.float64), w, None if no_bias else b, **kw)
+    mag = np_conv(np.abs(x.astype(np.float64)), np.abs(w), None if no_bias else np.abs(b), **kw)
+    assert y.shape == want.shape and y.dtype == np.float32
+    assert np.all(np.abs(y - want) <= 1e-5 * mag + 1e-6), float(np.abs(y - want).max())
+
+
+def test_conv_blocked_sees_new_weights():
+    # Nothing is cached between calls: a weight changed in place is used at once.
+    x = nd.array(rand((1, 16, 47, 47), 41))
+    w = nd.array(rand((32, 16, 3, 3), 42))
+    y1 = nd.Convolution(x, w, kernel=(3, 3), stride=(2, 2), num_filter=32, no_bias=True).asnumpy()
+    w[:] = w * 2
+    y2 = nd.Convolution(x, w, kernel=(3, 3), stride=(2, 2), num_filter=32, no_bias=True).asnumpy()
+    np.testing.assert_allclose(y2, 2 * y1, rtol=1e-6, atol=1e-6)

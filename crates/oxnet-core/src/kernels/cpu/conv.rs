@@ -9,8 +9,12 @@
 //! range is walked in chunks of samples unfolded side by side, so that one wide GEMM
 //! per chunk replaces a narrow one per sample (see [`Plan`]); forward, data
 //! gradient and weight gradient share that walk ([`for_chunks`]). Scratch comes from
-//! the host storage pool (no allocation per call once the pool is warm). Max pooling
-//! with 2×2 windows at stride 2 has loops of its own.
+//! the host storage pool (no allocation per call once the pool is warm). Float32
+//! forward passes go to a specialised kernel where one applies: [`conv_direct`]
+//! (few input channels), [`conv_depthwise`], [`winograd`] (3×3 stride 1, many
+//! tiles), [`conv_blocked`] (strided and other unfolded convolutions with enough
+//! output pixels). Max pooling with 2×2 windows at stride 2, and 2-D max pooling
+//! in general, have loops of their own.
 //!
 //! Every geometry is handled as 3-D: 1-D and 2-D images get leading spatial dims of
 //! size 1. This module owns no shapes beyond what [`ConvGeom`] and [`PoolGeom`]
@@ -19,7 +23,7 @@
 use super::gemm::{gemm, gemm_threads, GemmElem};
 use super::winograd;
 use super::SendPtr;
-use super::{conv_depthwise, conv_direct};
+use super::{conv_blocked, conv_depthwise, conv_direct};
 use crate::context::Context;
 use crate::error::Result;
 use crate::storage::Storage;
@@ -600,6 +604,11 @@ pub unsafe fn conv_forward_fused<T: ConvElem>(g: &ConvGeom, x: *const T, w: *con
         let ep32: &Epilogue<f32> = &*(ep as *const Epilogue<T> as *const Epilogue<f32>);
         return winograd::forward(g, x as *const f32, w as *const f32, ep32, y as *mut f32);
     }
+    if is_f32::<T>() && conv_blocked::applies(g) {
+        // T is f32: the transmute changes nothing.
+        let ep32: &Epilogue<f32> = &*(ep as *const Epilogue<T> as *const Epilogue<f32>);
+        return conv_blocked::forward(g, x as *const f32, w as *const f32, ep32, y as *mut f32);
+    }
     conv_forward_general(g, x, w, ep, y)
 }
 
@@ -961,6 +970,93 @@ unsafe fn max_pool_2x2<T: ConvElem>(g: &PoolGeom, x: *const T, y: *mut T) {
     });
 }
 
+/// A 2-D channels-first max pooling of any window, stride and padding (ResNet's
+/// 3×3 stride-2 padded one): loops of its own, [`max_pool_2d`].
+fn is_max_2d(g: &PoolGeom, kind: PoolKind) -> bool {
+    kind == PoolKind::Max && !g.channels_last && g.x[0] == 1 && g.y[0] == 1 && g.k[0] == 1 && g.p_lo[0] == 0 && g.p_hi[0] == 0
+}
+
+/// Outputs a block of [`max_pool_2d`] computes side by side (independent running
+/// maxima, so that their compare-and-select chains overlap).
+const POOL_BLOCK: usize = 8;
+
+/// [`pool_forward`] for [`is_max_2d`] geometries, with the generic loop's result
+/// (the first maximal element in row-major window order, by `>`; the lowest value
+/// for a window of padding only). Each output row takes its clipped window rows
+/// once; its outputs whose windows lie inside the row go [`POOL_BLOCK`] at a time
+/// (measured on ResNet's 3×3 stride-2 pooling of 64×112×112, one core: 6.8 ms for
+/// the generic loop, 0.4 ms for MXNet 1.9.1's).
+unsafe fn max_pool_2d<T: ConvElem>(g: &PoolGeom, x: *const T, y: *mut T) {
+    let [_, xh, xw] = g.x;
+    let [_, yh, yw] = g.y;
+    let (kw, sw) = (g.k[2], g.s[2]);
+    let low = T::from_f64(lowest::<T>());
+    // Clipped column windows of the outputs, and which are whole (k columns).
+    let cols: Vec<(usize, usize)> = (0..yw)
+        .map(|ow| {
+            let (lo, hi, _) = window(ow, sw, kw, g.p_lo[2], g.p_hi[2], xw);
+            (lo, hi)
+        })
+        .collect();
+    let whole = |ow: usize| cols[ow].1 - cols[ow].0 == kw;
+    let (px, py) = (SendPtr(x as *mut T), SendPtr(y));
+    let cols = &cols;
+    par_planes(g.batch * g.ch, yh * yw * g.k[1] * kw, move |s, e| {
+        for plane in s..e {
+            // SAFETY: windows are clipped to the plane; planes are disjoint in y.
+            unsafe {
+                let xp = px.get().add(plane * xh * xw) as *const T;
+                let yp = py.get().add(plane * yh * yw);
+                for oh in 0..yh {
+                    let (h0, h1, _) = window(oh, g.s[1], g.k[1], g.p_lo[1], g.p_hi[1], xh);
+                    let out = std::slice::from_raw_parts_mut(yp.add(oh * yw), yw);
+                    if h0 == h1 {
+                        out.fill(low);
+                        continue;
+                    }
+                    let mut ow = 0;
+                    while ow < yw {
+                        if ow + POOL_BLOCK <= yw && whole(ow) && whole(ow + POOL_BLOCK - 1) {
+                            // Whole windows, columns c0 + l·sw + j.
+                            let c0 = cols[ow].0;
+                            let mut m: [T; POOL_BLOCK] = std::array::from_fn(|l| *xp.add(h0 * xw + c0 + l * sw));
+                            for ih in h0..h1 {
+                                let row = xp.add(ih * xw + c0);
+                                for j in 0..kw {
+                                    for (l, ml) in m.iter_mut().enumerate() {
+                                        let v = *row.add(l * sw + j);
+                                        if v > *ml {
+                                            *ml = v;
+                                        }
+                                    }
+                                }
+                            }
+                            out[ow..ow + POOL_BLOCK].copy_from_slice(&m);
+                            ow += POOL_BLOCK;
+                            continue;
+                        }
+                        let (w0, w1) = cols[ow];
+                        out[ow] = if w0 == w1 {
+                            low
+                        } else {
+                            let mut m = *xp.add(h0 * xw + w0);
+                            for ih in h0..h1 {
+                                for &v in std::slice::from_raw_parts(xp.add(ih * xw + w0), w1 - w0) {
+                                    if v > m {
+                                        m = v;
+                                    }
+                                }
+                            }
+                            m
+                        };
+                        ow += 1;
+                    }
+                }
+            }
+        }
+    });
+}
+
 /// [`pool_backward`] for [`is_max_2x2`] geometries: each output's gradient goes to
 /// its window's first maximal element, found again from `x`; the rest is zero.
 /// Which element of a window is its maximum is as good as random, so the element
@@ -1017,6 +1113,9 @@ fn max4_packed<T: ConvElem>(r0: &[T], r1: &[T], ow: usize) -> usize {
 pub unsafe fn pool_forward<T: ConvElem>(g: &PoolGeom, kind: PoolKind, x: *const T, y: *mut T) {
     if is_max_2x2(g, kind) {
         return max_pool_2x2(g, x, y);
+    }
+    if is_max_2d(g, kind) {
+        return max_pool_2d(g, x, y);
     }
     let (xlen, ylen) = (g.x.iter().product::<usize>(), g.y.iter().product::<usize>());
     let [_, xh, xw] = g.x;
@@ -1395,6 +1494,70 @@ pub(super) mod tests {
             }
         }
         assert_eq!(dx, want_dx);
+    }
+
+    #[test]
+    fn max_pool_2d_matches_a_naive_loop() {
+        // Windows, strides and paddings (symmetric and not, windows of padding only),
+        // values with ties, signed zeros and NaNs: the first maximal element in
+        // row-major window order, by `>`, as the generic loop; the lowest value for
+        // a window with no element.
+        let cases = [
+            ([3, 3], [2, 2], [1, 1], [1, 1], [64, 29]),
+            ([3, 3], [2, 2], [1, 1], [2, 2], [17, 40]),
+            ([2, 3], [1, 2], [0, 1], [1, 2], [9, 33]),
+            ([3, 5], [3, 1], [2, 2], [2, 2], [11, 30]),
+            ([1, 1], [2, 2], [0, 0], [0, 0], [7, 21]),
+            ([2, 2], [3, 3], [1, 2], [3, 4], [5, 26]),
+        ];
+        for (k, st, lo, hi, [h, w]) in cases {
+            let yh = (h + lo[0] + hi[0] - k[0]) / st[0] + 1;
+            let yw = (w + lo[1] + hi[1] - k[1]) / st[1] + 1;
+            let g = PoolGeom {
+                batch: 2,
+                ch: 3,
+                x: [1, h, w],
+                y: [1, yh, yw],
+                k: [1, k[0], k[1]],
+                s: [1, st[0], st[1]],
+                p_lo: [0, lo[0], lo[1]],
+                p_hi: [0, hi[0], hi[1]],
+                channels_last: false,
+            };
+            assert!(is_max_2d(&g, PoolKind::Max) && !is_max_2x2(&g, PoolKind::Max));
+            let mut x: Vec<f32> = data(6 * h * w, 9).iter().map(|v| (v * 4.0).round() as f32).collect();
+            for (i, v) in x.iter_mut().enumerate() {
+                if i % 37 == 5 {
+                    *v = f32::NAN;
+                } else if *v == 0.0 && i % 2 == 1 {
+                    *v = -0.0;
+                }
+            }
+            let mut y = vec![0f32; 6 * yh * yw];
+            unsafe { pool_forward(&g, PoolKind::Max, x.as_ptr(), y.as_mut_ptr()) };
+            for p in 0..6 {
+                for oh in 0..yh {
+                    for ow in 0..yw {
+                        let mut m: Option<f32> = None;
+                        for i in 0..k[0] {
+                            for j in 0..k[1] {
+                                let (ih, iw) = ((oh * st[0] + i) as isize - lo[0] as isize, (ow * st[1] + j) as isize - lo[1] as isize);
+                                if ih < 0 || iw < 0 || ih >= h as isize || iw >= w as isize {
+                                    continue;
+                                }
+                                let v = x[p * h * w + ih as usize * w + iw as usize];
+                                if m.is_none_or(|m| v > m) {
+                                    m = Some(v);
+                                }
+                            }
+                        }
+                        let want = m.unwrap_or(f32::MIN);
+                        let got = y[(p * yh + oh) * yw + ow];
+                        assert_eq!(got.to_bits(), want.to_bits(), "{k:?} {st:?} {lo:?} {hi:?} plane {p} ({oh}, {ow})");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! forked child, which gets a fresh pool, never waits on its parent's threads.
 
 pub mod conv;
+pub mod conv_blocked;
 pub mod conv_depthwise;
 pub mod conv_direct;
 pub mod elemwise;

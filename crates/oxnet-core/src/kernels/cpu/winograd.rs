@@ -573,91 +573,61 @@ unsafe fn gemm_portable(
     }
 }
 
-/// [`gemm_portable`] on AVX-512: an 8 × 32 tile, 16 accumulators.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,fma")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn gemm_avx512(
-    up: *const f32,
-    c: usize,
-    nb: usize,
-    xi: usize,
-    b0: usize,
-    b1: usize,
-    v: *const f32,
-    m: *mut f32,
-    st: Strides,
-    np: usize,
-) {
-    let Strides { ld, vs, ms } = st;
-    use std::arch::x86_64::*;
-    let vx = v.add(xi * vs);
-    for fb in b0..b1 {
-        let a = up.add((xi * nb + fb) * c * MR);
-        let mx = m.add(xi * ms + fb * MR * ld);
-        for j0 in (0..np).step_by(NC) {
-            let mut acc = [[_mm512_setzero_ps(); 2]; MR];
-            let mut bp = vx.add(j0);
-            let mut ap = a;
-            for _ in 0..c {
-                let b0v = _mm512_loadu_ps(bp);
-                let b1v = _mm512_loadu_ps(bp.add(16));
-                for (i, r) in acc.iter_mut().enumerate() {
-                    let av = _mm512_set1_ps(*ap.add(i));
-                    r[0] = _mm512_fmadd_ps(av, b0v, r[0]);
-                    r[1] = _mm512_fmadd_ps(av, b1v, r[1]);
+/// [`gemm_portable`] on one instruction set: `MR × (NV · lanes)` tiles, `MR · NV`
+/// accumulators kept in registers over all channels. One macro stamps out the
+/// AVX-512 kernel (8 × 32, 16 accumulators) and the AVX2 one (8 × 8, 8): the same
+/// loop over a different vector type.
+macro_rules! gemm_isa {
+    ($name:ident, $feat:literal, $nv:expr, $lanes:expr, $zero:ident, $load:ident, $store:ident, $set1:ident, $fma:ident) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $feat)]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn $name(
+            up: *const f32,
+            c: usize,
+            nb: usize,
+            xi: usize,
+            b0: usize,
+            b1: usize,
+            v: *const f32,
+            m: *mut f32,
+            st: Strides,
+            np: usize,
+        ) {
+            let Strides { ld, vs, ms } = st;
+            use std::arch::x86_64::*;
+            let vx = v.add(xi * vs);
+            for fb in b0..b1 {
+                let a = up.add((xi * nb + fb) * c * MR);
+                let mx = m.add(xi * ms + fb * MR * ld);
+                for j0 in (0..np).step_by($nv * $lanes) {
+                    let mut acc = [[$zero(); $nv]; MR];
+                    let mut bp = vx.add(j0);
+                    let mut ap = a;
+                    for _ in 0..c {
+                        let bv: [_; $nv] = std::array::from_fn(|q| $load(bp.add(q * $lanes)));
+                        for (i, r) in acc.iter_mut().enumerate() {
+                            let av = $set1(*ap.add(i));
+                            for (o, b) in r.iter_mut().zip(&bv) {
+                                *o = $fma(av, *b, *o);
+                            }
+                        }
+                        bp = bp.add(ld);
+                        ap = ap.add(MR);
+                    }
+                    for (i, r) in acc.iter().enumerate() {
+                        for (q, o) in r.iter().enumerate() {
+                            $store(mx.add(i * ld + j0 + q * $lanes), *o);
+                        }
+                    }
                 }
-                bp = bp.add(ld);
-                ap = ap.add(MR);
-            }
-            for (i, r) in acc.iter().enumerate() {
-                _mm512_storeu_ps(mx.add(i * ld + j0), r[0]);
-                _mm512_storeu_ps(mx.add(i * ld + j0 + 16), r[1]);
             }
         }
-    }
+    };
 }
 
-/// [`gemm_portable`] on AVX2: 8 × 8 tiles, 8 accumulators.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn gemm_avx2(
-    up: *const f32,
-    c: usize,
-    nb: usize,
-    xi: usize,
-    b0: usize,
-    b1: usize,
-    v: *const f32,
-    m: *mut f32,
-    st: Strides,
-    np: usize,
-) {
-    let Strides { ld, vs, ms } = st;
-    use std::arch::x86_64::*;
-    let vx = v.add(xi * vs);
-    for fb in b0..b1 {
-        let a = up.add((xi * nb + fb) * c * MR);
-        let mx = m.add(xi * ms + fb * MR * ld);
-        for j0 in (0..np).step_by(8) {
-            let mut acc = [_mm256_setzero_ps(); MR];
-            let mut bp = vx.add(j0);
-            let mut ap = a;
-            for _ in 0..c {
-                let bv = _mm256_loadu_ps(bp);
-                for (i, r) in acc.iter_mut().enumerate() {
-                    *r = _mm256_fmadd_ps(_mm256_set1_ps(*ap.add(i)), bv, *r);
-                }
-                bp = bp.add(ld);
-                ap = ap.add(MR);
-            }
-            for (i, r) in acc.iter().enumerate() {
-                _mm256_storeu_ps(mx.add(i * ld + j0), *r);
-            }
-        }
-    }
-}
+gemm_isa!(gemm_avx512, "avx512f,fma", 2, 16, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_storeu_ps, _mm512_set1_ps, _mm512_fmadd_ps);
+gemm_isa!(gemm_avx2, "avx2,fma", 1, 8, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps);
 
 macro_rules! isa_variants {
     ($input:ident, $output:ident, $feat:literal, $v:expr) => {
