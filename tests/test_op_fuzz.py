@@ -10,10 +10,13 @@ counts that overflow, sizes no machine holds).
 campaign sets it (and OXNET_OP_FUZZ_SEED) higher:
 
     OXNET_OP_FUZZ_CASES=2000 OXNET_OP_FUZZ_SEED=1 python -m pytest tests/test_op_fuzz.py -n 2
+
+(tests/op_fuzz_campaign.py runs seed after seed for a given time.)
 """
 
 import os
 import random
+import sys
 
 import numpy as np
 import pytest
@@ -24,6 +27,9 @@ from oxnet.base import MXNetError, _Null
 
 CASES = int(os.environ.get("OXNET_OP_FUZZ_CASES", "8"))
 SEED = int(os.environ.get("OXNET_OP_FUZZ_SEED", "0"))
+# OXNET_OP_FUZZ_TRACE=1: print each case to stderr before calling (to name the case
+# that crashes a process)
+TRACE = os.environ.get("OXNET_OP_FUZZ_TRACE") == "1"
 
 OPS = sorted({canonical for _name, canonical in _core.list_ops()})
 
@@ -125,6 +131,9 @@ def test_op_gives_a_result_or_mxneterror(name):
     nulls = tuple(_Null for _ in op.param_names)
     for _ in range(CASES):
         inputs, attrs = _case(rng, op)
+        if TRACE:  # a crash kills the process: name the case first
+            sys.stderr.write("%s: %s\n" % (name, _describe(inputs, attrs)))
+            sys.stderr.flush()
         try:
             res = _core.invoke(op, tuple(inputs), nulls, None, attrs)
             _force(res)
@@ -135,3 +144,28 @@ def test_op_gives_a_result_or_mxneterror(name):
                 name, _describe(inputs, attrs), "call", type(e).__name__, e)) from e
     # the engine is still healthy afterwards
     np.testing.assert_array_equal((mx.nd.ones((2,)) + 1).asnumpy(), [2, 2])
+
+
+# Cases the long campaigns found crashing the process, kept as they were drawn.
+CRASHES = [
+    # output (1, 2^40, 2^40, 5): its element count wrapped to 0, the output was
+    # allocated empty and the resize then asked for terabytes (an abort, not an error)
+    ("_image_resize", [(1, 2, 5, 5), "float64"], {"size": "(1099511627776, 1099511627776)"}),
+]
+
+
+@pytest.mark.parametrize("name, data, attrs", CRASHES)
+def test_campaign_crashes_are_errors(name, data, attrs):
+    op = _core.get_op(name)
+    x = mx.nd.array(np.ones(data[0]), dtype=data[1])
+    with pytest.raises(MXNetError, match="%s.*more bytes than memory can address" % name):
+        _force(_core.invoke(op, (x,), tuple(_Null for _ in op.param_names), None, attrs))
+    np.testing.assert_array_equal(x.asnumpy(), np.ones(data[0]))
+
+
+def test_shapes_whose_element_count_overflows_are_errors():
+    # 2^40 * 2^30 * 2^10 elements wraps a 64-bit count to 0
+    with pytest.raises(MXNetError, match="too large|more bytes than memory can address"):
+        mx.nd.zeros((1 << 40, 1 << 30, 1 << 10))
+    with pytest.raises(MXNetError, match="broadcast_to.*more bytes than memory can address"):
+        mx.nd.broadcast_to(mx.nd.ones((1, 1, 1)), shape=(1 << 40, 1 << 30, 1 << 10))

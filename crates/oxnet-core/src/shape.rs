@@ -14,6 +14,14 @@ pub fn size(shape: &[usize]) -> usize {
     shape.iter().product()
 }
 
+/// The bytes of an array of `shape` with `elem`-byte elements, or None when that does
+/// not fit in the address space (more than `isize::MAX` bytes, or an element count
+/// that overflows).
+pub fn checked_bytes(shape: &[usize], elem: usize) -> Option<usize> {
+    let n = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))?;
+    n.checked_mul(elem).filter(|&b| b <= isize::MAX as usize)
+}
+
 /// Row-major strides in elements.
 pub fn strides(shape: &[usize]) -> Shape {
     let mut s: Shape = smallvec::smallvec![0; shape.len()];

@@ -38,7 +38,9 @@ pub struct NDArray {
 impl NDArray {
     /// An uninitialised array (its memory may hold anything).
     pub fn empty(shape: &[usize], ctx: Context, dtype: DType) -> Result<NDArray> {
-        let bytes = shape::size(shape).checked_mul(dtype.size()).ok_or_else(|| Error::new("array too large"))?;
+        let bytes = shape::checked_bytes(shape, dtype.size()).ok_or_else(|| {
+            Error::new(format!("an array of shape {} of {} is too large: more bytes than memory can address", fmt_shape(shape), dtype.name()))
+        })?;
         let storage = Storage::alloc(ctx, bytes)?;
         Ok(NDArray { chunk: Arc::new(Chunk { storage, var: Var::new() }), offset: 0, shape: Shape::from_slice(shape), dtype, ag: None })
     }
@@ -59,8 +61,7 @@ impl NDArray {
         dtype: DType,
         owner: Box<dyn Send + Sync>,
     ) -> Result<NDArray> {
-        let bytes = shape::size(shape)
-            .checked_mul(dtype.size())
+        let bytes = shape::checked_bytes(shape, dtype.size())
             .ok_or_else(|| Error::new(format!("{what}: an array of shape {} is too large", fmt_shape(shape))))?;
         if (ptr as usize) % dtype.size() != 0 {
             return Err(Error::new(format!(

@@ -702,6 +702,14 @@ fn invoke_unguarded(
     if let Some(f) = op.dynamic {
         outs_info = f(&params, inputs)?;
     }
+    for (i, (s, d)) in outs_info.iter().enumerate() {
+        if crate::shape::checked_bytes(s, d.size()).is_none() {
+            return Err(Error::op(
+                op.name,
+                format!("output {i} would have shape {} of {}: more bytes than memory can address", crate::shape::fmt_shape(s), d.name()),
+            ));
+        }
+    }
     // A cross-device copy from the host to a GPU runs on the GPU.
     let ctx = match out {
         Some([o, ..]) if op.cross_device && ctx.is_host() && !o.ctx().is_host() => o.ctx(),
