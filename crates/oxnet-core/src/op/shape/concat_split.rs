@@ -150,6 +150,10 @@ fn split_infer(a: &InferArgs) -> Out {
     if n < 1 {
         return Err(a.err(format!("num_outputs must be at least 1, got {n}")));
     }
+    if n > i32::MAX as i64 {
+        // MXNet's num_outputs is a C int
+        return Err(a.err(format!("num_outputs={n} is out of range (at most {})", i32::MAX)));
+    }
     let ax = norm_axis(a, "axis", a.params.int("axis"), s.len(), s)?;
     let n = n as usize;
     if !s[ax].is_multiple_of(n) {
@@ -172,7 +176,11 @@ fn split_infer(a: &InferArgs) -> Out {
     } else {
         part[ax] = s[ax] / n;
     }
-    Ok(vec![(part, a.dtypes[0]); n])
+    // (an empty axis divides into any number of parts: the list itself may not fit)
+    let mut outs = Vec::new();
+    outs.try_reserve_exact(n).map_err(|_| a.err(format!("num_outputs={n}: that many outputs do not fit in memory")))?;
+    outs.resize(n, (part, a.dtypes[0]));
+    Ok(outs)
 }
 
 fn split_compute(c: &mut OpCall) -> Result<()> {
