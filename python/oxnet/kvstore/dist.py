@@ -1030,6 +1030,16 @@ class DistKVStore(KVStoreBase):
 
 # -- the server -----------------------------------------------------------------
 
+def _server_failed(ctx, e):
+    """A server thread or loop failed: print why and end the whole MPI job."""
+    import traceback
+    traceback.print_exc()
+    sys.stderr.write("oxnet kvstore server %d (MPI rank %d) failed: %s\n"
+                     % (ctx.rank, ctx.world.rank, e))
+    sys.stderr.flush()
+    ctx.world.Abort(1)
+
+
 class _Server:
     """A server rank's loop (see the module docs)."""
 
@@ -1163,12 +1173,7 @@ class _Server:
                 with self.lock:
                     self.handle(index[src], src, h, None)
         except BaseException as e:  # noqa: BLE001 - a dead server must end the job
-            import traceback
-            traceback.print_exc()
-            sys.stderr.write("oxnet kvstore server %d (MPI rank %d) failed: %s\n"
-                             % (self.ctx.rank, self.ctx.world.rank, e))
-            sys.stderr.flush()
-            self.ctx.world.Abort(1)
+            _server_failed(self.ctx, e)
 
     def _serve(self, w, src):
         try:
@@ -1184,12 +1189,7 @@ class _Server:
                 if h["op"] == "stop":
                     return
         except BaseException as e:  # noqa: BLE001 - a dead server must end the job
-            import traceback
-            traceback.print_exc()
-            sys.stderr.write("oxnet kvstore server %d (MPI rank %d) failed: %s\n"
-                             % (self.ctx.rank, self.ctx.world.rank, e))
-            sys.stderr.flush()
-            self.ctx.world.Abort(1)
+            _server_failed(self.ctx, e)
 
     def _buffer(self, h, w):
         from .. import ndarray as nd
@@ -1424,10 +1424,5 @@ def start_server_if_needed():
     try:
         _Server(ctx).run()
     except BaseException as e:  # noqa: BLE001 - a dead server must end the job
-        import traceback
-        traceback.print_exc()
-        sys.stderr.write("oxnet kvstore server %d (MPI rank %d) failed: %s\n"
-                         % (ctx.rank, ctx.world.rank, e))
-        sys.stderr.flush()
-        ctx.world.Abort(1)
+        _server_failed(ctx, e)
     sys.exit(0)
