@@ -516,11 +516,28 @@ impl<T> Epilogue<T> {
     pub fn bias(bias: Option<*const T>) -> Epilogue<T> {
         Epilogue { scale: None, bias, residual: None, clamp: None }
     }
+    /// Whether the epilogue changes nothing.
+    pub fn is_plain(&self) -> bool {
+        self.scale.is_none() && self.bias.is_none() && self.residual.is_none() && self.clamp.is_none()
+    }
 }
 
 /// `y[i] = clamp(y[i] · s + b + r[i])` over one row (`s`, `r` optional).
 #[inline(always)]
 unsafe fn finish_row<T: ConvElem>(y: *mut T, s: Option<T>, b: T, r: Option<*const T>, clamp: Option<(T, T)>, len: usize) {
+    if is_f32::<T>() {
+        // T is f32: the casts change nothing.
+        let s = s.map(|s| *(&s as *const T as *const f32));
+        let b = *(&b as *const T as *const f32);
+        let (lo, hi) = match clamp {
+            Some((lo, hi)) => (*(&lo as *const T as *const f32), *(&hi as *const T as *const f32)),
+            None => (f32::NEG_INFINITY, f32::INFINITY),
+        };
+        let row = std::slice::from_raw_parts_mut(y as *mut f32, len);
+        let r = r.map(|r| std::slice::from_raw_parts(r as *const f32, len));
+        finish_row_f32(row, s.unwrap_or(1.0), b, r.unwrap_or(&[]), lo, hi);
+        return;
+    }
     let row = std::slice::from_raw_parts_mut(y, len);
     if let Some(s) = s {
         for v in row.iter_mut() {
@@ -552,25 +569,64 @@ unsafe fn finish_row<T: ConvElem>(y: *mut T, s: Option<T>, b: T, r: Option<*cons
     }
 }
 
+isa_dispatch! {
+    /// The float32 epilogue in one vectorised pass: `y[i] = clamp(y[i]·s + b + r[i],
+    /// lo, hi)`, `r` empty for none. The same arithmetic as the generic loops
+    /// (`s = 1`, `b = 0`, `lo = -∞`, `hi = ∞` change nothing: multiplying by one
+    /// and the comparisons are exact, and `+ 0` is what the generic loop adds
+    /// without a bias); NaN stays NaN.
+    pub fn finish_row_f32(y: &mut [f32], s: f32, b: f32, r: &[f32], lo: f32, hi: f32) => finish_row_f32_impl,
+    check r.is_empty() || r.len() == y.len()
+}
+
+#[inline(always)]
+fn finish_row_f32_impl(y: &mut [f32], s: f32, b: f32, r: &[f32], lo: f32, hi: f32) {
+    #[inline(always)]
+    fn clamp(v: f32, lo: f32, hi: f32) -> f32 {
+        if v < lo {
+            lo
+        } else if v > hi {
+            hi
+        } else {
+            v
+        }
+    }
+    if r.is_empty() {
+        for v in y.iter_mut() {
+            *v = clamp(*v * s + b, lo, hi);
+        }
+    } else {
+        for (v, a) in y.iter_mut().zip(r) {
+            *v = clamp(*v * s + b + *a, lo, hi);
+        }
+    }
+}
+
 /// Applies `ep` to a raw output `y` of `g` (for kernels without an epilogue).
 unsafe fn finish_output<T: ConvElem>(g: &ConvGeom, ep: &Epilogue<T>, y: *mut T) {
-    if ep.scale.is_none() && ep.bias.is_none() && ep.residual.is_none() && ep.clamp.is_none() {
+    if ep.is_plain() {
         return;
     }
-    let (ylen, ch) = (g.y_len(), g.f);
-    let (py, pr, clamp) = (SendPtr(y), ep.residual.map(|r| SendPtr(r as *mut T)), ep.clamp);
-    let (ps, pb) = (ep.scale.map(|v| SendPtr(v as *mut T)), ep.bias.map(|v| SendPtr(v as *mut T)));
-    super::par_for(g.batch * ch, (1 << 14) / ylen.max(1) + 1, move |s, e| {
+    let py = SendPtr(y);
+    super::par_for(g.batch * g.f, (1 << 14) / g.y_len().max(1) + 1, move |s, e| {
         for row in s..e {
             // SAFETY: rows are disjoint; extents as the caller promised.
-            unsafe {
-                let f = row % ch;
-                let sv = ps.map(|v| *v.get().add(f));
-                let bv = pb.map_or(T::zero(), |v| *v.get().add(f));
-                finish_row(py.get().add(row * ylen), sv, bv, pr.map(|r| r.get().add(row * ylen) as *const T), clamp, ylen);
-            }
+            unsafe { finish_output_row(g, ep, py.get(), row) };
         }
     });
+}
+
+/// Applies `ep` to output row `row` (`sample · f + filter`) of `y`.
+///
+/// # Safety
+/// As for [`finish_output`], and nothing else may access that row meanwhile.
+#[inline]
+unsafe fn finish_output_row<T: ConvElem>(g: &ConvGeom, ep: &Epilogue<T>, y: *mut T, row: usize) {
+    let ylen = g.y_len();
+    let f = row % g.f;
+    let sv = ep.scale.map(|v| *v.add(f));
+    let bv = ep.bias.map_or(T::zero(), |v| *v.add(f));
+    finish_row(y.add(row * ylen), sv, bv, ep.residual.map(|r| r.add(row * ylen)), ep.clamp, ylen);
 }
 
 /// Forward convolution: `y = w ⋆ x (+ bias)`; `y` is overwritten.
@@ -595,9 +651,20 @@ pub unsafe fn conv_forward_fused<T: ConvElem>(g: &ConvGeom, x: *const T, w: *con
         return Ok(());
     }
     if conv_depthwise::applies::<T>(g) {
-        conv_depthwise::forward(g, x, w, None, y)?;
-        finish_output(g, ep, y);
-        return Ok(());
+        if ep.is_plain() {
+            return conv_depthwise::forward(g, x, w, None, y, None);
+        }
+        // Each plane is finished as soon as it is computed, while it is in cache.
+        let (py, mult) = (SendPtr(y), g.f / g.c);
+        let finish = move |q: usize| {
+            let first = (q / g.c) * g.f + (q % g.c) * mult;
+            for row in first..first + mult {
+                // SAFETY: the depthwise task that just wrote input plane q's output
+                // rows owns them.
+                unsafe { finish_output_row(g, ep, py.get(), row) };
+            }
+        };
+        return conv_depthwise::forward(g, x, w, None, y, Some(&finish));
     }
     if is_f32::<T>() && winograd::applies(g) {
         // T is f32: the transmute changes nothing.
@@ -610,6 +677,66 @@ pub unsafe fn conv_forward_fused<T: ConvElem>(g: &ConvGeom, x: *const T, w: *con
         return conv_blocked::forward(g, x as *const f32, w as *const f32, ep32, y as *mut f32);
     }
     conv_forward_general(g, x, w, ep, y)
+}
+
+/// Output elements per block of [`gemm_blocks`]: 256 KiB of float32, a part of
+/// one core's L2 cache, so that the epilogue reads the block from there.
+const BLOCK_ELEMS: usize = 1 << 16;
+
+/// `y = w · src` for one sample: `w` `fg × kk` (rows `kk` apart), `src` `kk × ylen`
+/// (rows `ld` apart), `y` `fg × ylen`; in blocks of filters × columns of at most
+/// about [`BLOCK_ELEMS`], spread over `threads` tasks, each block handed to
+/// `fin(f0, f1, c0, c1)` right after its product, while it is in cache. One sample
+/// has no batch to split: the blocks give the threads their work (columns first,
+/// filters where the columns are too few).
+///
+/// # Safety
+/// The pointers must be valid for those extents; nothing else may access `y`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_blocks<T: ConvElem>(
+    fg: usize,
+    ylen: usize,
+    kk: usize,
+    w: *const T,
+    src: *const T,
+    ld: usize,
+    y: *mut T,
+    threads: usize,
+    fin: &(dyn Fn(usize, usize, usize, usize) + Sync),
+) -> Result<()> {
+    let threads = threads.max(1);
+    // Column chunks of at least 64 columns (a multiple of 16), as many as the block
+    // size asks, a multiple of the threads when more than one.
+    let mut cc = (fg * ylen).div_ceil(BLOCK_ELEMS).clamp(1, ylen.div_ceil(64).max(1));
+    if cc > 1 && threads > 1 {
+        cc = cc.div_ceil(threads) * threads;
+    }
+    let cw = ylen.div_ceil(cc).next_multiple_of(16).min(ylen.max(1));
+    let cc = ylen.div_ceil(cw).max(1);
+    // Filter blocks (multiples of 8 rows) where the chunks are fewer than threads.
+    let fb = if cc < threads { (threads / cc).min(fg.div_ceil(8)).max(1) } else { 1 };
+    let fw = fg.div_ceil(fb).next_multiple_of(8).min(fg.max(1));
+    let fb = fg.div_ceil(fw).max(1);
+    let blocks = fb * cc;
+    let (pw, ps, py) = (SendPtr(w as *mut T), SendPtr(src as *mut T), SendPtr(y));
+    if blocks == 1 {
+        gemm_threads(fg, ylen, kk, T::from_f64(1.0), w, kk, false, src, ld, false, T::zero(), y, ylen, threads);
+        fin(0, fg, 0, ylen);
+        return Ok(());
+    }
+    par_ranges(blocks, threads.min(blocks), &|_, b0, b1| {
+        for b in b0..b1 {
+            let (f0, c0) = ((b / cc) * fw, (b % cc) * cw);
+            let (f1, c1) = ((f0 + fw).min(fg), (c0 + cw).min(ylen));
+            // SAFETY: block b's rows f0..f1 and columns c0..c1 of y are its own;
+            // the reads stay within w and src.
+            unsafe {
+                gemm_threads(f1 - f0, c1 - c0, kk, T::from_f64(1.0), pw.get().add(f0 * kk), kk, false, ps.get().add(c0), ld, false, T::zero(), py.get().add(f0 * ylen + c0), ylen, 1);
+            }
+            fin(f0, f1, c0, c1);
+        }
+        Ok(())
+    })
 }
 
 /// [`conv_forward_fused`] by im2col + GEMM, whatever the shape.
@@ -637,13 +764,16 @@ pub unsafe fn conv_forward_general<T: ConvElem>(g: &ConvGeom, x: *const T, w: *c
                 let sv = |f: usize| pscale.map(|v| *v.get().add(gi * fg + f));
                 let res = |n: usize, f: usize| pres.map(|r| r.get().add(off(n) + f * ylen) as *const T);
                 if nb == 1 {
-                    let yn = py.get().add(off(n0));
-                    gemm_threads(fg, ylen, kk, T::from_f64(1.0), wg, kk, false, src, ld, false, T::zero(), yn, ylen, p.gemm_th);
-                    if !plain {
-                        for f in 0..fg {
-                            finish_row(yn.add(f * ylen), sv(f), bv(f), res(n0, f), clamp, ylen);
+                    let yn = SendPtr(py.get().add(off(n0)));
+                    let fin = |f0: usize, f1: usize, c0: usize, c1: usize| {
+                        if !plain {
+                            for f in f0..f1 {
+                                // (SAFETY: the block's rows and columns, just computed.)
+                                finish_row(yn.get().add(f * ylen + c0), sv(f), bv(f), res(n0, f).map(|r| r.add(c0)), clamp, c1 - c0);
+                            }
                         }
-                    }
+                    };
+                    gemm_blocks(fg, ylen, kk, wg, src, ld, yn.get(), p.gemm_th, &fin)?;
                     continue;
                 }
                 // (f/g) × (nb·L_out) into tmp, then each sample's rows to y, finished.
@@ -1439,6 +1569,75 @@ pub(super) mod tests {
             assert!((lhs - rx).abs() < 1e-10 && (lhs - rw).abs() < 1e-10, "{g:?}: {lhs} {rx} {rw}");
             let total: f64 = dy.iter().sum();
             assert!((db.iter().sum::<f64>() - total).abs() < 1e-10);
+        }
+    }
+
+    /// The fused epilogue (scale, bias, residual, clamp, each optional) on every
+    /// forward path: direct (few input channels), depthwise (finished plane by
+    /// plane), im2col + GEMM (batch 1 and chunked), blocked; float32 and float64,
+    /// against the plain convolution finished in float64. NaN in the residual stays
+    /// NaN through the clamp.
+    #[test]
+    fn fused_epilogue_matches_plain_conv_then_epilogue() {
+        fn check<T: ConvElem>(g: &ConvGeom, tol: f64) {
+            let cast = |v: Vec<f64>| v.into_iter().map(T::from_f64).collect::<Vec<T>>();
+            let x = cast(data(g.batch * g.c * g.x_len(), 11));
+            let w = cast(data(g.f * g.col_rows(), 12));
+            let ylen = g.batch * g.f * g.y_len();
+            let mut plain = vec![T::zero(); ylen];
+            unsafe { conv_forward_general(g, x.as_ptr(), w.as_ptr(), &Epilogue::bias(None), plain.as_mut_ptr()).unwrap() };
+            let sc: Vec<T> = cast(data(g.f, 13).iter().map(|v| v * 3.0).collect());
+            let b: Vec<T> = cast(data(g.f, 14));
+            let mut r: Vec<T> = cast(data(ylen, 15));
+            r[ylen / 2] = T::from_f64(f64::NAN);
+            for mask in 0..16u32 {
+                let ep = Epilogue {
+                    scale: (mask & 1 != 0).then_some(sc.as_ptr()),
+                    bias: (mask & 2 != 0).then_some(b.as_ptr()),
+                    residual: (mask & 4 != 0).then_some(r.as_ptr()),
+                    clamp: (mask & 8 != 0).then_some((T::from_f64(-0.05), T::from_f64(0.1))),
+                };
+                let mut y = vec![T::from_f64(7.0); ylen];
+                unsafe { conv_forward_fused(g, x.as_ptr(), w.as_ptr(), &ep, y.as_mut_ptr()).unwrap() };
+                for (i, got) in y.iter().enumerate() {
+                    let f = (i / g.y_len()) % g.f;
+                    let mut want = plain[i].to_f64();
+                    if mask & 1 != 0 {
+                        want *= sc[f].to_f64();
+                    }
+                    if mask & 2 != 0 {
+                        want += b[f].to_f64();
+                    }
+                    if mask & 4 != 0 {
+                        want += r[i].to_f64();
+                    }
+                    if mask & 8 != 0 && !want.is_nan() {
+                        want = want.clamp(-0.05, 0.1);
+                    }
+                    let got = got.to_f64();
+                    let ok = if want.is_nan() { got.is_nan() } else { (got - want).abs() <= tol * (1.0 + want.abs()) };
+                    assert!(ok, "{g:?} mask {mask} at {i}: {got} vs {want}");
+                }
+            }
+        }
+        for g in [
+            // few input channels (the direct kernel), depthwise with and without a
+            // channel multiplier and with a stride, pointwise at batch 1 and 3,
+            // strided 3×3 (the blocked kernel), grouped (the general path)
+            geom(2, 3, 20, 1, [1, 30, 33], [1, 3, 3], [1, 2, 2], [1, 1, 1], [0, 1, 1]),
+            geom(1, 24, 24, 24, [1, 37, 29], [1, 3, 3], [1, 1, 1], [1, 1, 1], [0, 1, 1]),
+            geom(2, 16, 32, 16, [1, 40, 40], [1, 3, 3], [1, 2, 2], [1, 1, 1], [0, 1, 1]),
+            geom(1, 40, 36, 1, [1, 30, 31], [1, 1, 1], [1, 1, 1], [1, 1, 1], [0, 0, 0]),
+            geom(3, 40, 36, 1, [1, 20, 21], [1, 1, 1], [1, 1, 1], [1, 1, 1], [0, 0, 0]),
+            geom(1, 32, 48, 1, [1, 50, 50], [1, 3, 3], [1, 2, 2], [1, 1, 1], [0, 1, 1]),
+            geom(2, 8, 12, 4, [1, 11, 13], [1, 3, 3], [1, 1, 1], [1, 1, 1], [0, 1, 1]),
+            // one sample with more output than one block: split into column chunks
+            // (pointwise, and grouped 3×3 through im2col)
+            geom(1, 8, 40, 1, [1, 64, 67], [1, 1, 1], [1, 1, 1], [1, 1, 1], [0, 0, 0]),
+            geom(1, 8, 50, 2, [1, 70, 69], [1, 3, 3], [1, 1, 1], [1, 1, 1], [0, 1, 1]),
+        ] {
+            check::<f32>(&g, 1e-5);
+            check::<f64>(&g, 1e-12);
         }
     }
 

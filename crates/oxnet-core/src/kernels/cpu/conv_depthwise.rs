@@ -624,24 +624,29 @@ fn typed<T: 'static, U: 'static>() -> bool {
 }
 
 /// Forward depthwise convolution: `y = w ⋆ x (+ bias)`; `y` is overwritten.
+/// `finish(q)`, when given, is called right after the output planes of input
+/// plane `q` (`sample · c + channel`) are written, by the task that wrote them.
 ///
 /// # Safety
 /// [`applies`] must hold for `g` and `T`; the pointers must be valid for the
 /// extents `g` gives, and `y` must not overlap the inputs.
-pub unsafe fn forward<T: ConvElem>(g: &ConvGeom, x: *const T, w: *const T, bias: Option<*const T>, y: *mut T) -> Result<()> {
+pub unsafe fn forward<T: ConvElem>(g: &ConvGeom, x: *const T, w: *const T, bias: Option<*const T>, y: *mut T, finish: Option<&Finish>) -> Result<()> {
     // The casts change nothing: T is the type named.
     if typed::<T, f32>() {
-        forward_with::<f32>(isa(), g, x.cast(), w.cast(), bias.map(|b| b.cast()), y.cast())
+        forward_with::<f32>(isa(), g, x.cast(), w.cast(), bias.map(|b| b.cast()), y.cast(), finish)
     } else if typed::<T, f64>() {
-        forward_with::<f64>(isa(), g, x.cast(), w.cast(), bias.map(|b| b.cast()), y.cast())
+        forward_with::<f64>(isa(), g, x.cast(), w.cast(), bias.map(|b| b.cast()), y.cast(), finish)
     } else if typed::<T, f16>() {
-        forward_with::<f16>(isa(), g, x.cast(), w.cast(), bias.map(|b| b.cast()), y.cast())
+        forward_with::<f16>(isa(), g, x.cast(), w.cast(), bias.map(|b| b.cast()), y.cast(), finish)
     } else {
         Err(Error::new("Convolution: internal error: no depthwise kernel for this type"))
     }
 }
 
-unsafe fn forward_with<T: DwElem>(isa: Isa, g: &ConvGeom, x: *const T, w: *const T, bias: Option<*const T>, y: *mut T) -> Result<()> {
+/// What [`forward`] calls on each input plane's finished outputs.
+pub type Finish<'a> = dyn Fn(usize) + Sync + 'a;
+
+unsafe fn forward_with<T: DwElem>(isa: Isa, g: &ConvGeom, x: *const T, w: *const T, bias: Option<*const T>, y: *mut T, finish: Option<&Finish>) -> Result<()> {
     let geo = Geo::new(g, block_width(isa));
     let job = Job {
         x: SendPtr(x as *mut T),
@@ -656,12 +661,23 @@ unsafe fn forward_with<T: DwElem>(isa: Isa, g: &ConvGeom, x: *const T, w: *const
     let (geo, job) = (&geo, &job);
     par_ranges(g.batch * g.c, tasks_for(g), &|_, q0, q1| {
         let b = zeroed::<T::A>(geo.xbuf_len())?;
-        // SAFETY: planes q0..q1 are this task's; extents as the caller promised.
-        unsafe {
-            match isa {
-                Isa::Avx512 => fwd_avx512::<T, 16>(geo, job, q0, q1, b.ptr),
-                Isa::Avx2 => fwd_avx2::<T, 8>(geo, job, q0, q1, b.ptr),
-                Isa::Portable => fwd_task::<T, 4, false>(geo, job, q0, q1, b.ptr),
+        let run = |q0: usize, q1: usize| {
+            // SAFETY: planes q0..q1 are this task's; extents as the caller promised.
+            unsafe {
+                match isa {
+                    Isa::Avx512 => fwd_avx512::<T, 16>(geo, job, q0, q1, b.ptr),
+                    Isa::Avx2 => fwd_avx2::<T, 8>(geo, job, q0, q1, b.ptr),
+                    Isa::Portable => fwd_task::<T, 4, false>(geo, job, q0, q1, b.ptr),
+                }
+            }
+        };
+        match finish {
+            None => run(q0, q1),
+            Some(finish) => {
+                for q in q0..q1 {
+                    run(q, q + 1);
+                    finish(q);
+                }
             }
         }
         Ok(())
@@ -848,7 +864,7 @@ mod tests {
         for isa in isas() {
             for with_bias in [false, true] {
                 let mut y = vec![nan; ylen];
-                unsafe { forward_with::<T>(isa, g, x.as_ptr(), w.as_ptr(), with_bias.then_some(b.as_ptr()), y.as_mut_ptr()).unwrap() };
+                unsafe { forward_with::<T>(isa, g, x.as_ptr(), w.as_ptr(), with_bias.then_some(b.as_ptr()), y.as_mut_ptr(), None).unwrap() };
                 for (i, (a, e)) in y.iter().zip(&want).enumerate() {
                     let e = e + if with_bias { b[i / g.y_len() % g.f].to_f64() } else { 0.0 };
                     assert!(close(a.to_f64(), e, tol), "{isa:?} {g:?} y[{i}]: {} vs {e}", a.to_f64());

@@ -51,37 +51,6 @@ fn tanh_f32(x: f32) -> f32 {
     }
 }
 
-/// Defines `pub fn $name(args)`: checks `$check`, then runs `$imp` compiled for
-/// AVX-512, for AVX2+FMA or plainly, whichever the CPU has (picked at run time).
-macro_rules! isa_dispatch {
-    ($(#[$m:meta])* pub fn $name:ident($($a:ident: $t:ty),*) => $imp:ident, check $check:expr) => {
-        $(#[$m])*
-        pub fn $name($($a: $t),*) {
-            assert!($check);
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx512f,fma")]
-                unsafe fn avx512($($a: $t),*) {
-                    $imp($($a),*)
-                }
-                #[target_feature(enable = "avx2,fma")]
-                unsafe fn avx2($($a: $t),*) {
-                    $imp($($a),*)
-                }
-                if std::arch::is_x86_feature_detected!("avx512f") {
-                    // SAFETY: the CPU has the instruction set the function is compiled for.
-                    return unsafe { avx512($($a),*) };
-                }
-                if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-                    // SAFETY: as above.
-                    return unsafe { avx2($($a),*) };
-                }
-            }
-            $imp($($a),*)
-        }
-    };
-}
-
 isa_dispatch! {
     /// One LSTM row of `h` units, without state clipping: with the pre-activations
     /// `a = xr + hr` (gates `i, f, g, o`, `4h` each), `gates` gets `σ(a_i), σ(a_f),
