@@ -1624,7 +1624,7 @@ pub(super) mod tests {
             // few input channels (the direct kernel), depthwise with and without a
             // channel multiplier and with a stride, pointwise at batch 1 and 3,
             // strided 3×3 (the blocked kernel), grouped (the general path)
-            geom(2, 3, 20, 1, [1, 30, 33], [1, 3, 3], [1, 2, 2], [1, 1, 1], [0, 1, 1]),
+            geom(2, 3, 20, 1, [1, 30, 33], [1, 3, 3], [1, 1, 1], [1, 1, 1], [0, 0, 0]),
             geom(1, 24, 24, 24, [1, 37, 29], [1, 3, 3], [1, 1, 1], [1, 1, 1], [0, 1, 1]),
             geom(2, 16, 32, 16, [1, 40, 40], [1, 3, 3], [1, 2, 2], [1, 1, 1], [0, 1, 1]),
             geom(1, 40, 36, 1, [1, 30, 31], [1, 1, 1], [1, 1, 1], [1, 1, 1], [0, 0, 0]),

@@ -65,13 +65,18 @@ fn tile(isa: Isa) -> (usize, usize) {
 }
 
 /// True when the direct kernel runs this (float32) convolution: one group, 1-D or
-/// 2-D (no depth), stride 1, no dilation, no padding, few taps, wide rows not
-/// much longer than the output rows (the dropped columns are wasted work), and a
-/// CPU with AVX-512 or AVX2+FMA.
+/// 2-D (no depth), a kernel larger than 1×1, stride 1, no dilation, no padding,
+/// few taps, wide rows not much longer than the output rows (the dropped columns
+/// are wasted work), and a CPU with AVX-512 or AVX2+FMA. (A 1×1 convolution has
+/// no unfolded copy to save: the general path multiplies the input in place, in
+/// cache-sized blocks spread over the threads even for one sample, where this
+/// kernel splits only the batch; MobileNetV2's 16- to 32-channel 1×1 layers ran
+/// on one thread here at batch 1.)
 pub fn applies(g: &ConvGeom) -> bool {
     let Some(isa) = isa() else { return false };
     let (w, _) = tile(isa);
-    g.groups == 1
+    g.k_len() > 1
+        && g.groups == 1
         && g.x[0] == 1
         && g.k[0] == 1
         && g.s == [1, 1, 1]
@@ -354,5 +359,7 @@ mod tests {
         assert!(!applies(&geom(2, 1, 4, [1, 12, 12], [1, 5, 5], [1; 3], [0; 3])));
         // too few outputs for one tile
         assert!(!applies(&geom(2, 1, 4, [1, 1, 12], [1, 1, 2], [1; 3], [0; 3])));
+        // 1×1 (MobileNetV2's 16-channel layer): the GEMM on the input in place
+        assert!(!applies(&geom(1, 16, 96, [1, 112, 112], [1, 1, 1], [1; 3], [0; 3])));
     }
 }
