@@ -418,7 +418,7 @@ unsafe fn forward_with(
                         }
                         tile(isa, k, &wr, col.ptr.add(j0), p.width, &t);
                         if !fast {
-                            finish_scalar(&t, buf.as_ptr(), qa, cols, f0, f, ylen, pres, py);
+                            finish_scalar(&t, buf.as_ptr(), MAX_NR, qa, cols, f0, f, ylen, pres, py);
                         }
                         j0 += nr;
                     }
@@ -429,12 +429,13 @@ unsafe fn forward_with(
     })
 }
 
-/// The epilogue of a tile whose raw sums are in `buf`: columns `qa .. qa + cols`
-/// (over the batch) of filters `f0 .. f0 + t.rows`.
+/// The epilogue of a tile whose raw sums are in `buf` (rows `bs` floats apart):
+/// columns `qa .. qa + cols` (over the batch) of filters `f0 .. f0 + t.rows`.
 #[allow(clippy::too_many_arguments)]
 unsafe fn finish_scalar(
     t: &Tile,
     buf: *const f32,
+    bs: usize,
     qa: usize,
     cols: usize,
     f0: usize,
@@ -447,7 +448,7 @@ unsafe fn finish_scalar(
         for j in 0..cols {
             let qj = qa + j;
             let at = ((qj / ylen) * f + f0 + i) * ylen + qj % ylen;
-            let mut v = *buf.add(i * MAX_NR + j) * t.scale[i] + t.bias[i];
+            let mut v = *buf.add(i * bs + j) * t.scale[i] + t.bias[i];
             if let Some(r) = res {
                 v += *r.get().add(at);
             }
@@ -532,14 +533,23 @@ fn narrow_tiles(nvec: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// One narrow micro-tile: `Σ_p w[i][p] · b[p][0 .. NV · NL]` for the 8 filters `i`,
-/// `b`'s rows `NV · NL` floats apart (the tile's panel), delivered as `t` says
-/// (raw sums in `t.buf`, rows [`MAX_NR`] apart, where `t.y` is null).
+/// One narrow micro-tile: `c[i] + Σ_p w[i][p] · b[p][0 .. NV · NL]` for the 8
+/// filters `i` (`c` the partial sums at `cin`, rows `ldc` apart, or zero where
+/// `cin` is null), `b`'s rows `NV · NL` floats apart (the tile's panel),
+/// delivered as `t` says (raw sums in `t.buf`, rows `ldc` apart, where `t.y` is
+/// null).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,fma")]
-unsafe fn narrow_tile_avx512<const NV: usize>(k: usize, w: &[*const f32; MAX_MR], b: *const f32, t: &Tile) {
+unsafe fn narrow_tile_avx512<const NV: usize>(k: usize, w: &[*const f32; MAX_MR], b: *const f32, cin: *const f32, ldc: usize, t: &Tile) {
     use std::arch::x86_64::*;
     let mut acc = [[_mm256_setzero_ps(); NV]; MAX_MR];
+    if !cin.is_null() {
+        for (i, r) in acc.iter_mut().enumerate() {
+            for (v, o) in r.iter_mut().enumerate() {
+                *o = _mm256_loadu_ps(cin.add(i * ldc + v * NL));
+            }
+        }
+    }
     let mut bp = b;
     for p in 0..k {
         let mut bv = [_mm256_setzero_ps(); NV];
@@ -557,7 +567,7 @@ unsafe fn narrow_tile_avx512<const NV: usize>(k: usize, w: &[*const f32; MAX_MR]
     if t.y.is_null() {
         for (i, r) in acc.iter().enumerate() {
             for (v, o) in r.iter().enumerate() {
-                _mm256_storeu_ps(t.buf.add(i * MAX_NR + v * NL), *o);
+                _mm256_storeu_ps(t.buf.add(i * ldc + v * NL), *o);
             }
         }
         return;
@@ -579,15 +589,28 @@ unsafe fn narrow_tile_avx512<const NV: usize>(k: usize, w: &[*const f32; MAX_MR]
 }
 
 #[inline(always)]
-unsafe fn narrow_tile(nv: usize, k: usize, w: &[*const f32; MAX_MR], b: *const f32, t: &Tile) {
+unsafe fn narrow_tile(nv: usize, k: usize, w: &[*const f32; MAX_MR], b: *const f32, cin: *const f32, ldc: usize, t: &Tile) {
     #[cfg(target_arch = "x86_64")]
     match nv {
-        1 => narrow_tile_avx512::<1>(k, w, b, t),
-        2 => narrow_tile_avx512::<2>(k, w, b, t),
-        _ => narrow_tile_avx512::<3>(k, w, b, t),
+        1 => narrow_tile_avx512::<1>(k, w, b, cin, ldc, t),
+        2 => narrow_tile_avx512::<2>(k, w, b, cin, ldc, t),
+        _ => narrow_tile_avx512::<3>(k, w, b, cin, ldc, t),
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (nv, k, w, b, t);
+    let _ = (nv, k, w, b, cin, ldc, t);
+}
+
+/// Floats of the unfolding per block of `K` rows on the narrow path (512 KiB:
+/// half a core's L2 on the AVX-512 AMD EPYC): every filter block of a task reads
+/// the block from L2, and each weight is read once per call.
+const NARROW_KC_FLOATS: usize = 1 << 17;
+
+/// The narrow path's blocks of `K` rows for `ld` columns: (rows per block, blocks),
+/// the blocks as equal as whole rows allow.
+fn narrow_kblocks(k: usize, ld: usize) -> (usize, usize) {
+    let max = (NARROW_KC_FLOATS / ld.max(1)).max(16);
+    let kc = k.div_ceil(k.div_ceil(max).max(1)).max(1);
+    (kc, k.div_ceil(kc).max(1))
 }
 
 /// The narrow path, for few output columns (batch 1 at 14×14 and 7×7): the whole
@@ -640,44 +663,55 @@ unsafe fn forward_narrow(
     })?;
     let (lo, hi) = ep.clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
     let nb = f.div_ceil(MAX_MR);
-    // More tasks than threads: a thread slowed by another process's work leaves
-    // the rest of its share to the others.
-    par_ranges(nb, (4 * threads).min(nb), &|_, b0, b1| {
-        let mut buf = [0f32; MAX_MR * MAX_NR];
-        for fb in b0..b1 {
-            let f0 = fb * MAX_MR;
-            let rows = MAX_MR.min(f - f0);
-            // SAFETY: rows past the filters repeat the last one (computed, never
-            // stored); the tiles' columns lie in the batch; each task writes the
-            // output rows of its own filters.
-            unsafe {
-                let wr: [*const f32; MAX_MR] = std::array::from_fn(|i| pw.get().add((f0 + i.min(rows - 1)) * k) as *const f32);
-                let mut t = Tile {
-                    y: std::ptr::null_mut(),
-                    res: std::ptr::null(),
-                    ys: ylen,
-                    rows,
-                    scale: std::array::from_fn(|i| pscale.filter(|_| i < rows).map_or(1.0, |s| *s.get().add(f0 + i))),
-                    bias: std::array::from_fn(|i| pbias.filter(|_| i < rows).map_or(0.0, |b| *b.get().add(f0 + i))),
-                    lo,
-                    hi,
-                    buf: buf.as_mut_ptr(),
-                };
-                for &(v0, nv) in tiles {
-                    let qa = v0 * NL;
-                    let cols = (nv * NL).min(q - qa);
-                    let (n, pix) = (qa / ylen, qa % ylen);
-                    let fast = cols == nv * NL && pix + cols <= ylen;
-                    if fast {
-                        let at = (n * f + f0) * ylen + pix;
-                        t.y = py.get().add(at);
-                        t.res = pres.map_or(std::ptr::null(), |r| r.get().add(at) as *const f32);
-                    } else {
-                        t.y = std::ptr::null_mut();
-                    }
-                    narrow_tile(nv, k, &wr, pcol.get().add(k * qa), &t);
-                    if !fast {
-                        finish_scalar(&t, buf.as_ptr(), qa, cols, f0, f, ylen, pres, py);
+    let (kc, nkb) = narrow_kblocks(k, ld);
+    // Twice as many tasks as threads: a thread slowed by another process's work
+    // leaves part of its share to the others.
+    par_ranges(nb, (2 * threads).min(nb), &|_, b0, b1| {
+        // The task's partial sums over the K blocks: its filter blocks' rows of
+        // `ld` columns.
+        let acc = Scratch::<f32>::new((b1 - b0) * MAX_MR * ld)?;
+        for kb in 0..nkb {
+            let (k0, k1) = (kb * kc, (kb * kc + kc).min(k));
+            let last = kb + 1 == nkb;
+            for fb in b0..b1 {
+                let f0 = fb * MAX_MR;
+                let rows = MAX_MR.min(f - f0);
+                // SAFETY: rows past the filters repeat the last one (computed, never
+                // stored); the tiles' columns lie in the batch; each task writes the
+                // output rows of its own filters and its own partial sums.
+                unsafe {
+                    let wr: [*const f32; MAX_MR] =
+                        std::array::from_fn(|i| pw.get().add((f0 + i.min(rows - 1)) * k + k0) as *const f32);
+                    let cb = acc.ptr.add((fb - b0) * MAX_MR * ld);
+                    let mut t = Tile {
+                        y: std::ptr::null_mut(),
+                        res: std::ptr::null(),
+                        ys: ylen,
+                        rows,
+                        scale: std::array::from_fn(|i| pscale.filter(|_| i < rows).map_or(1.0, |s| *s.get().add(f0 + i))),
+                        bias: std::array::from_fn(|i| pbias.filter(|_| i < rows).map_or(0.0, |b| *b.get().add(f0 + i))),
+                        lo,
+                        hi,
+                        buf: std::ptr::null_mut(),
+                    };
+                    for &(v0, nv) in tiles {
+                        let qa = v0 * NL;
+                        let cols = (nv * NL).min(q - qa);
+                        let (n, pix) = (qa / ylen, qa % ylen);
+                        let fast = last && cols == nv * NL && pix + cols <= ylen;
+                        if fast {
+                            let at = (n * f + f0) * ylen + pix;
+                            t.y = py.get().add(at);
+                            t.res = pres.map_or(std::ptr::null(), |r| r.get().add(at) as *const f32);
+                        } else {
+                            t.y = std::ptr::null_mut();
+                            t.buf = cb.add(qa);
+                        }
+                        let cin = if kb == 0 { std::ptr::null() } else { cb.add(qa) as *const f32 };
+                        narrow_tile(nv, k1 - k0, &wr, pcol.get().add(k * qa + k0 * nv * NL), cin, ld, &t);
+                        if last && !fast {
+                            finish_scalar(&t, cb.add(qa), ld, qa, cols, f0, f, ylen, pres, py);
+                        }
                     }
                 }
             }
@@ -869,11 +903,28 @@ mod tests {
             geom(1, 3, 8, (1, 1), (3, 3), (1, 1), (1, 1), (1, 1)),
             geom(1, 6, 17, (3, 40), (2, 3), (1, 2), (1, 1), (1, 1)),
             geom(4, 12, 9, (8, 8), (3, 3), (2, 2), (1, 1), (1, 1)),
+            // K in blocks: 2 of 7×7 (K = 2700), 3 of 14×14 (K = 1440).
+            geom(1, 300, 20, (7, 7), (3, 3), (1, 1), (1, 1), (1, 1)),
+            geom(1, 160, 12, (14, 14), (3, 3), (1, 1), (1, 1), (1, 1)),
+            geom(2, 130, 10, (7, 7), (3, 3), (2, 2), (1, 1), (1, 1)),
         ];
         let isas: Vec<Isa> = isas().into_iter().filter(|&i| narrow_isa(i)).collect();
         check_cases(&cases, &isas, &|isa, threads, g, x, w, ep, y| unsafe {
             forward_narrow(isa, threads, g, x.as_ptr(), w.as_ptr(), ep, y.as_mut_ptr()).unwrap()
         });
+    }
+
+    #[test]
+    fn narrow_kblocks_cover_k() {
+        for k in 1..3000 {
+            for ld in [8, 56, 200, 1000, 70000] {
+                let (kc, n) = narrow_kblocks(k, ld);
+                assert!(kc >= 1 && (n - 1) * kc < k && n * kc >= k, "{k} {ld}: {kc} {n}");
+                assert!(kc * ld <= NARROW_KC_FLOATS.max(16 * ld), "{k} {ld}: {kc}");
+            }
+        }
+        assert_eq!(narrow_kblocks(4608, 56).1, 2);
+        assert_eq!(narrow_kblocks(2304, 200).1, 4);
     }
 
     #[test]
