@@ -998,13 +998,25 @@ mod tests {
         for isa in isas() {
             let mut y = vec![0f32; g.f * g.y_len()];
             let ep = Epilogue { scale: None, bias: None, residual: None, clamp: Some((0.0, f32::INFINITY)) };
-            unsafe { forward_with(isa, 1, &g, x.as_ptr(), w.as_ptr(), &ep, y.as_mut_ptr()).unwrap() };
-            // Outputs 4, 5, 6 of row 0 read x[5] in every filter.
-            for f in 0..g.f {
-                for ow in 4..7 {
-                    assert!(y[f * g.y_len() + ow].is_nan(), "{isa:?} filter {f} column {ow}");
+            for narrow_path in [false, true] {
+                if narrow_path && !narrow_isa(isa) {
+                    continue;
                 }
-                assert!(!y[f * g.y_len() + 20].is_nan());
+                y.fill(0.0);
+                unsafe {
+                    if narrow_path {
+                        forward_narrow(isa, 2, &g, x.as_ptr(), w.as_ptr(), &ep, y.as_mut_ptr()).unwrap()
+                    } else {
+                        forward_with(isa, 1, &g, x.as_ptr(), w.as_ptr(), &ep, y.as_mut_ptr()).unwrap()
+                    }
+                };
+                // Outputs 4, 5, 6 of row 0 read x[5] in every filter.
+                for f in 0..g.f {
+                    for ow in 4..7 {
+                        assert!(y[f * g.y_len() + ow].is_nan(), "{isa:?} narrow {narrow_path} filter {f} column {ow}");
+                    }
+                    assert!(!y[f * g.y_len() + 20].is_nan());
+                }
             }
         }
     }
