@@ -23,6 +23,12 @@
 //! - Parallelism: the chunks are split across the compute pool; when there are
 //!   fewer chunks than threads (batch 1 with few pixels), the filter blocks are
 //!   split too, each task unfolding the chunk it needs.
+//! - Few columns (fewer than [`MIN_COLUMNS`] over the batch: ResNet's 14×14 and
+//!   7×7 layers at batch 1) take the narrow path instead ([`forward_narrow`],
+//!   AVX-512VL): the whole unfolding is built once (the channels split across the
+//!   pool) with its columns padded to a multiple of 8 only, stored panel by panel;
+//!   256-bit micro-tiles of 8 filters × 8 to 24 columns; the filter blocks split
+//!   across the pool. `OXNET_CONV_NARROW=1` / `=0` force it on / off.
 //!
 //! When it runs: `OXNET_CONV_BLOCKED=1` forces it on for every convolution it can
 //! take ([`suitable`]), `=0` forces it off; otherwise [`pays`] decides.
@@ -91,8 +97,16 @@ pub fn suitable(g: &ConvGeom) -> bool {
 /// fill the micro-tile, and at least [`MIN_COLUMNS`] output pixels over the batch
 /// (with fewer, as ResNet's 14×14 and 7×7 layers at batch 1, the padding of the
 /// last tile's columns cost more than the library's packing).
+///
+/// Below [`MIN_COLUMNS`] it takes them too where the narrow path runs
+/// ([`forward_narrow`]: AVX-512VL, columns padded to a multiple of 8 only, the
+/// filters split across the threads), measured faster than im2col + GEMM there.
 pub fn pays(g: &ConvGeom) -> bool {
-    suitable(g) && g.k_len() > 1 && g.f >= 16 && g.col_rows() >= 16 && g.batch * g.y_len() >= MIN_COLUMNS
+    suitable(g)
+        && g.k_len() > 1
+        && g.f >= 16
+        && g.col_rows() >= 16
+        && (g.batch * g.y_len() >= MIN_COLUMNS || narrow(isa(), g))
 }
 
 /// Fewest output pixels (over the batch) for which the default takes the kernel.
@@ -129,55 +143,99 @@ fn plan(g: &ConvGeom, mr: usize, nr: usize, threads: usize) -> Plan {
 /// # Safety
 /// `x` must hold the batch, `col` `K · ld` floats, `nq <= ld`.
 unsafe fn unfold_chunk(isa: Isa, g: &ConvGeom, x: *const f32, q0: usize, nq: usize, col: *mut f32, ld: usize) {
-    let [_, xh, xw] = g.x;
-    let [_, _, yw] = g.y;
-    let (xlen, ylen) = (g.x_len(), g.y_len());
-    let (sh, sw) = (g.s[1], g.s[2]);
     let mut r = 0;
     for c in 0..g.c {
         for kh in 0..g.k[1] {
-            let off_h = (kh * g.d[1]) as isize - g.p[1] as isize;
             for kw in 0..g.k[2] {
-                let off_w = (kw * g.d[2]) as isize - g.p[2] as isize;
-                let (lo, hi) = valid_range(off_w, sw, xw, yw);
                 let dst = col.add(r * ld);
                 r += 1;
-                let (mut q, end) = (q0, q0 + nq);
-                while q < end {
-                    let (n, pix) = (q / ylen, q % ylen);
-                    let (oh, ow0) = (pix / yw, pix % yw);
-                    let seg = (yw - ow0).min(end - q);
-                    let d = std::slice::from_raw_parts_mut(dst.add(q - q0), seg);
-                    let ih = (oh * sh) as isize + off_h;
-                    if ih < 0 || ih >= xh as isize {
-                        d.fill(0.0);
-                    } else {
-                        // Output columns ow0 .. ow0 + seg; those in lo..hi read the row.
-                        let a = lo.clamp(ow0, ow0 + seg);
-                        let b = hi.clamp(a, ow0 + seg);
-                        d[..a - ow0].fill(0.0);
-                        d[b - ow0..].fill(0.0);
-                        let src = x.add((n * g.c + c) * xlen + ih as usize * xw);
-                        let out = &mut d[a - ow0..b - ow0];
-                        if sw == 1 {
-                            let from = src.offset(a as isize + off_w);
-                            std::ptr::copy_nonoverlapping(from, out.as_mut_ptr(), b - a);
-                        } else if sw == 2 && isa == Isa::Avx512 {
-                            #[cfg(target_arch = "x86_64")]
-                            gather_s2_avx512(src.offset((2 * a) as isize + off_w), out.as_mut_ptr(), b - a);
-                        } else {
-                            for (j, v) in out.iter_mut().enumerate() {
-                                *v = *src.offset(((a + j) * sw) as isize + off_w);
-                            }
-                        }
-                    }
-                    q += seg;
-                }
+                unfold_row(isa, g, x, (c, kh, kw), q0, nq, dst);
                 if ld > nq {
                     std::ptr::write_bytes(dst.add(nq), 0, ld - nq);
                 }
             }
         }
+    }
+}
+
+/// Row `(c, kh, kw)` of the unfolding: the input values that tap `(kh, kw)` of
+/// channel `c` reads for the output columns `q0 .. q0 + nq` (over the batch), into
+/// `dst[0 .. nq]` (zeros where the tap falls in the padding).
+///
+/// # Safety
+/// `x` must hold the batch, `dst` `nq` floats; `c`, `kh`, `kw` within `g`.
+#[inline]
+unsafe fn unfold_row(isa: Isa, g: &ConvGeom, x: *const f32, (c, kh, kw): (usize, usize, usize), q0: usize, nq: usize, dst: *mut f32) {
+    let [_, xh, xw] = g.x;
+    let [_, _, yw] = g.y;
+    let (xlen, ylen) = (g.x_len(), g.y_len());
+    let (sh, sw) = (g.s[1], g.s[2]);
+    let off_h = (kh * g.d[1]) as isize - g.p[1] as isize;
+    let off_w = (kw * g.d[2]) as isize - g.p[2] as isize;
+    let (lo, hi) = valid_range(off_w, sw, xw, yw);
+    let (mut q, end) = (q0, q0 + nq);
+    while q < end {
+        let (n, pix) = (q / ylen, q % ylen);
+        let (oh, ow0) = (pix / yw, pix % yw);
+        let seg = (yw - ow0).min(end - q);
+        let ih = (oh * sh) as isize + off_h;
+        #[cfg(target_arch = "x86_64")]
+        if isa == Isa::Avx512 && (sw == 1 || ih < 0 || ih >= xh as isize) {
+            // Masked 16-lane copies: the rows of small images (14 or 7 wide) were
+            // a library call each, about a tenth of the narrow path's time.
+            let inside = ih >= 0 && ih < xh as isize;
+            let (a, b) = if inside { (lo.clamp(ow0, ow0 + seg), hi.clamp(lo.clamp(ow0, ow0 + seg), ow0 + seg)) } else { (ow0, ow0) };
+            let row = x.wrapping_add((n * g.c + c) * xlen + if inside { ih as usize * xw } else { 0 });
+            segment_s1_avx512(row.wrapping_offset(ow0 as isize + off_w), dst.add(q - q0), seg, a - ow0, b - ow0);
+            q += seg;
+            continue;
+        }
+        let d = std::slice::from_raw_parts_mut(dst.add(q - q0), seg);
+        if ih < 0 || ih >= xh as isize {
+            d.fill(0.0);
+        } else {
+            // Output columns ow0 .. ow0 + seg; those in lo..hi read the row.
+            let a = lo.clamp(ow0, ow0 + seg);
+            let b = hi.clamp(a, ow0 + seg);
+            d[..a - ow0].fill(0.0);
+            d[b - ow0..].fill(0.0);
+            let src = x.add((n * g.c + c) * xlen + ih as usize * xw);
+            let out = &mut d[a - ow0..b - ow0];
+            if sw == 1 {
+                let from = src.offset(a as isize + off_w);
+                std::ptr::copy_nonoverlapping(from, out.as_mut_ptr(), b - a);
+            } else if sw == 2 && isa == Isa::Avx512 {
+                #[cfg(target_arch = "x86_64")]
+                gather_s2_avx512(src.offset((2 * a) as isize + off_w), out.as_mut_ptr(), b - a);
+            } else {
+                for (j, v) in out.iter_mut().enumerate() {
+                    *v = *src.offset(((a + j) * sw) as isize + off_w);
+                }
+            }
+        }
+        q += seg;
+    }
+}
+
+/// `d[j] = base[j]` for `va <= j < vb`, `0.0` for the other `j < seg`: sixteen
+/// lanes at a time by masked loads and stores (lanes outside `va..vb` are not
+/// read, so `base` may point outside the input where they fall).
+///
+/// # Safety
+/// `base[va..vb]` readable, `d[..seg]` writable, `va <= vb <= seg`; the CPU must
+/// run AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn segment_s1_avx512(base: *const f32, d: *mut f32, seg: usize, va: usize, vb: usize) {
+    use std::arch::x86_64::*;
+    let lanes = |n: usize| -> u32 { if n >= 16 { 0xffff } else { (1u32 << n) - 1 } };
+    let mut j0 = 0;
+    while j0 < seg {
+        let store = lanes(seg - j0) as __mmask16;
+        let valid = (lanes(vb.saturating_sub(j0)) & !lanes(va.saturating_sub(j0))) as __mmask16;
+        let v = _mm512_maskz_loadu_ps(valid, base.wrapping_add(j0));
+        _mm512_mask_storeu_ps(d.add(j0), store, v);
+        j0 += 16;
     }
 }
 
@@ -320,7 +378,11 @@ unsafe fn tile(isa: Isa, k: usize, w: &[*const f32; MAX_MR], col: *const f32, ld
 /// `g` must be [`suitable`]; the pointers must be valid for the extents `g` gives,
 /// and `y` must not overlap the inputs or `ep`'s residual.
 pub unsafe fn forward(g: &ConvGeom, x: *const f32, w: *const f32, ep: &Epilogue<f32>, y: *mut f32) -> Result<()> {
-    forward_with(isa(), crate::engine::threads().max(1), g, x, w, ep, y)
+    let (isa, threads) = (isa(), crate::engine::threads().max(1));
+    if narrow(isa, g) {
+        return forward_narrow(isa, threads, g, x, w, ep, y);
+    }
+    forward_with(isa, threads, g, x, w, ep, y)
 }
 
 /// [`forward`] with the kernel of `isa` (which the CPU must run) over `threads` tasks.
@@ -389,7 +451,7 @@ unsafe fn forward_with(
                         }
                         tile(isa, k, &wr, col.ptr.add(j0), p.width, &t);
                         if !fast {
-                            finish_scalar(&t, buf.as_ptr(), qa, cols, f0, f, ylen, pres, py);
+                            finish_scalar(&t, buf.as_ptr(), MAX_NR, qa, cols, f0, f, ylen, pres, py);
                         }
                         j0 += nr;
                     }
@@ -400,12 +462,13 @@ unsafe fn forward_with(
     })
 }
 
-/// The epilogue of a tile whose raw sums are in `buf`: columns `qa .. qa + cols`
-/// (over the batch) of filters `f0 .. f0 + t.rows`.
+/// The epilogue of a tile whose raw sums are in `buf` (rows `bs` floats apart):
+/// columns `qa .. qa + cols` (over the batch) of filters `f0 .. f0 + t.rows`.
 #[allow(clippy::too_many_arguments)]
 unsafe fn finish_scalar(
     t: &Tile,
     buf: *const f32,
+    bs: usize,
     qa: usize,
     cols: usize,
     f0: usize,
@@ -418,7 +481,7 @@ unsafe fn finish_scalar(
         for j in 0..cols {
             let qj = qa + j;
             let at = ((qj / ylen) * f + f0 + i) * ylen + qj % ylen;
-            let mut v = *buf.add(i * MAX_NR + j) * t.scale[i] + t.bias[i];
+            let mut v = *buf.add(i * bs + j) * t.scale[i] + t.bias[i];
             if let Some(r) = res {
                 v += *r.get().add(at);
             }
@@ -431,6 +494,266 @@ unsafe fn finish_scalar(
             *y.get().add(at) = v;
         }
     }
+}
+
+/// Lanes of the narrow kernel's vectors (256-bit: on the AVX-512 AMD EPYC (Zen 4)
+/// two 256-bit FMAs issue per cycle, as many lanes as one 512-bit FMA, and the
+/// narrower vectors pad the columns to a multiple of 8 instead of 32).
+const NL: usize = 8;
+
+/// Most vectors (of [`NL`] columns) per narrow micro-tile: 8 filters × 3 vectors,
+/// 24 accumulators of the 32 registers AVX-512VL gives 256-bit code.
+const NV_MAX: usize = 3;
+
+/// Largest unfolding (floats) the narrow path builds whole.
+const NARROW_FLOATS: usize = 1 << 22;
+
+/// How the environment sets the narrow path's choice (`OXNET_CONV_NARROW`): `1`
+/// takes it for every convolution the blocked kernel runs (where the unfolding
+/// fits [`NARROW_FLOATS`]), `0` never; unset, below [`MIN_COLUMNS`] columns with
+/// more than one compute thread.
+fn narrow_mode() -> Mode {
+    static MODE: std::sync::OnceLock<Mode> = std::sync::OnceLock::new();
+    *MODE.get_or_init(|| match std::env::var("OXNET_CONV_NARROW").as_deref().map(str::trim) {
+        Ok("1") => Mode::On,
+        Ok("0") => Mode::Off,
+        _ => Mode::Auto,
+    })
+}
+
+/// The CPU runs the narrow kernel (AVX-512F with VL and FMA).
+fn narrow_isa(isa: Isa) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        isa == Isa::Avx512 && std::arch::is_x86_feature_detected!("avx512vl")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = isa;
+        false
+    }
+}
+
+/// The unfolding of the narrow path fits its budget.
+fn narrow_fits(g: &ConvGeom) -> bool {
+    g.col_rows().saturating_mul((g.batch * g.y_len()).div_ceil(NL) * NL) <= NARROW_FLOATS
+}
+
+/// True when [`forward`] takes the narrow path for `g` (which must be [`suitable`]).
+fn narrow(isa: Isa, g: &ConvGeom) -> bool {
+    narrow_isa(isa)
+        && narrow_fits(g)
+        && match narrow_mode() {
+            Mode::On => true,
+            Mode::Off => false,
+            // (Its gain is the even split of the filters across the threads: on
+            // one thread im2col + GEMM measured ~5% faster.)
+            Mode::Auto => g.batch * g.y_len() < MIN_COLUMNS && crate::engine::threads() > 1,
+        }
+}
+
+/// The narrow path's column tiles over `nvec` vectors: (first vector, vectors),
+/// as few tiles as [`NV_MAX`] allows, their sizes differing by at most one.
+fn narrow_tiles(nvec: usize) -> Vec<(usize, usize)> {
+    let n = nvec.div_ceil(NV_MAX).max(1);
+    let (base, extra) = (nvec / n, nvec % n);
+    let mut v0 = 0;
+    (0..n)
+        .map(|t| {
+            let nv = base + usize::from(t < extra);
+            let tile = (v0, nv);
+            v0 += nv;
+            tile
+        })
+        .filter(|t| t.1 > 0)
+        .collect()
+}
+
+/// One narrow micro-tile: `c[i] + Σ_p w[i][p] · b[p][0 .. NV · NL]` for the 8
+/// filters `i` (`c` the partial sums at `cin`, rows `ldc` apart, or zero where
+/// `cin` is null), `b`'s rows `NV · NL` floats apart (the tile's panel),
+/// delivered as `t` says (raw sums in `t.buf`, rows `ldc` apart, where `t.y` is
+/// null).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,fma")]
+unsafe fn narrow_tile_avx512<const NV: usize>(k: usize, w: &[*const f32; MAX_MR], b: *const f32, cin: *const f32, ldc: usize, t: &Tile) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm256_setzero_ps(); NV]; MAX_MR];
+    if !cin.is_null() {
+        for (i, r) in acc.iter_mut().enumerate() {
+            for (v, o) in r.iter_mut().enumerate() {
+                *o = _mm256_loadu_ps(cin.add(i * ldc + v * NL));
+            }
+        }
+    }
+    let mut bp = b;
+    for p in 0..k {
+        let mut bv = [_mm256_setzero_ps(); NV];
+        for (v, o) in bv.iter_mut().enumerate() {
+            *o = _mm256_loadu_ps(bp.add(v * NL));
+        }
+        for i in 0..MAX_MR {
+            let a = _mm256_set1_ps(*w[i].add(p));
+            for v in 0..NV {
+                acc[i][v] = _mm256_fmadd_ps(a, bv[v], acc[i][v]);
+            }
+        }
+        bp = bp.add(NV * NL);
+    }
+    if t.y.is_null() {
+        for (i, r) in acc.iter().enumerate() {
+            for (v, o) in r.iter().enumerate() {
+                _mm256_storeu_ps(t.buf.add(i * ldc + v * NL), *o);
+            }
+        }
+        return;
+    }
+    let (lo, hi) = (_mm256_set1_ps(t.lo), _mm256_set1_ps(t.hi));
+    for (i, r) in acc.iter().enumerate().take(t.rows) {
+        let (s, bias) = (_mm256_set1_ps(t.scale[i]), _mm256_set1_ps(t.bias[i]));
+        for (v, a) in r.iter().enumerate() {
+            let at = i * t.ys + v * NL;
+            let mut o = _mm256_add_ps(_mm256_mul_ps(*a, s), bias);
+            if !t.res.is_null() {
+                o = _mm256_add_ps(o, _mm256_loadu_ps(t.res.add(at)));
+            }
+            // (Operand order: a NaN in `o` passes through, as MXNet's relu keeps it.)
+            o = _mm256_min_ps(hi, _mm256_max_ps(lo, o));
+            _mm256_storeu_ps(t.y.add(at), o);
+        }
+    }
+}
+
+#[inline(always)]
+unsafe fn narrow_tile(nv: usize, k: usize, w: &[*const f32; MAX_MR], b: *const f32, cin: *const f32, ldc: usize, t: &Tile) {
+    #[cfg(target_arch = "x86_64")]
+    match nv {
+        1 => narrow_tile_avx512::<1>(k, w, b, cin, ldc, t),
+        2 => narrow_tile_avx512::<2>(k, w, b, cin, ldc, t),
+        _ => narrow_tile_avx512::<3>(k, w, b, cin, ldc, t),
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (nv, k, w, b, cin, ldc, t);
+}
+
+/// Floats of the unfolding per block of `K` rows on the narrow path (512 KiB:
+/// half a core's L2 on the AVX-512 AMD EPYC): every filter block of a task reads
+/// the block from L2, and each weight is read once per call.
+const NARROW_KC_FLOATS: usize = 1 << 17;
+
+/// The narrow path's blocks of `K` rows for `ld` columns: (rows per block, blocks),
+/// the blocks as equal as whole rows allow.
+fn narrow_kblocks(k: usize, ld: usize) -> (usize, usize) {
+    let max = (NARROW_KC_FLOATS / ld.max(1)).max(16);
+    let kc = k.div_ceil(k.div_ceil(max).max(1)).max(1);
+    (kc, k.div_ceil(kc).max(1))
+}
+
+/// The narrow path, for few output columns (batch 1 at 14×14 and 7×7): the whole
+/// batch's unfolding is built once, split over the channels across the pool, its
+/// columns padded to a multiple of [`NL`] only and stored tile by tile (each
+/// tile's panel contiguous, rows of 8 to 24 floats); then the filter blocks are
+/// split across the pool, each running 8 filters × up to 24 columns micro-tiles
+/// over its panels with the epilogue applied in registers.
+///
+/// # Safety
+/// As for [`forward`]; the CPU must pass [`narrow_isa`].
+unsafe fn forward_narrow(
+    isa: Isa,
+    threads: usize,
+    g: &ConvGeom,
+    x: *const f32,
+    w: *const f32,
+    ep: &Epilogue<f32>,
+    y: *mut f32,
+) -> Result<()> {
+    let (k, ylen, f) = (g.col_rows(), g.y_len(), g.f);
+    let q = g.batch * ylen;
+    let nvec = q.div_ceil(NL);
+    let ld = nvec * NL;
+    let tiles = narrow_tiles(nvec);
+    let col = Scratch::<f32>::new(k * ld)?;
+    let (px, pw, py, pcol) = (SendPtr(x as *mut f32), SendPtr(w as *mut f32), SendPtr(y), SendPtr(col.ptr));
+    let pres = ep.residual.map(|r| SendPtr(r as *mut f32));
+    let (pscale, pbias) = (ep.scale.map(|v| SendPtr(v as *mut f32)), ep.bias.map(|v| SendPtr(v as *mut f32)));
+    let (kh_n, kw_n) = (g.k[1], g.k[2]);
+    let tiles = &tiles;
+    par_ranges(g.c, threads, &|_, c0, c1| {
+        let row = Scratch::<f32>::new(ld)?;
+        // SAFETY: each task writes the rows of its own channels; row is its own.
+        unsafe {
+            std::ptr::write_bytes(row.ptr.add(q), 0, ld - q);
+            for c in c0..c1 {
+                for kh in 0..kh_n {
+                    for kw in 0..kw_n {
+                        let r = (c * kh_n + kh) * kw_n + kw;
+                        unfold_row(isa, g, px.get(), (c, kh, kw), 0, q, row.ptr);
+                        for &(v0, nv) in tiles {
+                            std::ptr::copy_nonoverlapping(row.ptr.add(v0 * NL), pcol.get().add(k * v0 * NL + r * nv * NL), nv * NL);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    })?;
+    let (lo, hi) = ep.clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
+    let nb = f.div_ceil(MAX_MR);
+    let (kc, nkb) = narrow_kblocks(k, ld);
+    // Twice as many tasks as threads: a thread slowed by another process's work
+    // leaves part of its share to the others.
+    par_ranges(nb, (2 * threads).min(nb), &|_, b0, b1| {
+        // The task's partial sums over the K blocks: its filter blocks' rows of
+        // `ld` columns.
+        let acc = Scratch::<f32>::new((b1 - b0) * MAX_MR * ld)?;
+        for kb in 0..nkb {
+            let (k0, k1) = (kb * kc, (kb * kc + kc).min(k));
+            let last = kb + 1 == nkb;
+            for fb in b0..b1 {
+                let f0 = fb * MAX_MR;
+                let rows = MAX_MR.min(f - f0);
+                // SAFETY: rows past the filters repeat the last one (computed, never
+                // stored); the tiles' columns lie in the batch; each task writes the
+                // output rows of its own filters and its own partial sums.
+                unsafe {
+                    let wr: [*const f32; MAX_MR] =
+                        std::array::from_fn(|i| pw.get().add((f0 + i.min(rows - 1)) * k + k0) as *const f32);
+                    let cb = acc.ptr.add((fb - b0) * MAX_MR * ld);
+                    let mut t = Tile {
+                        y: std::ptr::null_mut(),
+                        res: std::ptr::null(),
+                        ys: ylen,
+                        rows,
+                        scale: std::array::from_fn(|i| pscale.filter(|_| i < rows).map_or(1.0, |s| *s.get().add(f0 + i))),
+                        bias: std::array::from_fn(|i| pbias.filter(|_| i < rows).map_or(0.0, |b| *b.get().add(f0 + i))),
+                        lo,
+                        hi,
+                        buf: std::ptr::null_mut(),
+                    };
+                    for &(v0, nv) in tiles {
+                        let qa = v0 * NL;
+                        let cols = (nv * NL).min(q - qa);
+                        let (n, pix) = (qa / ylen, qa % ylen);
+                        let fast = last && cols == nv * NL && pix + cols <= ylen;
+                        if fast {
+                            let at = (n * f + f0) * ylen + pix;
+                            t.y = py.get().add(at);
+                            t.res = pres.map_or(std::ptr::null(), |r| r.get().add(at) as *const f32);
+                        } else {
+                            t.y = std::ptr::null_mut();
+                            t.buf = cb.add(qa);
+                        }
+                        let cin = if kb == 0 { std::ptr::null() } else { cb.add(qa) as *const f32 };
+                        narrow_tile(nv, k1 - k0, &wr, pcol.get().add(k * qa + k0 * nv * NL), cin, ld, &t);
+                        if last && !fast {
+                            finish_scalar(&t, cb.add(qa), ld, qa, cols, f0, f, ylen, pres, py);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    })
 }
 
 #[cfg(test)]
@@ -526,23 +849,13 @@ mod tests {
         v
     }
 
-    /// Every geometry on every ISA and thread count, with and without each part of
-    /// the epilogue, against float64: the error of an output stays within 1e-5 of
-    /// its `Σ|w·x|` (a float32 sum of K products) plus 1e-6.
-    #[test]
-    fn forward_matches_float64_reference() {
-        let cases = [
-            geom(1, 3, 64, (37, 41), (7, 7), (2, 2), (3, 3), (1, 1)),
-            geom(1, 16, 32, (14, 14), (3, 3), (2, 2), (1, 1), (1, 1)),
-            geom(2, 17, 19, (9, 11), (3, 3), (1, 1), (1, 1), (1, 1)),
-            geom(3, 8, 13, (7, 7), (3, 3), (1, 1), (1, 1), (1, 1)),
-            geom(1, 32, 24, (13, 9), (1, 1), (2, 2), (0, 0), (1, 1)),
-            geom(2, 5, 17, (11, 10), (3, 2), (2, 3), (2, 1), (2, 1)),
-            geom(1, 4, 9, (1, 50), (1, 5), (1, 2), (0, 2), (1, 3)),
-            geom(5, 6, 40, (6, 5), (3, 3), (1, 1), (0, 0), (1, 1)),
-            geom(2, 300, 16, (5, 5), (3, 3), (2, 2), (1, 1), (1, 1)),
-        ];
-        for g in &cases {
+    type Runner = dyn Fn(Isa, usize, &ConvGeom, &[f32], &[f32], &Epilogue<f32>, &mut [f32]);
+
+    /// Each geometry on each of `isas` and thread counts 1 to 3, with and without
+    /// each part of the epilogue, against float64: the error of an output stays
+    /// within 1e-5 of its `Σ|w·x|` (a float32 sum of K products) plus 1e-6.
+    fn check_cases(cases: &[ConvGeom], isas: &[Isa], run: &Runner) {
+        for g in cases {
             let (xn, wn, yn) = (g.batch * g.c * g.x_len(), g.f * g.col_rows(), g.batch * g.f * g.y_len());
             let x = data(xn, 1);
             let w = data(wn, 2);
@@ -550,7 +863,7 @@ mod tests {
             let bias = data(g.f, 4);
             let res = data(yn, 5);
             let (want, mag) = reference(g, &x, &w);
-            for isa in isas() {
+            for &isa in isas {
                 for threads in [1, 2, 3] {
                     for variant in 0..3 {
                         let ep = match variant {
@@ -564,7 +877,7 @@ mod tests {
                             },
                         };
                         let mut y = vec![f32::NAN; yn];
-                        unsafe { forward_with(isa, threads, g, x.as_ptr(), w.as_ptr(), &ep, y.as_mut_ptr()).unwrap() };
+                        run(isa, threads, g, &x, &w, &ep, &mut y);
                         for (i, got) in y.iter().enumerate() {
                             let f = (i / g.y_len()) % g.f;
                             let mut v = want[i];
@@ -591,6 +904,96 @@ mod tests {
     }
 
     #[test]
+    fn forward_matches_float64_reference() {
+        let cases = [
+            geom(1, 3, 64, (37, 41), (7, 7), (2, 2), (3, 3), (1, 1)),
+            geom(1, 16, 32, (14, 14), (3, 3), (2, 2), (1, 1), (1, 1)),
+            geom(2, 17, 19, (9, 11), (3, 3), (1, 1), (1, 1), (1, 1)),
+            geom(3, 8, 13, (7, 7), (3, 3), (1, 1), (1, 1), (1, 1)),
+            geom(1, 32, 24, (13, 9), (1, 1), (2, 2), (0, 0), (1, 1)),
+            geom(2, 5, 17, (11, 10), (3, 2), (2, 3), (2, 1), (2, 1)),
+            geom(1, 4, 9, (1, 50), (1, 5), (1, 2), (0, 2), (1, 3)),
+            geom(5, 6, 40, (6, 5), (3, 3), (1, 1), (0, 0), (1, 1)),
+            geom(2, 300, 16, (5, 5), (3, 3), (2, 2), (1, 1), (1, 1)),
+        ];
+        check_cases(&cases, &isas(), &|isa, threads, g, x, w, ep, y| unsafe {
+            forward_with(isa, threads, g, x.as_ptr(), w.as_ptr(), ep, y.as_mut_ptr()).unwrap()
+        });
+    }
+
+    /// The narrow path (where the CPU runs it) on the shapes it is for (14×14 and
+    /// 7×7 at batch 1, stride 1 and 2) and odd ones: column counts that are not a
+    /// multiple of 8 or of a tile, filters not a multiple of 8, tiles straddling
+    /// images (batch > 1), 1×1, dilation, asymmetric padding.
+    #[test]
+    fn narrow_matches_float64_reference() {
+        let cases = [
+            geom(1, 24, 40, (14, 14), (3, 3), (1, 1), (1, 1), (1, 1)),
+            geom(1, 20, 32, (7, 7), (3, 3), (1, 1), (1, 1), (1, 1)),
+            geom(1, 16, 24, (28, 28), (3, 3), (2, 2), (1, 1), (1, 1)),
+            geom(1, 16, 16, (14, 14), (3, 3), (2, 2), (1, 1), (1, 1)),
+            geom(1, 32, 24, (14, 14), (1, 1), (2, 2), (0, 0), (1, 1)),
+            geom(2, 9, 19, (7, 7), (3, 3), (1, 1), (1, 1), (1, 1)),
+            geom(3, 5, 13, (5, 6), (3, 3), (1, 1), (0, 1), (1, 1)),
+            geom(1, 7, 11, (9, 9), (3, 3), (1, 1), (2, 2), (2, 2)),
+            geom(1, 3, 8, (1, 1), (3, 3), (1, 1), (1, 1), (1, 1)),
+            geom(1, 6, 17, (3, 40), (2, 3), (1, 2), (1, 1), (1, 1)),
+            geom(4, 12, 9, (8, 8), (3, 3), (2, 2), (1, 1), (1, 1)),
+            // K in blocks: 2 of 7×7 (K = 2700), 3 of 14×14 (K = 1440).
+            geom(1, 300, 20, (7, 7), (3, 3), (1, 1), (1, 1), (1, 1)),
+            geom(1, 160, 12, (14, 14), (3, 3), (1, 1), (1, 1), (1, 1)),
+            geom(2, 130, 10, (7, 7), (3, 3), (2, 2), (1, 1), (1, 1)),
+        ];
+        let isas: Vec<Isa> = isas().into_iter().filter(|&i| narrow_isa(i)).collect();
+        check_cases(&cases, &isas, &|isa, threads, g, x, w, ep, y| unsafe {
+            forward_narrow(isa, threads, g, x.as_ptr(), w.as_ptr(), ep, y.as_mut_ptr()).unwrap()
+        });
+    }
+
+    #[test]
+    fn narrow_kblocks_cover_k() {
+        for k in 1..3000 {
+            for ld in [8, 56, 200, 1000, 70000] {
+                let (kc, n) = narrow_kblocks(k, ld);
+                assert!(kc >= 1 && (n - 1) * kc < k && n * kc >= k, "{k} {ld}: {kc} {n}");
+                assert!(kc * ld <= NARROW_KC_FLOATS.max(16 * ld), "{k} {ld}: {kc}");
+            }
+        }
+        assert_eq!(narrow_kblocks(4608, 56).1, 2);
+        assert_eq!(narrow_kblocks(2304, 200).1, 4);
+    }
+
+    #[test]
+    fn narrow_tiles_cover_the_vectors() {
+        for nvec in 1..100 {
+            let t = narrow_tiles(nvec);
+            let mut v0 = 0;
+            for &(a, nv) in &t {
+                assert_eq!(a, v0);
+                assert!((1..=NV_MAX).contains(&nv), "{nvec}: {t:?}");
+                v0 += nv;
+            }
+            assert_eq!(v0, nvec);
+            assert_eq!(t.len(), nvec.div_ceil(NV_MAX));
+        }
+    }
+
+    /// Small batch-1 convolutions go to the blocked kernel's narrow path where the
+    /// CPU runs it (else to im2col + GEMM, as before), larger ones to the chunked one.
+    #[test]
+    fn narrow_dispatch() {
+        let small = geom(1, 256, 256, (14, 14), (3, 3), (1, 1), (1, 1), (1, 1));
+        let large = geom(8, 256, 256, (14, 14), (3, 3), (1, 1), (1, 1), (1, 1));
+        if narrow_mode() == Mode::Auto && mode() == Mode::Auto {
+            let on = narrow_isa(isa()) && crate::engine::threads() > 1;
+            assert_eq!(pays(&small), on);
+            assert_eq!(narrow(isa(), &small), on);
+            assert!(!narrow(isa(), &large));
+            assert_eq!(pays(&large), suitable(&large));
+        }
+    }
+
+    #[test]
     fn nan_passes_the_clamp() {
         let g = geom(1, 2, 8, (4, 40), (1, 3), (1, 1), (0, 1), (1, 1));
         let mut x = data(g.c * g.x_len(), 7);
@@ -599,13 +1002,25 @@ mod tests {
         for isa in isas() {
             let mut y = vec![0f32; g.f * g.y_len()];
             let ep = Epilogue { scale: None, bias: None, residual: None, clamp: Some((0.0, f32::INFINITY)) };
-            unsafe { forward_with(isa, 1, &g, x.as_ptr(), w.as_ptr(), &ep, y.as_mut_ptr()).unwrap() };
-            // Outputs 4, 5, 6 of row 0 read x[5] in every filter.
-            for f in 0..g.f {
-                for ow in 4..7 {
-                    assert!(y[f * g.y_len() + ow].is_nan(), "{isa:?} filter {f} column {ow}");
+            for narrow_path in [false, true] {
+                if narrow_path && !narrow_isa(isa) {
+                    continue;
                 }
-                assert!(!y[f * g.y_len() + 20].is_nan());
+                y.fill(0.0);
+                unsafe {
+                    if narrow_path {
+                        forward_narrow(isa, 2, &g, x.as_ptr(), w.as_ptr(), &ep, y.as_mut_ptr()).unwrap()
+                    } else {
+                        forward_with(isa, 1, &g, x.as_ptr(), w.as_ptr(), &ep, y.as_mut_ptr()).unwrap()
+                    }
+                };
+                // Outputs 4, 5, 6 of row 0 read x[5] in every filter.
+                for f in 0..g.f {
+                    for ow in 4..7 {
+                        assert!(y[f * g.y_len() + ow].is_nan(), "{isa:?} narrow {narrow_path} filter {f} column {ow}");
+                    }
+                    assert!(!y[f * g.y_len() + 20].is_nan());
+                }
             }
         }
     }
