@@ -26,6 +26,21 @@ struct Pool {
     /// Free blocks per size class: (class size, pointers).
     free: Vec<(usize, Vec<usize>)>,
     stats: PoolStats,
+    /// The most bytes ever handed out at once.
+    peak: u64,
+}
+
+/// Bytes the pool may always keep cached (see [`keeps`]).
+const CACHE_FLOOR: u64 = 1 << 30;
+
+/// Whether a freed block of `class` bytes goes to the free lists (else back to the
+/// OS): while the cache stays within the program's peak of bytes in use, or 1 GiB.
+/// A loop that reuses its arrays keeps all of them (its cache never exceeds what it
+/// had in use); a program that frees ever new sizes (variable-length batches, or the
+/// op fuzzer's every-op-every-shape run, whose worker was killed for memory at 8.8
+/// GB of cached blocks) no longer grows without bound.
+fn keeps(cached: u64, class: u64, peak: u64) -> bool {
+    cached + class <= peak.max(CACHE_FLOOR)
 }
 
 impl Pool {
@@ -82,7 +97,7 @@ pub(crate) fn alloc(bytes: usize) -> Result<(NonNull<u8>, usize)> {
         let mut g = POOL.lock();
         let pool = g.get_or_insert_with(|| {
             crate::engine::register_fork_handlers();
-            Pool { free: Vec::new(), stats: PoolStats::default() }
+            Pool { free: Vec::new(), stats: PoolStats::default(), peak: 0 }
         });
         if let Some(p) = pool.list(class).pop() {
             pool.stats.reuses += 1;
@@ -93,10 +108,17 @@ pub(crate) fn alloc(bytes: usize) -> Result<(NonNull<u8>, usize)> {
         }
         pool.stats.os_allocs += 1;
         pool.stats.in_use_bytes += class as u64;
+        pool.peak = pool.peak.max(pool.stats.in_use_bytes);
     }
     let layout = Layout::from_size_align(class, ALIGN).map_err(|_| Error::new(format!("cannot allocate {bytes} bytes: size too large")))?;
     // SAFETY: layout has non-zero size.
-    let p = unsafe { std::alloc::alloc(layout) };
+    let mut p = unsafe { std::alloc::alloc(layout) };
+    if p.is_null() {
+        // Cached blocks of other sizes may be what is missing: give them back, retry.
+        host_pool_release();
+        // SAFETY: as above.
+        p = unsafe { std::alloc::alloc(layout) };
+    }
     match NonNull::new(p) {
         Some(p) => Ok((p, class)),
         None => {
@@ -107,12 +129,20 @@ pub(crate) fn alloc(bytes: usize) -> Result<(NonNull<u8>, usize)> {
 }
 
 pub(crate) fn free(ptr: NonNull<u8>, class: usize) {
-    let mut g = POOL.lock();
-    if let Some(pool) = g.as_mut() {
-        pool.stats.in_use_bytes -= class as u64;
-        pool.stats.cached_bytes += class as u64;
-        pool.list(class).push(ptr.as_ptr() as usize);
+    {
+        let mut g = POOL.lock();
+        if let Some(pool) = g.as_mut() {
+            pool.stats.in_use_bytes -= class as u64;
+            if keeps(pool.stats.cached_bytes, class as u64, pool.peak) {
+                pool.stats.cached_bytes += class as u64;
+                pool.list(class).push(ptr.as_ptr() as usize);
+                return;
+            }
+        }
     }
+    let layout = Layout::from_size_align(class, ALIGN).unwrap();
+    // SAFETY: the block came from `alloc` with this exact layout and is no longer used.
+    unsafe { dealloc(ptr.as_ptr(), layout) };
 }
 
 /// Before a fork: takes the pool's lock, so that no thread is half-way through an
@@ -178,6 +208,24 @@ mod tests {
                 assert_eq!(prev, c);
             }
         }
+    }
+
+    #[test]
+    fn the_cache_is_bounded_by_the_peak_in_use_or_the_floor() {
+        let gib = 1u64 << 30;
+        // under the floor: always kept
+        assert!(keeps(0, 1000, 0));
+        assert!(keeps(gib - 1000, 1000, 0));
+        assert!(!keeps(gib - 999, 1000, 0));
+        // a program that once had 5 GiB in use may cache 5 GiB, not more
+        assert!(keeps(4 * gib, gib, 5 * gib));
+        assert!(!keeps(4 * gib + 1, gib, 5 * gib));
+        // a freed block over the bound goes back to the OS, and the pool still works
+        let (p, class) = alloc(3 << 20).unwrap();
+        free(p, class);
+        let (q, class2) = alloc(3 << 20).unwrap();
+        assert_eq!(class, class2);
+        free(q, class2);
     }
 
     #[test]
