@@ -279,6 +279,29 @@ struct Tile {
     buf: *mut f32,
 }
 
+impl Tile {
+    /// A tile for filters `f0..f0 + rows` with the epilogue's per-filter scale and
+    /// bias (1 and 0 past the filters, or without them); output and residual are
+    /// set per tile by the caller.
+    ///
+    /// # Safety
+    /// `scale` and `bias`, when given, must hold the filters `f0..f0 + rows`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn for_filters(f0: usize, rows: usize, ys: usize, scale: Option<SendPtr<f32>>, bias: Option<SendPtr<f32>>, lo: f32, hi: f32, buf: *mut f32) -> Tile {
+        Tile {
+            y: std::ptr::null_mut(),
+            res: std::ptr::null(),
+            ys,
+            rows,
+            scale: std::array::from_fn(|i| scale.filter(|_| i < rows).map_or(1.0, |s| *s.get().add(f0 + i))),
+            bias: std::array::from_fn(|i| bias.filter(|_| i < rows).map_or(0.0, |b| *b.get().add(f0 + i))),
+            lo,
+            hi,
+            buf,
+        }
+    }
+}
+
 macro_rules! micro_kernel {
     ($name:ident, $feat:literal, $mr:expr, $nv:expr, $lanes:expr, $zero:ident, $load:ident, $store:ident, $set1:ident,
      $fma:ident, $mul:ident, $add:ident, $max:ident, $min:ident) => {
@@ -425,17 +448,7 @@ unsafe fn forward_with(
                     let rows = mr.min(f - f0);
                     // Rows past the filters repeat the last one (computed, never stored).
                     let wr: [*const f32; MAX_MR] = std::array::from_fn(|i| pw.get().add((f0 + i.min(rows - 1)) * k) as *const f32);
-                    let mut t = Tile {
-                        y: std::ptr::null_mut(),
-                        res: std::ptr::null(),
-                        ys: ylen,
-                        rows,
-                        scale: std::array::from_fn(|i| pscale.filter(|_| i < rows).map_or(1.0, |s| *s.get().add(f0 + i))),
-                        bias: std::array::from_fn(|i| pbias.filter(|_| i < rows).map_or(0.0, |b| *b.get().add(f0 + i))),
-                        lo,
-                        hi,
-                        buf: buf.as_mut_ptr(),
-                    };
+                    let mut t = Tile::for_filters(f0, rows, ylen, pscale, pbias, lo, hi, buf.as_mut_ptr());
                     let mut j0 = 0;
                     while j0 < nq {
                         let qa = q0 + j0;
@@ -719,17 +732,7 @@ unsafe fn forward_narrow(
                     let wr: [*const f32; MAX_MR] =
                         std::array::from_fn(|i| pw.get().add((f0 + i.min(rows - 1)) * k + k0) as *const f32);
                     let cb = acc.ptr.add((fb - b0) * MAX_MR * ld);
-                    let mut t = Tile {
-                        y: std::ptr::null_mut(),
-                        res: std::ptr::null(),
-                        ys: ylen,
-                        rows,
-                        scale: std::array::from_fn(|i| pscale.filter(|_| i < rows).map_or(1.0, |s| *s.get().add(f0 + i))),
-                        bias: std::array::from_fn(|i| pbias.filter(|_| i < rows).map_or(0.0, |b| *b.get().add(f0 + i))),
-                        lo,
-                        hi,
-                        buf: std::ptr::null_mut(),
-                    };
+                    let mut t = Tile::for_filters(f0, rows, ylen, pscale, pbias, lo, hi, std::ptr::null_mut());
                     for &(v0, nv) in tiles {
                         let qa = v0 * NL;
                         let cols = (nv * NL).min(q - qa);
