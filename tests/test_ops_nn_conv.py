@@ -822,3 +822,94 @@ def test_conv_blocked_sees_new_weights():
     w[:] = w * 2
     y2 = nd.Convolution(x, w, kernel=(3, 3), stride=(2, 2), num_filter=32, no_bias=True).asnumpy()
     np.testing.assert_allclose(y2, 2 * y1, rtol=1e-6, atol=1e-6)
+
+
+def np_conv_dx(dy, w, xshape, stride=(), pad=(), dilate=()):
+    """Data gradient of np_conv (one group): every tap's w^T dy added back at the
+    input positions it read, the padding cut off."""
+    nsp = len(xshape) - 2
+    s, p, d = _tup(stride, nsp, 1), _tup(pad, nsp, 0), _tup(dilate, nsp, 1)
+    dxp = np.zeros(xshape[:2] + tuple(xshape[2 + i] + 2 * p[i] for i in range(nsp)))
+    out_sp = dy.shape[2:]
+    for off in itertools.product(*[range(ki) for ki in w.shape[2:]]):
+        sl = tuple(slice(off[i] * d[i], off[i] * d[i] + s[i] * (out_sp[i] - 1) + 1, s[i]) for i in range(nsp))
+        dxp[(slice(None), slice(None)) + sl] += np.einsum("nf...,fc->nc...", dy, w[(slice(None), slice(None)) + off])
+    return dxp[(slice(None), slice(None)) + tuple(slice(p[i], p[i] + xshape[2 + i]) for i in range(nsp))]
+
+
+# Shapes whose float32 gradients the default dispatch sends to the specialised
+# backward kernels: the weight gradient on the channels-last copy (conv_wgrad:
+# kernel larger than 1x1, >= 16 channels and filters; strides, padding, dilation,
+# channels and filters that fill no whole vector or micro-tile, rows shorter and
+# longer than a block) and the Winograd data gradient (3x3 stride 1, >= 32 channels
+# and filters, enough tiles). Float32 sums: errors bounded by the magnitude of the
+# products (the same sums over |x|, |w|, |dy|).
+@pytest.mark.parametrize("dshape,nf,kernel,stride,pad,dilate", [
+    ((2, 16, 13, 15), 24, (3, 3), (1, 1), (1, 1), (1, 1)),
+    ((3, 33, 9, 11), 50, (3, 3), (2, 2), (1, 1), (1, 1)),
+    ((2, 20, 12, 10), 17, (5, 3), (1, 1), (2, 1), (2, 2)),
+    ((1, 70, 8, 8), 16, (3, 3), (2, 2), (0, 0), (1, 1)),
+    ((4, 64, 14, 14), 64, (3, 3), (1, 1), (1, 1), (1, 1)),
+    ((2, 32, 31, 29), 40, (3, 3), (1, 1), (0, 0), (1, 1)),
+    ((2, 16, 300), 32, (3,), (1,), (1,), (1,)),
+])
+def test_conv_backward_fast_kernels_match_numpy(dshape, nf, kernel, stride, pad, dilate):
+    x, w, dy_seed = rand(dshape, 61), rand((nf, dshape[1]) + kernel, 62), 63
+    kw = dict(kernel=kernel, stride=stride, pad=pad, dilate=dilate, num_filter=nf, no_bias=True)
+    xa, wa = nd.array(x), nd.array(w)
+    xa.attach_grad()
+    wa.attach_grad()
+    with mx.autograd.record():
+        y = nd.Convolution(xa, wa, **kw)
+    dy = rand(y.shape, dy_seed)
+    y.backward(nd.array(dy))
+    ref = dict(stride=stride, pad=pad, dilate=dilate)
+    x64, w64, dy64 = x.astype(np.float64), w.astype(np.float64), dy.astype(np.float64)
+    dw_want = np_conv_dw(x64, dy64, kernel, **ref)
+    dw_mag = np_conv_dw(np.abs(x64), np.abs(dy64), kernel, **ref)
+    dx_want = np_conv_dx(dy64, w64, x.shape, **ref)
+    dx_mag = np_conv_dx(np.abs(dy64), np.abs(w64), x.shape, **ref)
+    dw, dx = wa.grad.asnumpy(), xa.grad.asnumpy()
+    assert dw.dtype == dx.dtype == np.float32
+    assert np.all(np.abs(dw - dw_want) <= 2e-5 * dw_mag + 1e-6), float(np.abs(dw - dw_want).max())
+    assert np.all(np.abs(dx - dx_want) <= 2e-5 * dx_mag.max() + 1e-6), float(np.abs(dx - dx_want).max())
+
+
+# 2-D max pooling of any window, stride and padding (ResNet's 3x3 stride-2 padded
+# one; overlapping and clipped windows; windows of padding only under "full"):
+# the gradient goes to the first maximum of each window, accumulating where
+# windows overlap; rounded values make most windows hold ties; a NaN first in its
+# window keeps the gradient (nothing compares greater than it).
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dshape,kernel,stride,pad,conv", [
+    ((2, 3, 12, 12), (3, 3), (2, 2), (1, 1), "valid"),
+    ((1, 2, 11, 9), (3, 2), (1, 2), (1, 0), "valid"),
+    ((2, 2, 7, 8), (2, 3), (3, 2), (1, 1), "full"),
+    ((1, 1, 5, 5), (5, 5), (1, 1), (2, 2), "valid"),
+])
+def test_max_pool_2d_backward_first_maximum(dtype, dshape, kernel, stride, pad, conv):
+    x = np.round(rand(dshape, 24, dtype) * 2)
+    x[0, 0, 0, 0] = np.nan
+    kw = dict(kernel=kernel, stride=stride, pad=pad, pool_type="max", pooling_convention=conv)
+    y = nd.Pooling(nd.array(x, dtype=dtype), **kw)
+    og = rand(y.shape, 25, dtype)
+    g = nd._internal._backward_Pooling(nd.array(og, dtype=dtype), nd.array(x, dtype=dtype), y, **kw).asnumpy()
+    want = np.zeros(dshape, np.float64)
+    n, c, h, w = dshape
+    for i in range(y.shape[2]):
+        r0, r1 = max(i * stride[0] - pad[0], 0), min(i * stride[0] - pad[0] + kernel[0], h)
+        for j in range(y.shape[3]):
+            c0, c1 = max(j * stride[1] - pad[1], 0), min(j * stride[1] - pad[1] + kernel[1], w)
+            if r0 >= r1 or c0 >= c1:
+                continue
+            for a in range(n):
+                for b in range(c):
+                    win = x[a, b, r0:r1, c0:c1]
+                    best = (r0, c0)
+                    for p in range(r0, r1):
+                        for q in range(c0, c1):
+                            if x[a, b, p, q] > x[a, b, best[0], best[1]]:
+                                best = (p, q)
+                    assert win.size
+                    want[a, b, best[0], best[1]] += og[a, b, i, j]
+    np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-6)

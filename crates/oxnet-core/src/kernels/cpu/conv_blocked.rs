@@ -37,7 +37,7 @@
 //! im2col + GEMM path's; the tests compare against a float64 reference.
 
 use super::conv::{par_ranges, valid_range, ConvGeom, Epilogue, Scratch};
-use super::{isa, Isa, SendPtr};
+use super::{env_mode, isa, Isa, Mode, SendPtr};
 use crate::error::{Error, Result};
 
 /// Largest micro-tile, over the instruction sets.
@@ -58,20 +58,9 @@ fn tile_shape(isa: Isa) -> Option<(usize, usize)> {
 }
 
 /// How the environment sets the choice (`OXNET_CONV_BLOCKED`).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Mode {
-    Auto,
-    On,
-    Off,
-}
-
 fn mode() -> Mode {
     static MODE: std::sync::OnceLock<Mode> = std::sync::OnceLock::new();
-    *MODE.get_or_init(|| match std::env::var("OXNET_CONV_BLOCKED").as_deref().map(str::trim) {
-        Ok("1") => Mode::On,
-        Ok("0") => Mode::Off,
-        _ => Mode::Auto,
-    })
+    env_mode(&MODE, "OXNET_CONV_BLOCKED")
 }
 
 /// True when the blocked kernel runs this (float32) forward convolution.
@@ -102,11 +91,7 @@ pub fn suitable(g: &ConvGeom) -> bool {
 /// ([`forward_narrow`]: AVX-512VL, columns padded to a multiple of 8 only, the
 /// filters split across the threads), measured faster than im2col + GEMM there.
 pub fn pays(g: &ConvGeom) -> bool {
-    suitable(g)
-        && g.k_len() > 1
-        && g.f >= 16
-        && g.col_rows() >= 16
-        && (g.batch * g.y_len() >= MIN_COLUMNS || narrow(isa(), g))
+    suitable(g) && g.k_len() > 1 && g.f >= 16 && g.col_rows() >= 16 && (g.batch * g.y_len() >= MIN_COLUMNS || narrow(isa(), g))
 }
 
 /// Fewest output pixels (over the batch) for which the default takes the kernel.
@@ -228,7 +213,13 @@ unsafe fn unfold_row(isa: Isa, g: &ConvGeom, x: *const f32, (c, kh, kw): (usize,
 #[target_feature(enable = "avx512f")]
 unsafe fn segment_s1_avx512(base: *const f32, d: *mut f32, seg: usize, va: usize, vb: usize) {
     use std::arch::x86_64::*;
-    let lanes = |n: usize| -> u32 { if n >= 16 { 0xffff } else { (1u32 << n) - 1 } };
+    let lanes = |n: usize| -> u32 {
+        if n >= 16 {
+            0xffff
+        } else {
+            (1u32 << n) - 1
+        }
+    };
     let mut j0 = 0;
     while j0 < seg {
         let store = lanes(seg - j0) as __mmask16;
@@ -287,7 +278,16 @@ impl Tile {
     /// # Safety
     /// `scale` and `bias`, when given, must hold the filters `f0..f0 + rows`.
     #[allow(clippy::too_many_arguments)]
-    unsafe fn for_filters(f0: usize, rows: usize, ys: usize, scale: Option<SendPtr<f32>>, bias: Option<SendPtr<f32>>, lo: f32, hi: f32, buf: *mut f32) -> Tile {
+    unsafe fn for_filters(
+        f0: usize,
+        rows: usize,
+        ys: usize,
+        scale: Option<SendPtr<f32>>,
+        bias: Option<SendPtr<f32>>,
+        lo: f32,
+        hi: f32,
+        buf: *mut f32,
+    ) -> Tile {
         Tile {
             y: std::ptr::null_mut(),
             res: std::ptr::null(),
@@ -527,11 +527,7 @@ const NARROW_FLOATS: usize = 1 << 22;
 /// more than one compute thread.
 fn narrow_mode() -> Mode {
     static MODE: std::sync::OnceLock<Mode> = std::sync::OnceLock::new();
-    *MODE.get_or_init(|| match std::env::var("OXNET_CONV_NARROW").as_deref().map(str::trim) {
-        Ok("1") => Mode::On,
-        Ok("0") => Mode::Off,
-        _ => Mode::Auto,
-    })
+    env_mode(&MODE, "OXNET_CONV_NARROW")
 }
 
 /// The CPU runs the narrow kernel (AVX-512F with VL and FMA).
@@ -729,8 +725,7 @@ unsafe fn forward_narrow(
                 // stored); the tiles' columns lie in the batch; each task writes the
                 // output rows of its own filters and its own partial sums.
                 unsafe {
-                    let wr: [*const f32; MAX_MR] =
-                        std::array::from_fn(|i| pw.get().add((f0 + i.min(rows - 1)) * k + k0) as *const f32);
+                    let wr: [*const f32; MAX_MR] = std::array::from_fn(|i| pw.get().add((f0 + i.min(rows - 1)) * k + k0) as *const f32);
                     let cb = acc.ptr.add((fb - b0) * MAX_MR * ld);
                     let mut t = Tile::for_filters(f0, rows, ylen, pscale, pbias, lo, hi, std::ptr::null_mut());
                     for &(v0, nv) in tiles {

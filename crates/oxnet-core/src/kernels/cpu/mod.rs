@@ -39,12 +39,13 @@ pub mod conv;
 pub mod conv_blocked;
 pub mod conv_depthwise;
 pub mod conv_direct;
+pub mod conv_wgrad;
 pub mod elemwise;
 pub mod gemm;
 pub mod index;
 pub mod layout;
-pub mod packed_gemm;
 pub mod nn;
+pub mod packed_gemm;
 pub mod reduce;
 pub mod rnn_cell;
 pub mod small_la;
@@ -110,6 +111,26 @@ mod tests {
         assert_eq!(seen.load(Ordering::Relaxed), n);
         assert_eq!(outside.load(Ordering::Relaxed), 0);
     }
+}
+
+/// How an environment switch (`OXNET_CONV_*`) sets a kernel's choice.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Mode {
+    /// Unset (or any value but `1` and `0`): the kernel's own rule by shape.
+    Auto,
+    /// `1`: wherever the kernel can run.
+    On,
+    /// `0`: never.
+    Off,
+}
+
+/// The [`Mode`] environment variable `var` sets, read once into `cell`.
+pub(crate) fn env_mode(cell: &'static std::sync::OnceLock<Mode>, var: &str) -> Mode {
+    *cell.get_or_init(|| match std::env::var(var).as_deref().map(str::trim) {
+        Ok("1") => Mode::On,
+        Ok("0") => Mode::Off,
+        _ => Mode::Auto,
+    })
 }
 
 /// The x86-64 vector instruction set a hand-written kernel can use on this CPU

@@ -44,7 +44,7 @@
 //! instruction set the CPU runs).
 
 use super::conv::{par_ranges, ConvGeom, Epilogue, Scratch};
-use super::{isa, Isa, SendPtr};
+use super::{env_mode, isa, Isa, Mode, SendPtr};
 use crate::error::Result;
 
 /// SIMD lanes: tiles transformed together.
@@ -71,24 +71,11 @@ struct Strides {
 /// A block's budget: about this many floats of `V` (36 · c · tiles).
 const BLOCK_FLOATS: usize = 1 << 21;
 
-/// How the environment sets the choice (`OXNET_CONV_WINOGRAD`).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Mode {
-    /// Unset (or any other value): by shape, [`pays`].
-    Auto,
-    /// `1`: every [`suitable`] convolution.
-    On,
-    /// `0`: never.
-    Off,
-}
-
+/// How the environment sets the choice (`OXNET_CONV_WINOGRAD`): unset, by shape
+/// ([`pays`]); `1`, every [`suitable`] convolution; `0`, none.
 fn mode() -> Mode {
     static MODE: std::sync::OnceLock<Mode> = std::sync::OnceLock::new();
-    *MODE.get_or_init(|| match std::env::var("OXNET_CONV_WINOGRAD").as_deref().map(str::trim) {
-        Ok("1") => Mode::On,
-        Ok("0") => Mode::Off,
-        _ => Mode::Auto,
-    })
+    env_mode(&MODE, "OXNET_CONV_WINOGRAD")
 }
 
 /// True when the Winograd kernel runs this (float32) forward convolution.
@@ -746,10 +733,17 @@ pub unsafe fn backward_data(g: &ConvGeom, w: *const f32, dy: *const f32, dx: *mu
 }
 
 /// True when Winograd runs `g`'s data gradient (the forward convolution of `dy`
-/// with the flipped weights, padding `2 - p`): only when `OXNET_CONV_WINOGRAD=1`
-/// (the backward pass keeps im2col by default).
+/// with the flipped weights, padding `2 - p`): by default where that forward
+/// convolution [`pays`] (measured on ResNet-18's 3×3 layers at batch 32, the data
+/// gradient took 0.45–0.9× the time of im2col + GEMM); `OXNET_CONV_WINOGRAD`
+/// forces it as for the forward pass.
 pub fn backward_data_applies(g: &ConvGeom) -> bool {
-    mode() == Mode::On && backward_data_suitable(g)
+    backward_data_suitable(g)
+        && match mode() {
+            Mode::On => true,
+            Mode::Off => false,
+            Mode::Auto => pays(&transposed(g)),
+        }
 }
 
 fn backward_data_suitable(g: &ConvGeom) -> bool {
