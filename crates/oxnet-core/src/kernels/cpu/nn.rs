@@ -411,11 +411,10 @@ pub fn rrelu_backward<T: Store>(g: &[T], x: &[T], mask: &[T], dx: &mut [T]) {
 
 // ---- per-channel sums over (outer, c, inner) -------------------------------------
 
-/// For each channel `ch` of a `(outer, c, inner)` array, the sums over every
-/// element of the channel of the two values `f(i, ch)` returns (`i` the flat index).
-/// Parallel over channels when the inner blocks are long, else over row chunks with
-/// per-chunk partial sums.
-pub fn channel_sums2(outer: usize, c: usize, inner: usize, f: impl Fn(usize, usize) -> (f64, f64) + Sync) -> Vec<(f64, f64)> {
+/// Per-channel sums of an `(outer, c, inner)` array: `f(ch, start, end)` returns the
+/// two sums over the flat range `start .. end`, which lies in one `(o, ch)` row; the
+/// rows' results are added in float64.
+pub fn channel_sums2(outer: usize, c: usize, inner: usize, f: impl Fn(usize, usize, usize) -> (f64, f64) + Sync) -> Vec<(f64, f64)> {
     if c == 0 {
         return Vec::new();
     }
@@ -429,11 +428,9 @@ pub fn channel_sums2(outer: usize, c: usize, inner: usize, f: impl Fn(usize, usi
                     let (mut a, mut b) = (0.0f64, 0.0f64);
                     for o in 0..outer {
                         let base = (o * c + ch) * inner;
-                        for i in base..base + inner {
-                            let (u, v) = f(i, ch);
-                            a += u;
-                            b += v;
-                        }
+                        let (u, v) = f(ch, base, base + inner);
+                        a += u;
+                        b += v;
                     }
                     (a, b)
                 })
@@ -450,11 +447,9 @@ pub fn channel_sums2(outer: usize, c: usize, inner: usize, f: impl Fn(usize, usi
                     |mut acc, o| {
                         for ch in 0..c {
                             let base = (o * c + ch) * inner;
-                            for i in base..base + inner {
-                                let (u, v) = f(i, ch);
-                                acc[ch].0 += u;
-                                acc[ch].1 += v;
-                            }
+                            let (u, v) = f(ch, base, base + inner);
+                            acc[ch].0 += u;
+                            acc[ch].1 += v;
                         }
                         acc
                     },
@@ -473,27 +468,98 @@ pub fn channel_sums2(outer: usize, c: usize, inner: usize, f: impl Fn(usize, usi
     }
 }
 
+/// `Σ_k (u(k), v(k))` for `k < n`: the terms in `R`, added into 8 lanes over blocks
+/// of 256 (independent chains the compiler vectorises), each block's lanes then
+/// added into the float64 totals.
+#[inline(always)]
+fn lane_sums<R: Real>(n: usize, f: impl Fn(usize) -> (R, R)) -> (f64, f64) {
+    let (mut ta, mut tb) = (0.0f64, 0.0f64);
+    let mut k = 0;
+    while k < n {
+        let end = (k + 256).min(n);
+        let (mut a, mut b) = ([R::ZERO; 8], [R::ZERO; 8]);
+        let mut j = k;
+        while j + 8 <= end {
+            for l in 0..8 {
+                let (u, v) = f(j + l);
+                a[l] = a[l] + u;
+                b[l] = b[l] + v;
+            }
+            j += 8;
+        }
+        for l in 0..8 {
+            ta += a[l].f();
+            tb += b[l].f();
+        }
+        for jj in j..end {
+            let (u, v) = f(jj);
+            ta += u.f();
+            tb += v.f();
+        }
+        k = end;
+    }
+    (ta, tb)
+}
+
+/// Runs `f(ch, start, end)` over the flat range of an `(outer, c, inner)` array of
+/// `len` elements, in parallel; each call's range lies in one `(o, ch)` row.
+fn channel_rows(len: usize, c: usize, inner: usize, f: impl Fn(usize, usize, usize) + Sync) {
+    if inner == 0 || c == 0 {
+        return;
+    }
+    par_for(len, GRAIN, |s, e| {
+        let mut i = s;
+        while i < e {
+            let row = i / inner;
+            let end = ((row + 1) * inner).min(e);
+            f(row % c, i, end);
+            i = end;
+        }
+    });
+}
+
 /// `y[i] = f(i, ch)` over a `(outer, c, inner)` array, in parallel.
 pub fn channel_map<T: Store>(y: &mut [T], c: usize, inner: usize, f: impl Fn(usize, usize) -> T::R + Sync) {
     let yp = SendPtr(y.as_mut_ptr());
-    par_for(y.len(), GRAIN, |s, e| {
+    channel_rows(y.len(), c, inner, |ch, s, e| {
         for i in s..e {
             // SAFETY: disjoint ranges of y.
-            unsafe { *yp.get().add(i) = T::st(f(i, (i / inner) % c)) };
+            unsafe { *yp.get().add(i) = T::st(f(i, ch)) };
         }
+    });
+}
+
+/// `y[s..e] = f(x[s..e])` row by row of an `(outer, c, inner)` array, `f` given the
+/// channel and `s`: the row's slices, so that its loop vectorises.
+fn channel_rows_map<T: Store>(x: &[T], y: &mut [T], c: usize, inner: usize, f: impl Fn(usize, usize, &[T], &mut [T]) + Sync) {
+    assert_eq!(x.len(), y.len());
+    let yp = SendPtr(y.as_mut_ptr());
+    channel_rows(y.len(), c, inner, |ch, s, e| {
+        // SAFETY: disjoint ranges of y, within its length.
+        let ys = unsafe { std::slice::from_raw_parts_mut(yp.get().add(s), e - s) };
+        f(ch, s, &x[s..e], ys);
     });
 }
 
 // ---- batch normalisation ------------------------------------------------------------
 
-/// Batch mean and biased variance per channel (two passes, f64 sums).
+/// Batch mean and biased variance per channel (two passes: the mean, then the
+/// squared deviations from it; each row summed in `T`'s precision over blocks of
+/// 256, the blocks in float64).
 pub fn bn_stats<T: Store>(x: &[T], outer: usize, c: usize, inner: usize) -> (Vec<f64>, Vec<f64>) {
     let n = (outer * inner).max(1) as f64;
-    let s = channel_sums2(outer, c, inner, |i, _| (x[i].ld().f(), 0.0));
+    let s = channel_sums2(outer, c, inner, |_, s, e| {
+        let xs = &x[s..e];
+        lane_sums(xs.len(), |k| (xs[k].ld(), T::R::ZERO))
+    });
     let mean: Vec<f64> = s.iter().map(|p| p.0 / n).collect();
-    let s = channel_sums2(outer, c, inner, |i, ch| {
-        let d = x[i].ld().f() - mean[ch];
-        (d * d, 0.0)
+    let s = channel_sums2(outer, c, inner, |ch, s, e| {
+        let xs = &x[s..e];
+        let m = T::R::c(mean[ch]);
+        lane_sums(xs.len(), |k| {
+            let d = xs[k].ld() - m;
+            (d * d, T::R::ZERO)
+        })
     });
     let var = s.iter().map(|p| p.0 / n).collect();
     (mean, var)
@@ -504,12 +570,18 @@ pub fn bn_apply<T: Store>(x: &[T], y: &mut [T], c: usize, inner: usize, mean: &[
     let m: Vec<T::R> = mean.iter().map(|v| T::R::c(*v)).collect();
     let a: Vec<T::R> = scale.iter().map(|v| T::R::c(*v)).collect();
     let b: Vec<T::R> = shift.iter().map(|v| T::R::c(*v)).collect();
-    channel_map::<T>(y, c, inner, |i, ch| (x[i].ld() - m[ch]) * a[ch] + b[ch]);
+    channel_rows_map(x, y, c, inner, |ch, _, xs, ys| {
+        let (m, a, b) = (m[ch], a[ch], b[ch]);
+        for (o, v) in ys.iter_mut().zip(xs) {
+            *o = T::st((v.ld() - m) * a + b);
+        }
+    });
 }
 
 /// Batch-norm gradients. `batch`: the statistics were the batch's (their gradient
 /// flows to x); else they were constants. Returns per-channel `(sum g, sum g*xhat)`
-/// and writes `dx`.
+/// and writes `dx`. (Per-element arithmetic in `T`'s precision, sums as in
+/// [`bn_stats`].)
 #[allow(clippy::too_many_arguments)]
 pub fn bn_backward<T: Store>(
     g: &[T],
@@ -523,22 +595,43 @@ pub fn bn_backward<T: Store>(
     gamma: &[f64],
     batch: bool,
 ) -> Vec<(f64, f64)> {
-    let sums = channel_sums2(outer, c, inner, |i, ch| {
-        let gi = g[i].ld().f();
-        (gi, gi * (x[i].ld().f() - mean[ch]) * invstd[ch])
+    assert_eq!(g.len(), x.len());
+    let sums = channel_sums2(outer, c, inner, |ch, s, e| {
+        let (gs, xs) = (&g[s..e], &x[s..e]);
+        let m = T::R::c(mean[ch]);
+        let (sg, sgx) = lane_sums(gs.len(), |k| {
+            let gi = gs[k].ld();
+            (gi, gi * (xs[k].ld() - m))
+        });
+        (sg, sgx * invstd[ch])
     });
     let n = (outer * inner).max(1) as f64;
     let k1: Vec<f64> = (0..c).map(|ch| gamma[ch] * invstd[ch]).collect();
     if batch {
-        let mg: Vec<f64> = sums.iter().map(|s| s.0 / n).collect();
-        let mgx: Vec<f64> = sums.iter().map(|s| s.1 / n).collect();
-        channel_map::<T>(dx, c, inner, |i, ch| {
-            let xh = (x[i].ld().f() - mean[ch]) * invstd[ch];
-            T::R::c(k1[ch] * (g[i].ld().f() - mg[ch] - xh * mgx[ch]))
+        // dx = k1 · (g - mean(g) - xhat · mean(g · xhat)), xhat = (x - mean) · invstd:
+        // per channel, dx = a·g + b·(x - mean) + c.
+        let coef: Vec<(T::R, T::R, T::R, T::R)> = (0..c)
+            .map(|ch| {
+                let (mg, mgx) = (sums[ch].0 / n, sums[ch].1 / n);
+                let r = T::R::c;
+                (r(k1[ch]), r(-k1[ch] * invstd[ch] * mgx), r(-k1[ch] * mg), r(mean[ch]))
+            })
+            .collect();
+        channel_rows_map(x, dx, c, inner, |ch, s, xs, ds| {
+            let (a, b, cc, m) = coef[ch];
+            let gs = &g[s..s + xs.len()];
+            for ((o, v), gi) in ds.iter_mut().zip(xs).zip(gs) {
+                *o = T::st(a * gi.ld() + b * (v.ld() - m) + cc);
+            }
         });
     } else {
         let k: Vec<T::R> = k1.iter().map(|v| T::R::c(*v)).collect();
-        channel_map::<T>(dx, c, inner, |i, ch| g[i].ld() * k[ch]);
+        channel_rows_map(g, dx, c, inner, |ch, _, gs, ds| {
+            let k = k[ch];
+            for (o, gi) in ds.iter_mut().zip(gs) {
+                *o = T::st(gi.ld() * k);
+            }
+        });
     }
     sums
 }
@@ -911,7 +1004,7 @@ mod tests {
     fn channel_sums_both_paths_agree() {
         let (outer, c, inner) = (100, 3, 2);
         let x: Vec<f64> = (0..outer * c * inner).map(|i| (i as f64 * 0.37).sin()).collect();
-        let a = channel_sums2(outer, c, inner, |i, _| (x[i], x[i] * x[i]));
+        let a = channel_sums2(outer, c, inner, |_, s, e| x[s..e].iter().fold((0.0, 0.0), |t, v| (t.0 + v, t.1 + v * v)));
         let mut want = vec![(0.0, 0.0); c];
         for (i, v) in x.iter().enumerate() {
             let ch = (i / inner) % c;
@@ -921,7 +1014,7 @@ mod tests {
         for (p, q) in a.iter().zip(&want) {
             assert!((p.0 - q.0).abs() < 1e-9 && (p.1 - q.1).abs() < 1e-9);
         }
-        let b = channel_sums2(2, c, 50, |i, _| (x[i], 0.0));
+        let b = channel_sums2(2, c, 50, |_, s, e| (x[s..e].iter().sum(), 0.0));
         let mut w = vec![0.0; c];
         for (i, v) in x[..2 * c * 50].iter().enumerate() {
             w[(i / 50) % c] += v;
