@@ -1167,11 +1167,13 @@ unsafe fn max_pool_2d_backward<T: ConvElem>(g: &PoolGeom, x: *const T, dy: *cons
                         let mut m = *xp.add(at);
                         for ih in r0..r1 {
                             for iw in c0..c1 {
-                                let v = *xp.add(ih * xw + iw);
-                                if v > m {
-                                    m = v;
-                                    at = ih * xw + iw;
-                                }
+                                // (Selects, not a branch: which element wins is data
+                                // the branch predictor cannot learn.)
+                                let i = ih * xw + iw;
+                                let v = *xp.add(i);
+                                let gt = v > m;
+                                m = if gt { v } else { m };
+                                at = if gt { i } else { at };
                             }
                         }
                         dxp[at] = dxp[at] + *dyp.add(oh * yw + ow);

@@ -33,6 +33,32 @@ macro_rules! isa_dispatch {
             $imp($($a),*)
         }
     };
+    ($(#[$m:meta])* pub fn $name:ident($($a:ident: $t:ty),*) -> $r:ty => $imp:ident, check $check:expr) => {
+        $(#[$m])*
+        pub fn $name($($a: $t),*) -> $r {
+            assert!($check);
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f,fma")]
+                unsafe fn avx512($($a: $t),*) -> $r {
+                    $imp($($a),*)
+                }
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn avx2($($a: $t),*) -> $r {
+                    $imp($($a),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU has the instruction set the function is compiled for.
+                    return unsafe { avx512($($a),*) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                    // SAFETY: as above.
+                    return unsafe { avx2($($a),*) };
+                }
+            }
+            $imp($($a),*)
+        }
+    };
 }
 
 pub mod conv;

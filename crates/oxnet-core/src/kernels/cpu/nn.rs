@@ -468,7 +468,7 @@ pub fn channel_sums2(outer: usize, c: usize, inner: usize, f: impl Fn(usize, usi
     }
 }
 
-/// `Σ_k (u(k), v(k))` for `k < n`: the terms in `R`, added into 8 lanes over blocks
+/// `Σ_k (u(k), v(k))` for `k < n`: the terms in `R`, added into 16 lanes over blocks
 /// of 256 (independent chains the compiler vectorises), each block's lanes then
 /// added into the float64 totals.
 #[inline(always)]
@@ -477,17 +477,17 @@ fn lane_sums<R: Real>(n: usize, f: impl Fn(usize) -> (R, R)) -> (f64, f64) {
     let mut k = 0;
     while k < n {
         let end = (k + 256).min(n);
-        let (mut a, mut b) = ([R::ZERO; 8], [R::ZERO; 8]);
+        let (mut a, mut b) = ([R::ZERO; 16], [R::ZERO; 16]);
         let mut j = k;
-        while j + 8 <= end {
-            for l in 0..8 {
+        while j + 16 <= end {
+            for l in 0..16 {
                 let (u, v) = f(j + l);
                 a[l] = a[l] + u;
                 b[l] = b[l] + v;
             }
-            j += 8;
+            j += 16;
         }
-        for l in 0..8 {
+        for l in 0..16 {
             ta += a[l].f();
             tb += b[l].f();
         }
@@ -543,17 +543,82 @@ fn channel_rows_map<T: Store>(x: &[T], y: &mut [T], c: usize, inner: usize, f: i
 
 // ---- batch normalisation ------------------------------------------------------------
 
+/// `s` as float32 when `T` is.
+fn f32s<T: 'static>(s: &[T]) -> Option<&[f32]> {
+    // SAFETY: T is f32.
+    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()).then(|| unsafe { std::slice::from_raw_parts(s.as_ptr() as *const f32, s.len()) })
+}
+
+fn f32s_mut<T: 'static>(s: &mut [T]) -> Option<&mut [f32]> {
+    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() {
+        return None;
+    }
+    // SAFETY: T is f32.
+    Some(unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut f32, s.len()) })
+}
+
+isa_dispatch! {
+    /// A row's float32 batch-norm sums, as [`lane_sums`] adds them: with `g`
+    /// empty, `Σ x` (or `Σ (x - m)²` when `sq`); else `(Σ g, Σ g · (x - m))`.
+    pub fn sums_f32(g: &[f32], x: &[f32], m: f32, sq: bool) -> (f64, f64) => sums_f32_impl,
+    check x.is_empty() || g.is_empty() || g.len() == x.len()
+}
+
+#[inline(always)]
+fn sums_f32_impl(g: &[f32], x: &[f32], m: f32, sq: bool) -> (f64, f64) {
+    if x.is_empty() {
+        // (The first form: the row is in g.)
+        return if sq {
+            lane_sums(g.len(), |k| {
+                let d = g[k] - m;
+                (d * d, 0.0)
+            })
+        } else {
+            lane_sums(g.len(), |k| (g[k], 0.0))
+        };
+    }
+    let x = &x[..g.len()];
+    lane_sums(g.len(), |k| (g[k], g[k] * (x[k] - m)))
+}
+
+isa_dispatch! {
+    /// A row of the float32 batch-norm maps: with `g` empty, the forward
+    /// `y = (x - c[0]) · c[1] + c[2]`; else the gradient
+    /// `y = c[3] · g + c[1] · (x - c[0]) + c[2]`. The generic loops' arithmetic.
+    pub fn bn_row_f32(x: &[f32], g: &[f32], y: &mut [f32], c: [f32; 4]) => bn_row_f32_impl,
+    check x.len() == y.len() && (g.is_empty() || g.len() == y.len())
+}
+
+#[inline(always)]
+fn bn_row_f32_impl(x: &[f32], g: &[f32], y: &mut [f32], c: [f32; 4]) {
+    if g.is_empty() {
+        for (o, v) in y.iter_mut().zip(x) {
+            *o = (*v - c[0]) * c[1] + c[2];
+        }
+    } else {
+        for ((o, v), gi) in y.iter_mut().zip(x).zip(g) {
+            *o = c[3] * *gi + c[1] * (*v - c[0]) + c[2];
+        }
+    }
+}
+
 /// Batch mean and biased variance per channel (two passes: the mean, then the
 /// squared deviations from it; each row summed in `T`'s precision over blocks of
 /// 256, the blocks in float64).
 pub fn bn_stats<T: Store>(x: &[T], outer: usize, c: usize, inner: usize) -> (Vec<f64>, Vec<f64>) {
     let n = (outer * inner).max(1) as f64;
     let s = channel_sums2(outer, c, inner, |_, s, e| {
+        if let Some(xs) = f32s(&x[s..e]) {
+            return sums_f32(xs, &[], 0.0, false);
+        }
         let xs = &x[s..e];
         lane_sums(xs.len(), |k| (xs[k].ld(), T::R::ZERO))
     });
     let mean: Vec<f64> = s.iter().map(|p| p.0 / n).collect();
     let s = channel_sums2(outer, c, inner, |ch, s, e| {
+        if let Some(xs) = f32s(&x[s..e]) {
+            return sums_f32(xs, &[], mean[ch] as f32, true);
+        }
         let xs = &x[s..e];
         let m = T::R::c(mean[ch]);
         lane_sums(xs.len(), |k| {
@@ -571,6 +636,9 @@ pub fn bn_apply<T: Store>(x: &[T], y: &mut [T], c: usize, inner: usize, mean: &[
     let a: Vec<T::R> = scale.iter().map(|v| T::R::c(*v)).collect();
     let b: Vec<T::R> = shift.iter().map(|v| T::R::c(*v)).collect();
     channel_rows_map(x, y, c, inner, |ch, _, xs, ys| {
+        if let (Some(xf), Some(yf)) = (f32s(xs), f32s_mut(ys)) {
+            return bn_row_f32(xf, &[], yf, [mean[ch] as f32, scale[ch] as f32, shift[ch] as f32, 0.0]);
+        }
         let (m, a, b) = (m[ch], a[ch], b[ch]);
         for (o, v) in ys.iter_mut().zip(xs) {
             *o = T::st((v.ld() - m) * a + b);
@@ -598,6 +666,10 @@ pub fn bn_backward<T: Store>(
     assert_eq!(g.len(), x.len());
     let sums = channel_sums2(outer, c, inner, |ch, s, e| {
         let (gs, xs) = (&g[s..e], &x[s..e]);
+        if let (Some(gf), Some(xf)) = (f32s(gs), f32s(xs)) {
+            let (sg, sgx) = sums_f32(gf, xf, mean[ch] as f32, false);
+            return (sg, sgx * invstd[ch]);
+        }
         let m = T::R::c(mean[ch]);
         let (sg, sgx) = lane_sums(gs.len(), |k| {
             let gi = gs[k].ld();
@@ -620,6 +692,10 @@ pub fn bn_backward<T: Store>(
         channel_rows_map(x, dx, c, inner, |ch, s, xs, ds| {
             let (a, b, cc, m) = coef[ch];
             let gs = &g[s..s + xs.len()];
+            if let (Some(gf), Some(xf), Some(df)) = (f32s(gs), f32s(xs), f32s_mut(ds)) {
+                let r = |v: T::R| v.f() as f32;
+                return bn_row_f32(xf, gf, df, [r(m), r(b), r(cc), r(a)]);
+            }
             for ((o, v), gi) in ds.iter_mut().zip(xs).zip(gs) {
                 *o = T::st(a * gi.ld() + b * (v.ld() - m) + cc);
             }
