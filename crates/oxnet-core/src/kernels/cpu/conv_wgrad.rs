@@ -156,7 +156,7 @@ unsafe fn pad_rows(isa: Isa, g: &ConvGeom, l: Layout, x: *const f32, n0: usize, 
             let src = x.add(((n * g.c + c0) * h + (r - ph)) * w);
             let dst = xp.add(rr * row + pw * l.cp + c0);
             let mut j0 = 0;
-            if cn == 16 && tcols > 0 {
+            if c0 < tiled && tcols > 0 {
                 #[cfg(target_arch = "x86_64")]
                 while j0 < tcols {
                     transpose16(src.add(j0), h * w, dst.add(j0 * l.cp), l.cp);
