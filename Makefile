@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 CARGO ?= cargo
 
-.PHONY: all build venv demo test test-rust test-python conformance conformance-check conformance-numpy1 conformance-check-numpy1 bench bench-setup clean wheel wheel-check
+.PHONY: all build venv demo test test-rust test-python test-avx2 conformance conformance-check conformance-numpy1 conformance-check-numpy1 bench bench-setup clean wheel wheel-check
 
 all: build
 
@@ -31,6 +31,12 @@ test-rust:
 
 test-python:
 	$(PY) -m pytest tests -n 2
+
+# The convolution and normalisation tests on an emulated AVX2-only CPU (QEMU user mode,
+# Debian's qemu-user): the AVX-512 kernels must never run there (about 5 minutes).
+test-avx2: build
+	qemu-x86_64 -cpu EPYC-Rome $(PY) -m pytest tests/test_ops_nn_conv.py tests/test_fusion.py -q -p no:cacheprovider
+	qemu-x86_64 -cpu EPYC-Rome $(PY) -m pytest tests/test_gluon.py tests/test_hybridize.py -q -p no:cacheprovider -k "batchnorm or BatchNorm"
 
 # MXNet's own unit tests (../shared/mxnet-tests, or MXNET_TESTS=<folder of test files>)
 # against the installed oxnet: a per-file table. conformance-check: the ratchet (the

@@ -631,6 +631,13 @@ def test_out_param():
     ((3, 1, 28, 28), (20, 1, 5, 5), {"dilate": (2, 1)}),      # general: dilated
     ((3, 2, 28, 28), (20, 1, 5, 5), {"num_group": 2}),        # general: groups
     ((2, 20, 12, 12), (50, 20, 5, 5), {}),                    # general: many channels
+    ((1, 16, 7, 7), (24, 16, 1, 1), {}),                      # pointwise: tile, half, tail
+    ((2, 9, 5, 13), (11, 9, 1, 1), {}),                       # pointwise: odd filters, batch
+    ((1, 8, 4, 4), (8, 8, 1, 1), {}),                         # pointwise: one half tile
+    ((1, 24, 3, 21), (40, 24, 1, 1), {}),                     # pointwise: 63 columns
+    ((3, 5, 1, 70), (9, 5, 1, 1), {}),                        # pointwise: 1-D-like rows
+    ((1, 40, 1, 1), (17, 40, 1, 1), {}),                      # 1x1 map: GEMM
+    ((1, 16, 7, 7), (24, 16, 1, 1), {"pad": (1, 1)}),         # 1x1 padded: general
 ])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("no_bias", [False, True])

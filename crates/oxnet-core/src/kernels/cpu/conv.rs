@@ -666,6 +666,11 @@ pub unsafe fn conv_forward_fused<T: ConvElem>(g: &ConvGeom, x: *const T, w: *con
         };
         return conv_depthwise::forward(g, x, w, None, y, Some(&finish));
     }
+    if is_f32::<T>() && conv_blocked::pointwise_applies(g) {
+        // T is f32: the transmute changes nothing.
+        let ep32: &Epilogue<f32> = &*(ep as *const Epilogue<T> as *const Epilogue<f32>);
+        return conv_blocked::forward_pointwise(g, x as *const f32, w as *const f32, ep32, y as *mut f32);
+    }
     if is_f32::<T>() && winograd::applies(g) {
         // T is f32: the transmute changes nothing.
         let ep32: &Epilogue<f32> = &*(ep as *const Epilogue<T> as *const Epilogue<f32>);

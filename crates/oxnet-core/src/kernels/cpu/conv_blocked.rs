@@ -383,6 +383,51 @@ micro_kernel!(
     _mm256_min_ps
 );
 
+micro_kernel!(
+    half_tile_avx512,
+    "avx512f,fma",
+    8,
+    1,
+    16,
+    _mm512_setzero_ps,
+    _mm512_loadu_ps,
+    _mm512_storeu_ps,
+    _mm512_set1_ps,
+    _mm512_fmadd_ps,
+    _mm512_mul_ps,
+    _mm512_add_ps,
+    _mm512_max_ps,
+    _mm512_min_ps
+);
+micro_kernel!(
+    half_tile_avx2,
+    "avx2,fma",
+    6,
+    1,
+    8,
+    _mm256_setzero_ps,
+    _mm256_loadu_ps,
+    _mm256_storeu_ps,
+    _mm256_set1_ps,
+    _mm256_fmadd_ps,
+    _mm256_mul_ps,
+    _mm256_add_ps,
+    _mm256_max_ps,
+    _mm256_min_ps
+);
+
+/// [`tile`] over half the columns (one vector): the pointwise path's last tiles.
+#[inline(always)]
+unsafe fn half_tile(isa: Isa, k: usize, w: &[*const f32; MAX_MR], col: *const f32, ld: usize, t: &Tile) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => half_tile_avx512(k, w, col, ld, t),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => half_tile_avx2(k, w, col, ld, t),
+        _ => {}
+    }
+}
+
 #[inline(always)]
 unsafe fn tile(isa: Isa, k: usize, w: &[*const f32; MAX_MR], col: *const f32, ld: usize, t: &Tile) {
     match isa {
@@ -467,6 +512,137 @@ unsafe fn forward_with(
                             finish_scalar(&t, buf.as_ptr(), MAX_NR, qa, cols, f0, f, ylen, pres, py);
                         }
                         j0 += nr;
+                    }
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// How the environment sets the pointwise path (`OXNET_CONV_POINTWISE`).
+fn pointwise_mode() -> Mode {
+    static MODE: std::sync::OnceLock<Mode> = std::sync::OnceLock::new();
+    env_mode(&MODE, "OXNET_CONV_POINTWISE")
+}
+
+/// Fewest output pixels per image for which the default takes the pointwise path:
+/// below, the padding of the last tile costs more than the GEMM library's packing
+/// (a 1×1 map is a matrix-vector product, bound by reading the weights).
+const POINTWISE_MIN_PIXELS: usize = 16;
+
+/// True when [`forward_pointwise`] runs this (float32) convolution: a [`suitable`]
+/// 1×1 one with stride 1 and no padding (the input is its own unfolding), at
+/// least [`POINTWISE_MIN_PIXELS`] pixels per image. `OXNET_CONV_POINTWISE=1` /
+/// `=0` force it on / off for every such convolution.
+pub fn pointwise_applies(g: &ConvGeom) -> bool {
+    suitable(g)
+        && g.pointwise()
+        && match pointwise_mode() {
+            Mode::On => true,
+            Mode::Off => false,
+            Mode::Auto => g.y_len() >= POINTWISE_MIN_PIXELS,
+        }
+}
+
+/// A 1×1, stride-1, unpadded convolution by the micro-kernel reading the input in
+/// place: image `n`'s input is the `c × L` matrix its channels' rows make, so a
+/// tile of columns is `c` rows of consecutive floats `L` apart and nothing is
+/// unfolded or packed. Each image's columns are cut into chunks (`c · width` of
+/// about half of [`COL_FLOATS`], read from L2 by every filter block); the chunks,
+/// and their filter blocks where the chunks are fewer than the threads (batch 1 at
+/// 7×7), are split across the pool. Full tiles of `NR` columns and then of `NR/2`
+/// read the input directly and apply the epilogue in registers; the last
+/// `< NR/2` columns of a chunk are copied, zero-padded, into a small buffer.
+///
+/// # Safety
+/// As for [`forward`]; `g` must be [`suitable`] and [`ConvGeom::pointwise`].
+pub unsafe fn forward_pointwise(g: &ConvGeom, x: *const f32, w: *const f32, ep: &Epilogue<f32>, y: *mut f32) -> Result<()> {
+    pointwise_with(isa(), crate::engine::threads().max(1), g, x, w, ep, y)
+}
+
+unsafe fn pointwise_with(
+    isa: Isa,
+    threads: usize,
+    g: &ConvGeom,
+    x: *const f32,
+    w: *const f32,
+    ep: &Epilogue<f32>,
+    y: *mut f32,
+) -> Result<()> {
+    let Some((mr, nr)) = tile_shape(isa) else {
+        return Err(Error::new("Convolution: internal error: the blocked kernel was chosen on a CPU without AVX2 or AVX-512"));
+    };
+    let half = nr / 2;
+    let (k, hw, f) = (g.c, g.y_len(), g.f);
+    let nb = f.div_ceil(mr);
+    let max_w = ((COL_FLOATS / 2 / k.max(1)) / nr * nr).max(nr);
+    let per_img = hw.div_ceil(max_w).max(1);
+    let width = hw.div_ceil(per_img).next_multiple_of(half);
+    let per_img = hw.div_ceil(width).max(1);
+    let chunks = g.batch * per_img;
+    let fsplit = if chunks >= threads { 1 } else { threads.div_ceil(chunks).min(nb) };
+    let (lo, hi) = ep.clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
+    let (px, pw, py) = (SendPtr(x as *mut f32), SendPtr(w as *mut f32), SendPtr(y));
+    let pres = ep.residual.map(|r| SendPtr(r as *mut f32));
+    let (pscale, pbias) = (ep.scale.map(|v| SendPtr(v as *mut f32)), ep.bias.map(|v| SendPtr(v as *mut f32)));
+    par_ranges(chunks * fsplit, threads, &|_, u0, u1| {
+        let mut tail: Option<Scratch<f32>> = None;
+        let mut buf = [0f32; MAX_MR * MAX_NR];
+        for u in u0..u1 {
+            let (ci, fi) = (u / fsplit, u % fsplit);
+            let (n, c0) = (ci / per_img, (ci % per_img) * width);
+            let c1 = (c0 + width).min(hw);
+            // Columns c0..full by whole tiles, full..part by a half tile, part..c1
+            // (fewer than a half tile) from the padded buffer.
+            let full = c0 + (c1 - c0) / nr * nr;
+            let part = full + if c1 - full >= half { half } else { 0 };
+            // SAFETY: image n's rows, the chunk's columns, the task's own buffers;
+            // the output blocks of (chunk, filter block) pairs are disjoint.
+            unsafe {
+                let xn = px.get().add(n * k * hw);
+                if part < c1 {
+                    if tail.is_none() {
+                        tail = Some(Scratch::<f32>::new(k * half)?);
+                    }
+                    let tb = tail.as_ref().map_or(std::ptr::null_mut(), |t| t.ptr);
+                    for p in 0..k {
+                        let d = tb.add(p * half);
+                        std::ptr::copy_nonoverlapping(xn.add(p * hw + part), d, c1 - part);
+                        std::ptr::write_bytes(d.add(c1 - part), 0, half - (c1 - part));
+                    }
+                }
+                let tb = tail.as_ref().map_or(std::ptr::null_mut(), |t| t.ptr);
+                // One step: filter block fb over the tile at column j (its kind
+                // from where j lies).
+                let step = |fb: usize, j: usize, buf: &mut [f32; MAX_MR * MAX_NR]| {
+                    let f0 = fb * mr;
+                    let rows = mr.min(f - f0);
+                    // Rows past the filters repeat the last one (computed, never stored).
+                    let wr: [*const f32; MAX_MR] = std::array::from_fn(|i| pw.get().add((f0 + i.min(rows - 1)) * k) as *const f32);
+                    let mut t = Tile::for_filters(f0, rows, hw, pscale, pbias, lo, hi, buf.as_mut_ptr());
+                    let at = (n * f + f0) * hw + j;
+                    if j < part {
+                        t.y = py.get().add(at);
+                        t.res = pres.map_or(std::ptr::null(), |r| r.get().add(at) as *const f32);
+                        if j < full {
+                            tile(isa, k, &wr, xn.add(j), hw, &t);
+                        } else {
+                            half_tile(isa, k, &wr, xn.add(j), hw, &t);
+                        }
+                    } else {
+                        half_tile(isa, k, &wr, tb, half, &t);
+                        finish_scalar(&t, buf.as_ptr(), MAX_NR, n * hw + part, c1 - part, f0, f, hw, pres, py);
+                    }
+                };
+                let starts: Vec<usize> =
+                    (c0..full).step_by(nr).chain((full < part).then_some(full)).chain((part < c1).then_some(part)).collect();
+                // Each weight is read once per chunk; the chunk's input, from L2,
+                // by every filter block. (Tiles outer, filter blocks inner, measured
+                // slower on MobileNetV2's layers but one: the many output rows.)
+                for fb in fi * nb / fsplit..(fi + 1) * nb / fsplit {
+                    for &j in &starts {
+                        step(fb, j, &mut buf);
                     }
                 }
             }
@@ -1021,6 +1197,30 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The pointwise path: 1×1 stride-1 convolutions over column counts below,
+    /// at and around the tile widths (whole tiles, a half tile, a padded tail), odd
+    /// filter counts, batches, several chunks per image (large `c · L`).
+    #[test]
+    fn pointwise_matches_float64_reference() {
+        let one = |b, c, f, h, w| geom(b, c, f, (h, w), (1, 1), (1, 1), (0, 0), (1, 1));
+        let cases = [
+            one(1, 16, 24, 7, 7),
+            one(1, 40, 17, 1, 1),
+            one(1, 8, 8, 1, 15),
+            one(1, 9, 11, 4, 4),
+            one(2, 24, 40, 5, 7),
+            one(1, 3, 64, 8, 8),
+            one(3, 13, 9, 6, 9),
+            one(1, 32, 20, 1, 63),
+            one(1, 300, 12, 30, 31),
+            one(1, 960, 10, 7, 7),
+            one(2, 16, 33, 112, 12),
+        ];
+        check_cases(&cases, &isas(), &|isa, threads, g, x, w, ep, y| unsafe {
+            pointwise_with(isa, threads, g, x.as_ptr(), w.as_ptr(), ep, y.as_mut_ptr()).unwrap()
+        });
     }
 
     #[test]
