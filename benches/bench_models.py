@@ -297,10 +297,10 @@ def _ratio(a, b):
 
 def models_table(args, results):
     backends = [b for b in ("oxnet", "mxnet", "torch", "ort") if results.get(b)]
-    names = {"oxnet": "oxnet", "mxnet": "MXNet %s" % results.get("mxnet", {}).get("version", ""),
-             "torch": "PyTorch %s (%s threads)" % (results.get("torch", {}).get("version", ""),
-                                                   results.get("torch", {}).get("threads", "")),
-             "ort": "onnxruntime %s" % results.get("ort", {}).get("version", "")}
+    names = {"oxnet": "oxnet", "mxnet": "MXNet %s" % (results.get("mxnet") or {}).get("version", ""),
+             "torch": "PyTorch %s (%s threads)" % ((results.get("torch") or {}).get("version", ""),
+                                                   (results.get("torch") or {}).get("threads", "")),
+             "ort": "onnxruntime %s" % (results.get("ort") or {}).get("version", "")}
     lines = ["| case (ms) | " + " | ".join(names[b] for b in backends)
              + " | MXNet / oxnet | PyTorch / oxnet | onnxruntime / oxnet |",
              "|---|" + "---|" * (len(backends) + 3)]

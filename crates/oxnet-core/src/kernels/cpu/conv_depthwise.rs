@@ -646,8 +646,19 @@ pub unsafe fn forward<T: ConvElem>(g: &ConvGeom, x: *const T, w: *const T, bias:
 /// What [`forward`] calls on each input plane's finished outputs.
 pub type Finish<'a> = dyn Fn(usize) + Sync + 'a;
 
+/// Columns per forward block: as [`block_width`], but half a vector on AVX-512 for
+/// output rows of at most 8 (MobileNet's 7×7 layers: 7 of 16 columns were padding).
+fn fwd_width(isa: Isa, g: &ConvGeom) -> usize {
+    if isa == Isa::Avx512 && g.y[2] <= 8 {
+        8
+    } else {
+        block_width(isa)
+    }
+}
+
 unsafe fn forward_with<T: DwElem>(isa: Isa, g: &ConvGeom, x: *const T, w: *const T, bias: Option<*const T>, y: *mut T, finish: Option<&Finish>) -> Result<()> {
-    let geo = Geo::new(g, block_width(isa));
+    let width = fwd_width(isa, g);
+    let geo = Geo::new(g, width);
     let job = Job {
         x: SendPtr(x as *mut T),
         w: SendPtr(w as *mut T),
@@ -665,6 +676,7 @@ unsafe fn forward_with<T: DwElem>(isa: Isa, g: &ConvGeom, x: *const T, w: *const
             // SAFETY: planes q0..q1 are this task's; extents as the caller promised.
             unsafe {
                 match isa {
+                    Isa::Avx512 if width == 8 => fwd_avx512::<T, 8>(geo, job, q0, q1, b.ptr),
                     Isa::Avx512 => fwd_avx512::<T, 16>(geo, job, q0, q1, b.ptr),
                     Isa::Avx2 => fwd_avx2::<T, 8>(geo, job, q0, q1, b.ptr),
                     Isa::Portable => fwd_task::<T, 4, false>(geo, job, q0, q1, b.ptr),
