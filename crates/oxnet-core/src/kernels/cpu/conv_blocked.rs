@@ -551,9 +551,10 @@ pub fn pointwise_applies(g: &ConvGeom) -> bool {
 /// unfolded or packed. Each image's columns are cut into chunks (`c · width` of
 /// about half of [`COL_FLOATS`], read from L2 by every filter block); the chunks,
 /// and their filter blocks where the chunks are fewer than the threads (batch 1 at
-/// 7×7), are split across the pool. Full tiles of `NR` columns and then of `NR/2`
-/// read the input directly and apply the epilogue in registers; the last
-/// `< NR/2` columns of a chunk are copied, zero-padded, into a small buffer.
+/// 7×7), are split across the pool. Full tiles of `NR` columns, then tiles of
+/// 8-column vectors (AVX-512VL's narrow tiles; else one half tile) read the input
+/// directly and apply the epilogue in registers; the last columns of a chunk,
+/// fewer than one such vector, are copied, zero-padded, into a small buffer.
 ///
 /// # Safety
 /// As for [`forward`]; `g` must be [`suitable`] and [`ConvGeom::pointwise`].
@@ -573,12 +574,16 @@ unsafe fn pointwise_with(
     let Some((mr, nr)) = tile_shape(isa) else {
         return Err(Error::new("Convolution: internal error: the blocked kernel was chosen on a CPU without AVX2 or AVX-512"));
     };
-    let half = nr / 2;
+    // The unit of the last columns: 8-column vectors on AVX-512VL (the narrow
+    // tiles; a 7×7 map is 32 + 2 · 8 + 1 columns, 56 computed instead of 64), else
+    // the half tile.
+    let narrow = narrow_isa(isa);
+    let tw = if narrow { NL } else { nr / 2 };
     let (k, hw, f) = (g.c, g.y_len(), g.f);
     let nb = f.div_ceil(mr);
     let max_w = ((COL_FLOATS / 2 / k.max(1)) / nr * nr).max(nr);
     let per_img = hw.div_ceil(max_w).max(1);
-    let width = hw.div_ceil(per_img).next_multiple_of(half);
+    let width = hw.div_ceil(per_img).next_multiple_of(nr);
     let per_img = hw.div_ceil(width).max(1);
     let chunks = g.batch * per_img;
     let fsplit = if chunks >= threads { 1 } else { threads.div_ceil(chunks).min(nb) };
@@ -593,56 +598,71 @@ unsafe fn pointwise_with(
             let (ci, fi) = (u / fsplit, u % fsplit);
             let (n, c0) = (ci / per_img, (ci % per_img) * width);
             let c1 = (c0 + width).min(hw);
-            // Columns c0..full by whole tiles, full..part by a half tile, part..c1
-            // (fewer than a half tile) from the padded buffer.
+            // Columns c0..full by whole tiles; full..part by vectors read in place
+            // (up to NV_MAX narrow 8-column vectors per tile where the CPU runs
+            // them, else one half tile); part..c1 (less than one vector `tw`) from
+            // the zero-padded buffer.
             let full = c0 + (c1 - c0) / nr * nr;
-            let part = full + if c1 - full >= half { half } else { 0 };
+            let part = full + (c1 - full) / tw * tw;
             // SAFETY: image n's rows, the chunk's columns, the task's own buffers;
             // the output blocks of (chunk, filter block) pairs are disjoint.
             unsafe {
                 let xn = px.get().add(n * k * hw);
                 if part < c1 {
                     if tail.is_none() {
-                        tail = Some(Scratch::<f32>::new(k * half)?);
+                        tail = Some(Scratch::<f32>::new(k * tw)?);
                     }
                     let tb = tail.as_ref().map_or(std::ptr::null_mut(), |t| t.ptr);
                     for p in 0..k {
-                        let d = tb.add(p * half);
+                        let d = tb.add(p * tw);
                         std::ptr::copy_nonoverlapping(xn.add(p * hw + part), d, c1 - part);
-                        std::ptr::write_bytes(d.add(c1 - part), 0, half - (c1 - part));
+                        std::ptr::write_bytes(d.add(c1 - part), 0, tw - (c1 - part));
                     }
                 }
                 let tb = tail.as_ref().map_or(std::ptr::null_mut(), |t| t.ptr);
-                // One step: filter block fb over the tile at column j (its kind
-                // from where j lies).
-                let step = |fb: usize, j: usize, buf: &mut [f32; MAX_MR * MAX_NR]| {
+                // The chunk's tiles: (first column, columns, vectors of `tw`; 0 for a
+                // whole tile).
+                let mut tiles: Vec<(usize, usize, usize)> = (c0..full).step_by(nr).map(|j| (j, nr, 0)).collect();
+                let mut j = full;
+                while j < part {
+                    let nv = ((part - j) / tw).min(if narrow { NV_MAX } else { 1 });
+                    tiles.push((j, nv * tw, nv));
+                    j += nv * tw;
+                }
+                if part < c1 {
+                    tiles.push((part, c1 - part, 1));
+                }
+                // One step: filter block fb over one tile.
+                let step = |fb: usize, (j, cols, nv): (usize, usize, usize), buf: &mut [f32; MAX_MR * MAX_NR]| {
                     let f0 = fb * mr;
                     let rows = mr.min(f - f0);
                     // Rows past the filters repeat the last one (computed, never stored).
                     let wr: [*const f32; MAX_MR] = std::array::from_fn(|i| pw.get().add((f0 + i.min(rows - 1)) * k) as *const f32);
                     let mut t = Tile::for_filters(f0, rows, hw, pscale, pbias, lo, hi, buf.as_mut_ptr());
                     let at = (n * f + f0) * hw + j;
-                    if j < part {
+                    let inplace = j < part;
+                    if inplace {
                         t.y = py.get().add(at);
                         t.res = pres.map_or(std::ptr::null(), |r| r.get().add(at) as *const f32);
-                        if j < full {
-                            tile(isa, k, &wr, xn.add(j), hw, &t);
-                        } else {
-                            half_tile(isa, k, &wr, xn.add(j), hw, &t);
-                        }
+                    }
+                    let (src, ld) = if inplace { (xn.add(j) as *const f32, hw) } else { (tb as *const f32, tw) };
+                    if nv == 0 {
+                        tile(isa, k, &wr, src, ld, &t);
+                    } else if narrow {
+                        narrow_tile(nv, k, &wr, src, ld, std::ptr::null(), MAX_NR, &t);
                     } else {
-                        half_tile(isa, k, &wr, tb, half, &t);
-                        finish_scalar(&t, buf.as_ptr(), MAX_NR, n * hw + part, c1 - part, f0, f, hw, pres, py);
+                        half_tile(isa, k, &wr, src, ld, &t);
+                    }
+                    if !inplace {
+                        finish_scalar(&t, buf.as_ptr(), MAX_NR, n * hw + j, cols, f0, f, hw, pres, py);
                     }
                 };
-                let starts: Vec<usize> =
-                    (c0..full).step_by(nr).chain((full < part).then_some(full)).chain((part < c1).then_some(part)).collect();
                 // Each weight is read once per chunk; the chunk's input, from L2,
                 // by every filter block. (Tiles outer, filter blocks inner, measured
                 // slower on MobileNetV2's layers but one: the many output rows.)
                 for fb in fi * nb / fsplit..(fi + 1) * nb / fsplit {
-                    for &j in &starts {
-                        step(fb, j, &mut buf);
+                    for &tile_at in &tiles {
+                        step(fb, tile_at, &mut buf);
                     }
                 }
             }
@@ -756,12 +776,12 @@ fn narrow_tiles(nvec: usize) -> Vec<(usize, usize)> {
 
 /// One narrow micro-tile: `c[i] + Σ_p w[i][p] · b[p][0 .. NV · NL]` for the 8
 /// filters `i` (`c` the partial sums at `cin`, rows `ldc` apart, or zero where
-/// `cin` is null), `b`'s rows `NV · NL` floats apart (the tile's panel),
+/// `cin` is null), `b`'s rows `ldb` floats apart (the narrow path's panel: `NV · NL`),
 /// delivered as `t` says (raw sums in `t.buf`, rows `ldc` apart, where `t.y` is
 /// null).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,fma")]
-unsafe fn narrow_tile_avx512<const NV: usize>(k: usize, w: &[*const f32; MAX_MR], b: *const f32, cin: *const f32, ldc: usize, t: &Tile) {
+unsafe fn narrow_tile_avx512<const NV: usize>(k: usize, w: &[*const f32; MAX_MR], b: *const f32, ldb: usize, cin: *const f32, ldc: usize, t: &Tile) {
     use std::arch::x86_64::*;
     let mut acc = [[_mm256_setzero_ps(); NV]; MAX_MR];
     if !cin.is_null() {
@@ -783,7 +803,7 @@ unsafe fn narrow_tile_avx512<const NV: usize>(k: usize, w: &[*const f32; MAX_MR]
                 acc[i][v] = _mm256_fmadd_ps(a, bv[v], acc[i][v]);
             }
         }
-        bp = bp.add(NV * NL);
+        bp = bp.add(ldb);
     }
     if t.y.is_null() {
         for (i, r) in acc.iter().enumerate() {
@@ -810,15 +830,16 @@ unsafe fn narrow_tile_avx512<const NV: usize>(k: usize, w: &[*const f32; MAX_MR]
 }
 
 #[inline(always)]
-unsafe fn narrow_tile(nv: usize, k: usize, w: &[*const f32; MAX_MR], b: *const f32, cin: *const f32, ldc: usize, t: &Tile) {
+#[allow(clippy::too_many_arguments)]
+unsafe fn narrow_tile(nv: usize, k: usize, w: &[*const f32; MAX_MR], b: *const f32, ldb: usize, cin: *const f32, ldc: usize, t: &Tile) {
     #[cfg(target_arch = "x86_64")]
     match nv {
-        1 => narrow_tile_avx512::<1>(k, w, b, cin, ldc, t),
-        2 => narrow_tile_avx512::<2>(k, w, b, cin, ldc, t),
-        _ => narrow_tile_avx512::<3>(k, w, b, cin, ldc, t),
+        1 => narrow_tile_avx512::<1>(k, w, b, ldb, cin, ldc, t),
+        2 => narrow_tile_avx512::<2>(k, w, b, ldb, cin, ldc, t),
+        _ => narrow_tile_avx512::<3>(k, w, b, ldb, cin, ldc, t),
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (nv, k, w, b, cin, ldc, t);
+    let _ = (nv, k, w, b, ldb, cin, ldc, t);
 }
 
 /// Floats of the unfolding per block of `K` rows on the narrow path (512 KiB:
@@ -918,7 +939,7 @@ unsafe fn forward_narrow(
                             t.buf = cb.add(qa);
                         }
                         let cin = if kb == 0 { std::ptr::null() } else { cb.add(qa) as *const f32 };
-                        narrow_tile(nv, k1 - k0, &wr, pcol.get().add(k * qa + k0 * nv * NL), cin, ld, &t);
+                        narrow_tile(nv, k1 - k0, &wr, pcol.get().add(k * qa + k0 * nv * NL), nv * NL, cin, ld, &t);
                         if last && !fast {
                             finish_scalar(&t, cb.add(qa), ld, qa, cols, f0, f, ylen, pres, py);
                         }
