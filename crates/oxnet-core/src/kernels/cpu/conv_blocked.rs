@@ -303,22 +303,23 @@ impl Tile {
 }
 
 macro_rules! micro_kernel {
-    ($name:ident, $feat:literal, $mr:expr, $nv:expr, $lanes:expr, $zero:ident, $load:ident, $store:ident, $set1:ident,
+    ($name:ident, $feat:literal, $mr:expr, $lanes:expr, $zero:ident, $load:ident, $store:ident, $set1:ident,
      $fma:ident, $mul:ident, $add:ident, $max:ident, $min:ident) => {
-        /// One micro-tile: `Σ_p w[i][p] · col[p][0 .. NR]` for the tile's filters `i`
-        /// (`w[i]`: that filter's row of `K` weights; `col`'s rows `ld` apart),
-        /// delivered as `t` says.
+        /// One micro-tile: `Σ_p w[i][p] · col[p][0 .. NV · lanes]` for the tile's
+        /// filters `i` (`w[i]`: that filter's row of `K` weights; `col`'s rows `ld`
+        /// apart), delivered as `t` says. `NV = 2` is the whole tile, `1` the
+        /// pointwise path's half tile.
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $feat)]
-        unsafe fn $name(k: usize, w: &[*const f32; MAX_MR], col: *const f32, ld: usize, t: &Tile) {
+        unsafe fn $name<const NV: usize>(k: usize, w: &[*const f32; MAX_MR], col: *const f32, ld: usize, t: &Tile) {
             use std::arch::x86_64::*;
-            let mut acc = [[$zero(); $nv]; $mr];
+            let mut acc = [[$zero(); NV]; $mr];
             let mut bp = col;
             for p in 0..k {
-                let b: [_; $nv] = std::array::from_fn(|v| $load(bp.add(v * $lanes)));
+                let b: [_; NV] = std::array::from_fn(|v| $load(bp.add(v * $lanes)));
                 for i in 0..$mr {
                     let a = $set1(*w[i].add(p));
-                    for v in 0..$nv {
+                    for v in 0..NV {
                         acc[i][v] = $fma(a, b[v], acc[i][v]);
                     }
                 }
@@ -326,7 +327,7 @@ macro_rules! micro_kernel {
             }
             if t.y.is_null() {
                 for i in 0..$mr {
-                    for v in 0..$nv {
+                    for v in 0..NV {
                         $store(t.buf.add(i * MAX_NR + v * $lanes), acc[i][v]);
                     }
                 }
@@ -335,7 +336,7 @@ macro_rules! micro_kernel {
             let (lo, hi) = ($set1(t.lo), $set1(t.hi));
             for i in 0..$mr.min(t.rows) {
                 let (s, b) = ($set1(t.scale[i]), $set1(t.bias[i]));
-                for v in 0..$nv {
+                for v in 0..NV {
                     let at = i * t.ys + v * $lanes;
                     let mut o = $add($mul(acc[i][v], s), b);
                     if !t.res.is_null() {
@@ -354,7 +355,6 @@ micro_kernel!(
     tile_avx512,
     "avx512f,fma",
     8,
-    2,
     16,
     _mm512_setzero_ps,
     _mm512_loadu_ps,
@@ -370,40 +370,6 @@ micro_kernel!(
     tile_avx2,
     "avx2,fma",
     6,
-    2,
-    8,
-    _mm256_setzero_ps,
-    _mm256_loadu_ps,
-    _mm256_storeu_ps,
-    _mm256_set1_ps,
-    _mm256_fmadd_ps,
-    _mm256_mul_ps,
-    _mm256_add_ps,
-    _mm256_max_ps,
-    _mm256_min_ps
-);
-
-micro_kernel!(
-    half_tile_avx512,
-    "avx512f,fma",
-    8,
-    1,
-    16,
-    _mm512_setzero_ps,
-    _mm512_loadu_ps,
-    _mm512_storeu_ps,
-    _mm512_set1_ps,
-    _mm512_fmadd_ps,
-    _mm512_mul_ps,
-    _mm512_add_ps,
-    _mm512_max_ps,
-    _mm512_min_ps
-);
-micro_kernel!(
-    half_tile_avx2,
-    "avx2,fma",
-    6,
-    1,
     8,
     _mm256_setzero_ps,
     _mm256_loadu_ps,
@@ -421,9 +387,9 @@ micro_kernel!(
 unsafe fn half_tile(isa: Isa, k: usize, w: &[*const f32; MAX_MR], col: *const f32, ld: usize, t: &Tile) {
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => half_tile_avx512(k, w, col, ld, t),
+        Isa::Avx512 => tile_avx512::<1>(k, w, col, ld, t),
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => half_tile_avx2(k, w, col, ld, t),
+        Isa::Avx2 => tile_avx2::<1>(k, w, col, ld, t),
         _ => {}
     }
 }
@@ -432,9 +398,9 @@ unsafe fn half_tile(isa: Isa, k: usize, w: &[*const f32; MAX_MR], col: *const f3
 unsafe fn tile(isa: Isa, k: usize, w: &[*const f32; MAX_MR], col: *const f32, ld: usize, t: &Tile) {
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => tile_avx512(k, w, col, ld, t),
+        Isa::Avx512 => tile_avx512::<2>(k, w, col, ld, t),
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => tile_avx2(k, w, col, ld, t),
+        Isa::Avx2 => tile_avx2::<2>(k, w, col, ld, t),
         // (forward_with refuses an ISA without a kernel.)
         _ => {}
     }
@@ -621,48 +587,42 @@ unsafe fn pointwise_with(
                 }
                 let tb = tail.as_ref().map_or(std::ptr::null_mut(), |t| t.ptr);
                 // The chunk's tiles: (first column, columns, vectors of `tw`; 0 for a
-                // whole tile).
-                let mut tiles: Vec<(usize, usize, usize)> = (c0..full).step_by(nr).map(|j| (j, nr, 0)).collect();
-                let mut j = full;
-                while j < part {
-                    let nv = ((part - j) / tw).min(if narrow { NV_MAX } else { 1 });
-                    tiles.push((j, nv * tw, nv));
-                    j += nv * tw;
-                }
-                if part < c1 {
-                    tiles.push((part, c1 - part, 1));
-                }
-                // One step: filter block fb over one tile.
-                let step = |fb: usize, (j, cols, nv): (usize, usize, usize), buf: &mut [f32; MAX_MR * MAX_NR]| {
-                    let f0 = fb * mr;
-                    let rows = mr.min(f - f0);
-                    // Rows past the filters repeat the last one (computed, never stored).
-                    let wr: [*const f32; MAX_MR] = std::array::from_fn(|i| pw.get().add((f0 + i.min(rows - 1)) * k) as *const f32);
-                    let mut t = Tile::for_filters(f0, rows, hw, pscale, pbias, lo, hi, buf.as_mut_ptr());
-                    let at = (n * f + f0) * hw + j;
-                    let inplace = j < part;
-                    if inplace {
-                        t.y = py.get().add(at);
-                        t.res = pres.map_or(std::ptr::null(), |r| r.get().add(at) as *const f32);
-                    }
-                    let (src, ld) = if inplace { (xn.add(j) as *const f32, hw) } else { (tb as *const f32, tw) };
-                    if nv == 0 {
-                        tile(isa, k, &wr, src, ld, &t);
-                    } else if narrow {
-                        narrow_tile(nv, k, &wr, src, ld, std::ptr::null(), MAX_NR, &t);
-                    } else {
-                        half_tile(isa, k, &wr, src, ld, &t);
-                    }
-                    if !inplace {
-                        finish_scalar(&t, buf.as_ptr(), MAX_NR, n * hw + j, cols, f0, f, hw, pres, py);
-                    }
+                // whole tile). Fewer than `nr` columns lie in full..part: one tile
+                // of at most NV_MAX narrow vectors, or one half tile.
+                let tiles = || {
+                    let mid = (full < part).then_some((full, part - full, (part - full) / tw));
+                    let last = (part < c1).then_some((part, c1 - part, 1));
+                    (c0..full).step_by(nr).map(|j| (j, nr, 0)).chain(mid).chain(last)
                 };
                 // Each weight is read once per chunk; the chunk's input, from L2,
                 // by every filter block. (Tiles outer, filter blocks inner, measured
                 // slower on MobileNetV2's layers but one: the many output rows.)
                 for fb in fi * nb / fsplit..(fi + 1) * nb / fsplit {
-                    for &tile_at in &tiles {
-                        step(fb, tile_at, &mut buf);
+                    let f0 = fb * mr;
+                    let rows = mr.min(f - f0);
+                    // Rows past the filters repeat the last one (computed, never stored).
+                    let wr: [*const f32; MAX_MR] = std::array::from_fn(|i| pw.get().add((f0 + i.min(rows - 1)) * k) as *const f32);
+                    let mut t = Tile::for_filters(f0, rows, hw, pscale, pbias, lo, hi, buf.as_mut_ptr());
+                    for (j, cols, nv) in tiles() {
+                        let at = (n * f + f0) * hw + j;
+                        let inplace = j < part;
+                        if inplace {
+                            t.y = py.get().add(at);
+                            t.res = pres.map_or(std::ptr::null(), |r| r.get().add(at) as *const f32);
+                        } else {
+                            t.y = std::ptr::null_mut();
+                        }
+                        let (src, ld) = if inplace { (xn.add(j) as *const f32, hw) } else { (tb as *const f32, tw) };
+                        if nv == 0 {
+                            tile(isa, k, &wr, src, ld, &t);
+                        } else if narrow {
+                            narrow_tile(nv, k, &wr, src, ld, std::ptr::null(), MAX_NR, &t);
+                        } else {
+                            half_tile(isa, k, &wr, src, ld, &t);
+                        }
+                        if !inplace {
+                            finish_scalar(&t, buf.as_ptr(), MAX_NR, n * hw + j, cols, f0, f, hw, pres, py);
+                        }
                     }
                 }
             }

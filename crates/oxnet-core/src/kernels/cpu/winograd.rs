@@ -766,8 +766,10 @@ unsafe fn cached_weights(g: &ConvGeom, w: *const f32) -> Result<std::sync::Arc<V
     let len = 36 * filter_blocks(g.f) * MR * g.c;
     let mut u: Vec<f32> = Vec::new();
     u.try_reserve_exact(len).map_err(|_| crate::error::Error::new("Convolution: out of memory for the Winograd weights"))?;
-    u.resize(len, 0.0);
+    // (The transform writes all `len` floats, the padding rows' zeros included, as
+    // it does into the uninitialised scratch of the uncached path.)
     transform_weights(g, w, false, u.as_mut_ptr())?;
+    u.set_len(len);
     let u = std::sync::Arc::new(u);
     let mut copy: Vec<u32> = Vec::new();
     if copy.try_reserve_exact(n).is_ok() && n + len <= CACHE_FLOATS {
