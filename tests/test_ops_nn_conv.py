@@ -821,6 +821,31 @@ def test_conv_blocked_shapes_match_numpy(dshape, nf, kernel, stride, pad, dilate
     assert np.all(np.abs(y - want) <= 1e-5 * mag + 1e-6), float(np.abs(y - want).max())
 
 
+# Batch-1 shapes of the filter-vector kernel (few output pixels, >= 64 filters: ResNet's
+# 14x14 and 7x7 3x3 layers and their stride-2 entries), the channels-vector depthwise
+# kernel (MobileNetV2's layers, a partial block of 16 channels, several row strips)
+# and strided 1x1 convolutions (subsampled, then the pointwise path), against NumPy.
+@pytest.mark.parametrize("dshape,nf,kernel,stride,pad,groups", [
+    ((1, 256, 14, 14), 256, (3, 3), (1, 1), (1, 1), 1),
+    ((1, 128, 14, 14), 80, (3, 3), (2, 2), (1, 1), 1),
+    ((2, 64, 7, 7), 96, (3, 3), (1, 1), (1, 1), 1),
+    ((1, 96, 112, 112), 96, (3, 3), (2, 2), (1, 1), 96),
+    ((1, 20, 60, 41), 20, (3, 3), (1, 1), (1, 1), 20),
+    ((2, 144, 14, 14), 144, (5, 5), (1, 1), (2, 2), 144),
+    ((1, 64, 28, 28), 128, (1, 1), (2, 2), (0, 0), 1),
+    ((2, 48, 13, 15), 40, (1, 1), (2, 3), (0, 0), 1),
+])
+def test_conv_batch1_kernels_match_numpy(dshape, nf, kernel, stride, pad, groups):
+    x, w, b = rand(dshape, 51), rand((nf, dshape[1] // groups) + kernel, 52), rand((nf,), 53)
+    y = nd.Convolution(nd.array(x), nd.array(w), nd.array(b), kernel=kernel, stride=stride, pad=pad,
+                       num_filter=nf, num_group=groups).asnumpy()
+    kw = dict(stride=stride, pad=pad, groups=groups)
+    want = np_conv(x.astype(np.float64), w, b, **kw)
+    mag = np_conv(np.abs(x.astype(np.float64)), np.abs(w), np.abs(b), **kw)
+    assert y.shape == want.shape and y.dtype == np.float32
+    assert np.all(np.abs(y - want) <= 1e-5 * mag + 1e-6), float(np.abs(y - want).max())
+
+
 def test_conv_blocked_sees_new_weights():
     # Nothing is cached between calls: a weight changed in place is used at once.
     x = nd.array(rand((1, 16, 47, 47), 41))

@@ -23,7 +23,7 @@
 use super::gemm::{gemm, gemm_threads, GemmElem};
 use super::winograd;
 use super::SendPtr;
-use super::{conv_blocked, conv_depthwise, conv_direct, conv_wgrad};
+use super::{conv_blocked, conv_depthwise, conv_direct, conv_dw_blocked, conv_fvec, conv_wgrad};
 use crate::context::Context;
 use crate::error::Result;
 use crate::storage::Storage;
@@ -650,6 +650,11 @@ pub unsafe fn conv_forward_fused<T: ConvElem>(g: &ConvGeom, x: *const T, w: *con
         finish_output(g, ep, y);
         return Ok(());
     }
+    if is_f32::<T>() && conv_dw_blocked::applies(g) {
+        // T is f32: the casts and the transmute change nothing.
+        let ep32: &Epilogue<f32> = &*(ep as *const Epilogue<T> as *const Epilogue<f32>);
+        return conv_dw_blocked::forward(g, x as *const f32, w as *const f32, ep32, y as *mut f32);
+    }
     if conv_depthwise::applies::<T>(g) {
         if ep.is_plain() {
             return conv_depthwise::forward(g, x, w, None, y, None);
@@ -671,10 +676,22 @@ pub unsafe fn conv_forward_fused<T: ConvElem>(g: &ConvGeom, x: *const T, w: *con
         let ep32: &Epilogue<f32> = &*(ep as *const Epilogue<T> as *const Epilogue<f32>);
         return conv_blocked::forward_pointwise(g, x as *const f32, w as *const f32, ep32, y as *mut f32);
     }
+    if is_f32::<T>() {
+        if let Some(g1) = strided_pointwise(g) {
+            // T is f32: the casts and the transmute change nothing.
+            let ep32: &Epilogue<f32> = &*(ep as *const Epilogue<T> as *const Epilogue<f32>);
+            return forward_strided_pointwise(g, &g1, x as *const f32, w as *const f32, ep32, y as *mut f32);
+        }
+    }
     if is_f32::<T>() && winograd::applies(g) {
         // T is f32: the transmute changes nothing.
         let ep32: &Epilogue<f32> = &*(ep as *const Epilogue<T> as *const Epilogue<f32>);
         return winograd::forward(g, x as *const f32, w as *const f32, ep32, y as *mut f32);
+    }
+    if is_f32::<T>() && conv_fvec::applies(g) {
+        // T is f32: the casts and the transmute change nothing.
+        let ep32: &Epilogue<f32> = &*(ep as *const Epilogue<T> as *const Epilogue<f32>);
+        return conv_fvec::forward(g, x as *const f32, w as *const f32, ep32, y as *mut f32);
     }
     if is_f32::<T>() && conv_blocked::applies(g) {
         // T is f32: the transmute changes nothing.
@@ -682,6 +699,59 @@ pub unsafe fn conv_forward_fused<T: ConvElem>(g: &ConvGeom, x: *const T, w: *con
         return conv_blocked::forward(g, x as *const f32, w as *const f32, ep32, y as *mut f32);
     }
     conv_forward_general(g, x, w, ep, y)
+}
+
+/// For a strided, unpadded 1×1 convolution (ResNet's downsampling shortcuts and
+/// ResNet-50's strided bottleneck entries): the stride-1 geometry of the same
+/// convolution on the subsampled input, when the pointwise path takes that.
+fn strided_pointwise(g: &ConvGeom) -> Option<ConvGeom> {
+    if g.k != [1, 1, 1] || g.p != [0, 0, 0] || g.s == [1, 1, 1] || g.groups != 1 {
+        return None;
+    }
+    let g1 = ConvGeom { x: g.y, s: [1, 1, 1], d: [1, 1, 1], ..*g };
+    conv_blocked::pointwise_applies(&g1).then_some(g1)
+}
+
+/// [`conv_forward_fused`] for [`strided_pointwise`] geometries: the input pixels
+/// the convolution reads are gathered into a dense `c × L_out` copy per image (a
+/// quarter or less of the input at stride 2), then the pointwise path runs on it.
+///
+/// # Safety
+/// As for [`conv_forward_fused`]; `g1` is `strided_pointwise(g)`.
+unsafe fn forward_strided_pointwise(
+    g: &ConvGeom,
+    g1: &ConvGeom,
+    x: *const f32,
+    w: *const f32,
+    ep: &Epilogue<f32>,
+    y: *mut f32,
+) -> Result<()> {
+    let (xlen, ylen) = (g.x_len(), g.y_len());
+    let planes = g.batch * g.c;
+    let sub = Scratch::<f32>::new(planes * ylen)?;
+    let (px, ps) = (SendPtr(x as *mut f32), SendPtr(sub.ptr));
+    let [yd, yh, yw] = g.y;
+    let [_, xh, xw] = g.x;
+    super::par_for(planes, (1 << 14) / ylen.max(1) + 1, move |p0, p1| {
+        for p in p0..p1 {
+            // SAFETY: plane p of x, read at pixels inside it (unpadded, 1×1); plane p
+            // of the copy is this task's.
+            unsafe {
+                let (src, dst) = (px.get().add(p * xlen) as *const f32, ps.get().add(p * ylen));
+                let mut o = 0;
+                for od in 0..yd {
+                    for oh in 0..yh {
+                        let row = src.add((od * g.s[0] * xh + oh * g.s[1]) * xw);
+                        for ow in 0..yw {
+                            *dst.add(o) = *row.add(ow * g.s[2]);
+                            o += 1;
+                        }
+                    }
+                }
+            }
+        }
+    });
+    conv_blocked::forward_pointwise(g1, sub.ptr, w, ep, y)
 }
 
 /// Output elements per block of [`gemm_blocks`]: 256 KiB of float32, a part of
@@ -1212,6 +1282,8 @@ unsafe fn max_pool_2d<T: ConvElem>(g: &PoolGeom, x: *const T, y: *mut T) {
         })
         .collect();
     let whole = |ow: usize| cols[ow].1 - cols[ow].0 == kw;
+    // Float32 at stride 1 or 2 on AVX-512: 16 outputs per vector ([`max16_avx512`]).
+    let wide = is_f32::<T>() && (sw == 1 || sw == 2) && super::isa() == super::Isa::Avx512;
     let (px, py) = (SendPtr(x as *mut T), SendPtr(y));
     let cols = &cols;
     par_planes(g.batch * g.ch, yh * yw * g.k[1] * kw, move |s, e| {
@@ -1229,6 +1301,29 @@ unsafe fn max_pool_2d<T: ConvElem>(g: &PoolGeom, x: *const T, y: *mut T) {
                     }
                     let mut ow = 0;
                     while ow < yw {
+                        #[cfg(target_arch = "x86_64")]
+                        if wide && ow + 16 > yw && yw >= 16 && ow > yw - 16 && whole(yw - 16) && whole(yw - 1) {
+                            // The row's last 16 outputs, overlapping the block before
+                            // (the same values again), instead of one at a time.
+                            max16_avx512(
+                                xp as *const f32,
+                                xw,
+                                (h0, h1),
+                                cols[yw - 16].0,
+                                kw,
+                                sw,
+                                out.as_mut_ptr().add(yw - 16) as *mut f32,
+                            );
+                            break;
+                        }
+                        #[cfg(target_arch = "x86_64")]
+                        if wide && ow + 16 <= yw && whole(ow) && whole(ow + 15) {
+                            // SAFETY: T is f32 (`wide`); whole windows of this plane;
+                            // the CPU has AVX-512F.
+                            max16_avx512(xp as *const f32, xw, (h0, h1), cols[ow].0, kw, sw, out.as_mut_ptr().add(ow) as *mut f32);
+                            ow += 16;
+                            continue;
+                        }
                         if ow + POOL_BLOCK <= yw && whole(ow) && whole(ow + POOL_BLOCK - 1) {
                             // Whole windows, columns c0 + l·sw + j.
                             let c0 = cols[ow].0;
@@ -1268,6 +1363,38 @@ unsafe fn max_pool_2d<T: ConvElem>(g: &PoolGeom, x: *const T, y: *mut T) {
             }
         }
     });
+}
+
+/// 16 consecutive outputs of a max pooling row whose windows are whole (columns
+/// `c0 + l·sw + j`, `j < kw`, rows `h0..h1`), stride 1 or 2: one vector per tap, the
+/// taps in row-major window order, each folded in by `max(v, m)`, which is
+/// `v > m ? v : m` (NaN or equal: `m` kept): the generic loop's result, bit for bit.
+///
+/// # Safety
+/// Rows `h0..h1` of the plane at `xp` (`xw` columns) must hold the windows; `out`
+/// 16 floats; the CPU must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn max16_avx512(xp: *const f32, xw: usize, (h0, h1): (usize, usize), c0: usize, kw: usize, sw: usize, out: *mut f32) {
+    use std::arch::x86_64::*;
+    let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let mut m = _mm512_setzero_ps();
+    for ih in h0..h1 {
+        let row = xp.add(ih * xw + c0);
+        for j in 0..kw {
+            let v = if sw == 1 {
+                _mm512_loadu_ps(row.add(j))
+            } else {
+                // Columns j, j + 2, ..., j + 30: the even elements of 31 (the 32nd
+                // is not read: it may lie past the plane).
+                let a = _mm512_loadu_ps(row.add(j));
+                let b = _mm512_maskz_loadu_ps(0x7fff, row.add(j + 16));
+                _mm512_permutex2var_ps(a, even, b)
+            };
+            m = if ih == h0 && j == 0 { v } else { _mm512_max_ps(v, m) };
+        }
+    }
+    _mm512_storeu_ps(out, m);
 }
 
 /// [`pool_backward`] for [`is_max_2x2`] geometries: each output's gradient goes to
@@ -1329,6 +1456,9 @@ pub unsafe fn pool_forward<T: ConvElem>(g: &PoolGeom, kind: PoolKind, x: *const 
     }
     if is_max_2d(g, kind) {
         return max_pool_2d(g, x, y);
+    }
+    if is_whole_plane_sum(g, kind) {
+        return whole_plane_sum(g, kind, x, y);
     }
     let (xlen, ylen) = (g.x.iter().product::<usize>(), g.y.iter().product::<usize>());
     let [_, xh, xw] = g.x;
@@ -1395,6 +1525,46 @@ pub unsafe fn pool_forward<T: ConvElem>(g: &PoolGeom, kind: PoolKind, x: *const 
                         }
                     }
                 }
+            }
+        }
+    });
+}
+
+/// An average or sum pooling whose one window is the whole unpadded plane (global
+/// pooling, as at the end of ResNet and MobileNet), channels-first.
+fn is_whole_plane_sum(g: &PoolGeom, kind: PoolKind) -> bool {
+    matches!(kind, PoolKind::Avg { .. } | PoolKind::Sum)
+        && !g.channels_last
+        && g.y == [1, 1, 1]
+        && g.k == g.x
+        && g.p_lo == [0, 0, 0]
+        && g.p_hi == [0, 0, 0]
+}
+
+/// [`pool_forward`] for [`is_whole_plane_sum`]: each plane summed in float64 over
+/// eight independent partial sums (one chain of additions made the loop wait on
+/// each addition's latency), then divided by its size for the average.
+unsafe fn whole_plane_sum<T: ConvElem>(g: &PoolGeom, kind: PoolKind, x: *const T, y: *mut T) {
+    let len = g.x.iter().product::<usize>();
+    let (px, py) = (SendPtr(x as *mut T), SendPtr(y));
+    super::par_for(g.batch * g.ch, (1 << 15) / len.max(1) + 1, move |s, e| {
+        for plane in s..e {
+            // SAFETY: plane `plane` of x and its one output; planes are disjoint in y.
+            unsafe {
+                let v = std::slice::from_raw_parts(px.get().add(plane * len) as *const T, len);
+                let mut acc = [0.0f64; 8];
+                let mut chunks = v.chunks_exact(8);
+                for c in &mut chunks {
+                    for (a, &t) in acc.iter_mut().zip(c) {
+                        *a += t.to_f64();
+                    }
+                }
+                for (a, &t) in acc.iter_mut().zip(chunks.remainder()) {
+                    *a += t.to_f64();
+                }
+                let sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+                let out = if matches!(kind, PoolKind::Sum) || len == 0 { sum } else { sum / len as f64 };
+                *py.get().add(plane) = T::from_f64(out);
             }
         }
     });
@@ -1721,6 +1891,14 @@ pub(super) mod tests {
             // (pointwise, and grouped 3×3 through im2col)
             geom(1, 8, 40, 1, [1, 64, 67], [1, 1, 1], [1, 1, 1], [1, 1, 1], [0, 0, 0]),
             geom(1, 8, 50, 2, [1, 70, 69], [1, 3, 3], [1, 1, 1], [1, 1, 1], [0, 1, 1]),
+            // strided 1×1 (subsampled, then the pointwise path): a 7×7 input at
+            // stride 2 (16 outputs), uneven strides, batch 2
+            geom(1, 24, 40, 1, [1, 7, 7], [1, 1, 1], [1, 2, 2], [1, 1, 1], [0, 0, 0]),
+            geom(2, 40, 36, 1, [1, 20, 21], [1, 1, 1], [1, 2, 3], [1, 1, 1], [0, 0, 0]),
+            // depthwise with a partial channel block at stride 2, and a plane tall
+            // enough for several strips
+            geom(1, 20, 20, 20, [1, 33, 35], [1, 3, 3], [1, 2, 2], [1, 1, 1], [0, 1, 1]),
+            geom(1, 32, 32, 32, [1, 150, 60], [1, 3, 3], [1, 1, 1], [1, 1, 1], [0, 1, 1]),
         ] {
             check::<f32>(&g, 1e-5);
             check::<f64>(&g, 1e-12);
@@ -1794,6 +1972,10 @@ pub(super) mod tests {
             ([3, 5], [3, 1], [2, 2], [2, 2], [11, 30]),
             ([1, 1], [2, 2], [0, 0], [0, 0], [7, 21]),
             ([2, 2], [3, 3], [1, 2], [3, 4], [5, 26]),
+            // Rows long enough for the 16-output vectors (stride 2, an odd width; stride 1).
+            ([3, 3], [2, 2], [1, 1], [1, 1], [9, 113]),
+            ([3, 3], [1, 1], [1, 1], [1, 1], [6, 50]),
+            ([2, 4], [2, 2], [0, 1], [1, 2], [5, 71]),
         ];
         for (k, st, lo, hi, [h, w]) in cases {
             let yh = (h + lo[0] + hi[0] - k[0]) / st[0] + 1;

@@ -40,7 +40,6 @@ use crate::error::Result;
 /// 256 measured alike on ResNet-18's layers at batch 32.)
 const BLOCK_PIXELS: usize = 128;
 
-
 /// Largest padded copy of the input (floats) built at once: 64 MiB.
 const SLAB_FLOATS: usize = 1 << 24;
 
@@ -180,6 +179,18 @@ unsafe fn pad_rows(isa: Isa, g: &ConvGeom, l: Layout, x: *const f32, n0: usize, 
 unsafe fn transpose16(src: *const f32, ss: usize, dst: *mut f32, ds: usize) {
     use std::arch::x86_64::*;
     let r: [__m512; 16] = std::array::from_fn(|i| _mm512_loadu_ps(src.add(i * ss)));
+    for (k, v) in transpose16_regs(&r).into_iter().enumerate() {
+        _mm512_storeu_ps(dst.add(k * ds), v);
+    }
+}
+
+/// The 16 × 16 transpose of `r` (vector `k` of the result holds lane `k` of every
+/// vector of `r`, in order).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(super) unsafe fn transpose16_regs(r: &[std::arch::x86_64::__m512; 16]) -> [std::arch::x86_64::__m512; 16] {
+    use std::arch::x86_64::*;
     // Pairs of rows interleaved, then groups of four: u[4q + m] holds, in each
     // 128-bit lane L, column 4L + m of rows 4q .. 4q + 4.
     let mut u = [_mm512_setzero_ps(); 16];
@@ -194,16 +205,18 @@ unsafe fn transpose16(src: *const f32, ss: usize, dst: *mut f32, ds: usize) {
     }
     // Lanes gathered across the groups: column 4L + m is lane L of u[m], u[4 + m],
     // u[8 + m], u[12 + m].
+    let mut out = [_mm512_setzero_ps(); 16];
     for m in 0..4 {
         let v0 = _mm512_shuffle_f32x4::<0x88>(u[m], u[4 + m]);
         let v1 = _mm512_shuffle_f32x4::<0xDD>(u[m], u[4 + m]);
         let w0 = _mm512_shuffle_f32x4::<0x88>(u[8 + m], u[12 + m]);
         let w1 = _mm512_shuffle_f32x4::<0xDD>(u[8 + m], u[12 + m]);
-        _mm512_storeu_ps(dst.add(m * ds), _mm512_shuffle_f32x4::<0x88>(v0, w0));
-        _mm512_storeu_ps(dst.add((8 + m) * ds), _mm512_shuffle_f32x4::<0xDD>(v0, w0));
-        _mm512_storeu_ps(dst.add((4 + m) * ds), _mm512_shuffle_f32x4::<0x88>(v1, w1));
-        _mm512_storeu_ps(dst.add((12 + m) * ds), _mm512_shuffle_f32x4::<0xDD>(v1, w1));
+        out[m] = _mm512_shuffle_f32x4::<0x88>(v0, w0);
+        out[8 + m] = _mm512_shuffle_f32x4::<0xDD>(v0, w0);
+        out[4 + m] = _mm512_shuffle_f32x4::<0x88>(v1, w1);
+        out[12 + m] = _mm512_shuffle_f32x4::<0xDD>(v1, w1);
     }
+    out
 }
 
 /// What a micro-tile call walks: the block's output rows and where they read.

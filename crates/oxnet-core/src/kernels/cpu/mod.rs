@@ -65,6 +65,8 @@ pub mod conv;
 pub mod conv_blocked;
 pub mod conv_depthwise;
 pub mod conv_direct;
+pub mod conv_dw_blocked;
+pub mod conv_fvec;
 pub mod conv_wgrad;
 pub mod elemwise;
 pub mod gemm;
