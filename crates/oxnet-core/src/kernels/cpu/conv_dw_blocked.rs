@@ -86,9 +86,15 @@ pub unsafe fn forward(g: &ConvGeom, x: *const f32, w: *const f32, ep: &Epilogue<
         let threads = crate::engine::threads().max(1);
         let (px, pw, py) = (SendPtr(x as *mut f32), SendPtr(w as *mut f32), SendPtr(y));
         par_ranges(units, threads.min(units), &|_, u0, u1| {
-            let buf = Scratch::<f32>::new(p.in_rows * p.wp * L)?;
-            let out = Scratch::<f32>::new(p.rows * g.y[2] * L)?;
+            // (16 pixels of slack past each buffer: whole vectors are stored and read.)
+            let buf = Scratch::<f32>::new((p.in_rows * p.wp + L) * L)?;
+            let out = Scratch::<f32>::new((p.rows * g.y[2] + L) * L)?;
             let wt = Scratch::<f32>::new(g.k[1] * g.k[2] * L)?;
+            // SAFETY: the task's own buffers (zeroed once: the slack is read).
+            unsafe {
+                std::ptr::write_bytes(buf.ptr, 0, (p.in_rows * p.wp + L) * L);
+                std::ptr::write_bytes(out.ptr, 0, (p.rows * g.y[2] + L) * L);
+            }
             for u in u0..u1 {
                 let (n, rest) = (u / (p.blocks * p.strips), u % (p.blocks * p.strips));
                 let (cb, strip) = (rest / p.strips, rest % p.strips);
@@ -139,9 +145,28 @@ unsafe fn unit(
         _mm512_storeu_ps(wt.add(t * L), _mm512_loadu_ps(v.as_ptr()));
     }
 
-    // The input strip, channels last, zero padding around it.
+    // The input strip, channels last, zero padding around it. Each image row goes
+    // 16 pixels at a time; all 16 transposed vectors are stored (the ones past the
+    // row land on the next row's columns, written after, or in the slack past the
+    // buffer's end), then the padding columns and rows are zeroed.
     let zero = _mm512_setzero_ps();
     let (ih_lo, ih_hi) = ((r0 as isize - ph as isize).max(0) as usize, (r1.saturating_sub(ph)).min(xh));
+    let plane = x.add((n * g.c + c0) * xlen) as *const f32;
+    for ih in ih_lo..ih_hi {
+        let src = plane.add(ih * xw);
+        let dst = buf.add(((ih + ph - r0) * p.wp + pw) * L);
+        let mut iw = 0;
+        while iw < xw {
+            let cnt = L.min(xw - iw);
+            let m: __mmask16 = ((1u32 << cnt) - 1) as __mmask16;
+            let v: [__m512; L] = std::array::from_fn(|l| if l < nc { _mm512_maskz_loadu_ps(m, src.add(l * xlen + iw)) } else { zero });
+            let t = transpose16_regs(&v);
+            for (i, tv) in t.iter().enumerate() {
+                _mm512_storeu_ps(dst.add((iw + i) * L), *tv);
+            }
+            iw += cnt;
+        }
+    }
     for r in r0..r1 {
         let row = buf.add((r - r0) * p.wp * L);
         let ih = r as isize - ph as isize;
@@ -153,26 +178,6 @@ unsafe fn unit(
             for j in (0..pw).chain(pw + xw..p.wp) {
                 _mm512_storeu_ps(row.add(j * L), zero);
             }
-        }
-    }
-    if ih_lo < ih_hi {
-        // Pixels ih_lo·xw .. ih_hi·xw of each channel plane, 16 at a time.
-        let plane = x.add((n * g.c + c0) * xlen) as *const f32;
-        let (q_end, mut q) = (ih_hi * xw, ih_lo * xw);
-        while q < q_end {
-            let cnt = L.min(q_end - q);
-            let m: __mmask16 = ((1u32 << cnt) - 1) as __mmask16;
-            let v: [__m512; L] = std::array::from_fn(|l| if l < nc { _mm512_maskz_loadu_ps(m, plane.add(l * xlen + q)) } else { zero });
-            let t = transpose16_regs(&v);
-            let (mut ih, mut iw) = (q / xw, q % xw);
-            for tv in t.iter().take(cnt) {
-                _mm512_storeu_ps(buf.add(((ih + ph - r0) * p.wp + pw + iw) * L), *tv);
-                iw += 1;
-                if iw == xw {
-                    (ih, iw) = (ih + 1, 0);
-                }
-            }
-            q += cnt;
         }
     }
 
@@ -208,9 +213,13 @@ unsafe fn unit(
     while q < total {
         let cnt = L.min(total - q);
         let m: __mmask16 = ((1u32 << cnt) - 1) as __mmask16;
-        let v: [__m512; L] = std::array::from_fn(|i| if i < cnt { _mm512_loadu_ps(out.add((q + i) * L)) } else { zero });
+        // (Pixels past `cnt` are the slack's or the next rows': masked off below.)
+        let v: [__m512; L] = std::array::from_fn(|i| _mm512_loadu_ps(out.add((q + i) * L)));
         let t = transpose16_regs(&v);
-        for (l, &tv) in t.iter().enumerate().take(nc) {
+        for (l, &tv) in t.iter().enumerate() {
+            if l >= nc {
+                break;
+            }
             let ch = c0 + l;
             let at = (n * g.c + ch) * ylen + a * yw + q;
             let mut r = tv;

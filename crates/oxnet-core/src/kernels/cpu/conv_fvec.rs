@@ -108,11 +108,19 @@ pub unsafe fn forward(g: &ConvGeom, x: *const f32, w: *const f32, ep: &Epilogue<
         let psplit = if fblocks >= 2 * threads { 1 } else { (2 * threads).div_ceil(fblocks).min(npix.div_ceil(4 * P)).max(1) };
         let pchunk = npix.div_ceil(psplit);
         let units = fblocks * psplit;
+        // Reduction rows per packed block: whole channels, at least one.
+        let kb_rows = (KB / taps.len()).max(1) * taps.len();
         let (pw, py) = (SendPtr(w as *mut f32), SendPtr(y));
         let (offs, taps) = (&offs, &taps);
         par_ranges(units, threads.min(units), &|_, u0, u1| {
-            let pack = Scratch::<f32>::new(KB * FB)?;
-            let acc = Scratch::<f32>::new(pchunk * FB)?;
+            // (16 rows of slack each: whole vectors are stored and read; zeroed once.)
+            let pack = Scratch::<f32>::new((kb_rows + L) * FB)?;
+            let acc = Scratch::<f32>::new((pchunk + L) * FB)?;
+            // SAFETY: the task's own buffers.
+            unsafe {
+                std::ptr::write_bytes(pack.ptr, 0, (kb_rows + L) * FB);
+                std::ptr::write_bytes(acc.ptr, 0, (pchunk + L) * FB);
+            }
             for u in u0..u1 {
                 let (fb, ps) = (u / psplit, u % psplit);
                 let (q0, q1) = (ps * pchunk, ((ps + 1) * pchunk).min(npix));
@@ -177,7 +185,8 @@ unsafe fn unit(
                     }
                 });
                 let t = transpose16_regs(&rows);
-                for (i, tv) in t.iter().enumerate().take(cnt) {
+                // (Rows past the block's land in rows the tiles do not read.)
+                for (i, tv) in t.iter().enumerate() {
                     _mm512_storeu_ps(pack.add((r + i) * FB + v * L), *tv);
                 }
                 r += cnt;
@@ -215,9 +224,14 @@ unsafe fn unit(
             let (n, r) = (q / ylen, q % ylen);
             let cnt = L.min(npix - p).min(ylen - r);
             let m: __mmask16 = ((1u32 << cnt) - 1) as __mmask16;
-            let rows: [__m512; L] = std::array::from_fn(|i| if i < cnt { _mm512_loadu_ps(acc.add((p + i) * FB + v * L)) } else { zero });
+            // (Pixels past `cnt` are other images' or the slack's: masked off below.)
+            let rows: [__m512; L] = std::array::from_fn(|i| _mm512_loadu_ps(acc.add((p + i) * FB + v * L)));
             let t = transpose16_regs(&rows);
-            for (i, &tv) in t.iter().enumerate().take(L.min(nf - v * L)) {
+            let nv = L.min(nf - v * L);
+            for (i, &tv) in t.iter().enumerate() {
+                if i >= nv {
+                    break;
+                }
                 let f = f0 + v * L + i;
                 let at = (n * g.f + f) * ylen + r;
                 let mut o = tv;
@@ -308,6 +322,8 @@ mod tests {
             geom(3, 40, 70, 1, [1, 5, 6], [1, 3, 3], [1; 3], [1; 3], [0, 1, 1]),
             geom(1, 3, 64, 1, [1, 23, 23], [1, 7, 7], [1, 2, 2], [1; 3], [0, 3, 3]),
             geom(1, 5, 17, 1, [1, 1, 9], [1, 1, 3], [1; 3], [1; 3], [0, 0, 0]),
+            // more taps than a reduction block (one channel per block)
+            geom(1, 2, 64, 1, [1, 20, 20], [1, 17, 17], [1; 3], [1; 3], [0, 8, 8]),
             // 1×1 (read in place: no padding), and strided
             geom(1, 160, 96, 1, [1, 7, 7], [1, 1, 1], [1; 3], [1; 3], [0, 0, 0]),
             geom(2, 64, 80, 1, [1, 9, 8], [1, 1, 1], [1, 2, 2], [1; 3], [0, 0, 0]),
