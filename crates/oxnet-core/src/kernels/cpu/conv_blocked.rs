@@ -499,17 +499,29 @@ const POINTWISE_MIN_PIXELS: usize = 16;
 
 /// True when [`forward_pointwise`] runs this (float32) convolution: a [`suitable`]
 /// 1×1 one with stride 1 and no padding (the input is its own unfolding), at
-/// least [`POINTWISE_MIN_PIXELS`] pixels per image. `OXNET_CONV_POINTWISE=1` /
-/// `=0` force it on / off for every such convolution.
+/// least [`POINTWISE_MIN_PIXELS`] pixels per image, and not a large reduction
+/// ([`REDUCTION_INPUT`]). `OXNET_CONV_POINTWISE=1` / `=0` force it on / off for
+/// every such convolution.
 pub fn pointwise_applies(g: &ConvGeom) -> bool {
     suitable(g)
         && g.pointwise()
         && match pointwise_mode() {
             Mode::On => true,
             Mode::Off => false,
-            Mode::Auto => g.y_len() >= POINTWISE_MIN_PIXELS,
+            Mode::Auto => g.y_len() >= POINTWISE_MIN_PIXELS && !(g.c >= 4 * g.f && g.c * g.y_len() >= REDUCTION_INPUT),
         }
 }
+
+/// Channels × pixels of an image's input from which a 1×1 convolution with at
+/// least four times as many channels as filters (ResNet-50's bottleneck reductions,
+/// MobileNetV2's 96 → 24 at 56×56) goes to the GEMM library instead: with no
+/// blocking of the reduction, every filter block streams the chunk's `c` rows from
+/// L2. Measured alone at batch 1 on the 2-core AVX-512 machine (GEMM against this
+/// path): 256 → 64 at 56×56 0.50 / 0.55 ms, 512 → 128 at 28×28 0.49 / 0.55,
+/// 1024 → 256 at 14×14 0.51 / 0.62, 96 → 24 at 56×56 0.08 / 0.12; below the line
+/// this path was as fast or faster (384 → 64 and 576 → 96 at 14×14, 960 → 160 at
+/// 7×7: 8-12%).
+const REDUCTION_INPUT: usize = 200_000;
 
 /// A 1×1, stride-1, unpadded convolution by the micro-kernel reading the input in
 /// place: image `n`'s input is the `c × L` matrix its channels' rows make, so a
