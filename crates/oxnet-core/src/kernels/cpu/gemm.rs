@@ -242,6 +242,19 @@ pub unsafe fn gemm_threads<T: GemmElem>(
     }
     let (rsa, csa) = strides(lda, trans_a);
     let (rsb, csb) = strides(ldb, trans_b);
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
+        // T is f32: the casts change nothing.
+        let (al, be) = (alpha.to_f64() as f32, beta.to_f64() as f32);
+        let (af, bf, cf) = (a as *const f32, b as *const f32, c as *mut f32);
+        if n == 1 && csa == 1 {
+            // A matrix-vector product: row i of A (contiguous) · the column of B.
+            return gemv_rows(m, k, al, af, rsa as usize, bf, rsb as usize, be, cf, ldc, threads);
+        }
+        if m == 1 && rsb == 1 {
+            // A vector-matrix product: the row of A · column j of B (contiguous).
+            return gemv_rows(n, k, al, bf, csb as usize, af, csa as usize, be, cf, 1, threads);
+        }
+    }
     if threads <= 1 {
         T::raw(m, n, k, alpha, a, rsa, csa, b, rsb, csb, beta, c, ldc, 1);
         return;
@@ -253,6 +266,80 @@ pub unsafe fn gemm_threads<T: GemmElem>(
         // SAFETY: as guaranteed by the caller; the pointers only cross threads.
         unsafe { T::raw(m, n, k, alpha, pa.get(), rsa, csa, pb.get(), rsb, csb, beta, pc.get(), ldc, threads) }
     });
+}
+
+/// `y[i · incy] = alpha · (row i of A) · x + beta · y[i · incy]` for `i < rows`, rows
+/// of `A` contiguous (`k` floats, `lda` apart), `x` `k` floats `incx` apart (`y` not
+/// read when `beta == 0`). Matrix-vector products (a batch-1 `FullyConnected`, a
+/// convolution on a 1×1 map) are bound by reading `A` once: the GEMM library's
+/// packing of `A` for them doubled that. Rows split across `threads`; each dot
+/// product in float32 over 64 lanes.
+///
+/// # Safety
+/// The pointers must be valid for those extents; `y` must not overlap `a` or `x`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemv_rows(rows: usize, k: usize, alpha: f32, a: *const f32, lda: usize, x: *const f32, incx: usize, beta: f32, y: *mut f32, incy: usize, threads: usize) {
+    let gathered: Vec<f32>;
+    let xs: &[f32] = if incx == 1 {
+        std::slice::from_raw_parts(x, k)
+    } else {
+        gathered = (0..k).map(|p| *x.add(p * incx)).collect();
+        &gathered
+    };
+    let (pa, py) = (SendPtr(a as *mut f32), SendPtr(y));
+    let run = move |r0: usize, r1: usize| {
+        for i in r0..r1 {
+            // SAFETY: row i of A and output i, as the caller promised.
+            unsafe {
+                let d = dot_f32(std::slice::from_raw_parts(pa.get().add(i * lda), k), xs);
+                let o = py.get().add(i * incy);
+                *o = if beta == 0.0 { alpha * d } else { alpha * d + beta * *o };
+            }
+        }
+    };
+    let tasks = if rows.saturating_mul(k) >= 1 << 15 { threads.clamp(1, rows) } else { 1 };
+    if tasks <= 1 {
+        run(0, rows);
+        return;
+    }
+    let size = rows.div_ceil(tasks);
+    crate::engine::install(|| {
+        rayon::scope(|s| {
+            let run = &run;
+            for r0 in (0..rows).step_by(size) {
+                s.spawn(move |_| run(r0, (r0 + size).min(rows)));
+            }
+        })
+    });
+}
+
+isa_dispatch! {
+    /// `Σ a[p] · b[p]` in float32, over 64 lanes summed pairwise at the end.
+    pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 => dot_f32_impl,
+    check a.len() == b.len()
+}
+
+#[inline(always)]
+fn dot_f32_impl(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 64];
+    let (ca, cb) = (a.chunks_exact(64), b.chunks_exact(64));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for ((s, &u), &v) in acc.iter_mut().zip(x).zip(y) {
+            *s += u * v;
+        }
+    }
+    for ((s, &u), &v) in acc.iter_mut().zip(ra).zip(rb) {
+        *s += u * v;
+    }
+    let mut w = 64;
+    while w > 1 {
+        w /= 2;
+        for i in 0..w {
+            acc[i] += acc[i + w];
+        }
+    }
+    acc[0]
 }
 
 /// `C = beta * C` (`C = 0` when `beta == 0`, without reading `C`).
@@ -342,4 +429,55 @@ fn par_chunks(n: usize, grain: usize, f: &(dyn Fn(usize, usize) + Sync)) {
             }
         })
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(n: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((s >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+            })
+            .collect()
+    }
+
+    /// The float32 matrix-vector and vector-matrix products (the `gemv_rows` path:
+    /// `n == 1` with A's rows contiguous, `m == 1` with B's columns contiguous),
+    /// with row strides wider than the rows, transposed operands, alpha and beta,
+    /// one and two threads, lengths around the 64 lanes, against float64.
+    #[test]
+    fn matrix_vector_products_match_float64() {
+        for (m, n, k) in [(1000, 1, 1280), (1, 1000, 512), (7, 1, 63), (1, 5, 65), (3, 1, 1), (1, 1, 200)] {
+            for (trans_a, trans_b) in [(false, false), (false, true), (true, false), (true, true)] {
+                let (lda, ldb, ldc) = (if trans_a { m } else { k } + 3, if trans_b { k } else { n } + 2, n + 1);
+                let a = data(if trans_a { k } else { m } * lda, 1);
+                let b = data(if trans_b { n } else { k } * ldb, 2);
+                let c0 = data(m * ldc, 3);
+                let at = |i: usize, p: usize| if trans_a { a[p * lda + i] } else { a[i * lda + p] } as f64;
+                let bt = |p: usize, j: usize| if trans_b { b[j * ldb + p] } else { b[p * ldb + j] } as f64;
+                for (alpha, beta, threads) in [(1.0f32, 0.0f32, 1), (0.5, 2.0, 2), (-1.5, 1.0, 2)] {
+                    let mut c = c0.clone();
+                    unsafe {
+                        gemm_threads(m, n, k, alpha, a.as_ptr(), lda, trans_a, b.as_ptr(), ldb, trans_b, beta, c.as_mut_ptr(), ldc, threads)
+                    };
+                    for i in 0..m {
+                        for j in 0..n {
+                            let (dot, mag): (f64, f64) = (0..k).map(|p| (at(i, p) * bt(p, j), (at(i, p) * bt(p, j)).abs())).fold((0.0, 0.0), |s, v| (s.0 + v.0, s.1 + v.1));
+                            let want = alpha as f64 * dot + if beta == 0.0 { 0.0 } else { beta as f64 * c0[i * ldc + j] as f64 };
+                            let got = c[i * ldc + j] as f64;
+                            assert!((got - want).abs() <= 1e-5 * (mag + 1.0), "{m}x{n}x{k} {trans_a} {trans_b} ({i}, {j}): {got} vs {want}");
+                        }
+                        // Padding past the row untouched.
+                        for j in n..ldc {
+                            assert_eq!(c[i * ldc + j].to_bits(), c0[i * ldc + j].to_bits());
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
