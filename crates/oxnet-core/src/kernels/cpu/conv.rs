@@ -602,6 +602,33 @@ fn finish_row_f32_impl(y: &mut [f32], s: f32, b: f32, r: &[f32], lo: f32, hi: f3
     }
 }
 
+/// Stores 16 raw sums `v` of output row `f` (a filter) at `y[at ..]`, lanes `mask`,
+/// through `ep` with [`finish_row_f32`]'s arithmetic (`v·s + b (+ r)`, clamped; a
+/// plain epilogue stores `v` as it is): the AVX-512 kernels that hold their sums
+/// transposed finish them on the way out.
+///
+/// # Safety
+/// `y` (and `ep`'s residual) must be valid for the masked lanes at `at`; `ep`'s
+/// scale and bias must hold filter `f`; the CPU must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(super) unsafe fn finish_store16(ep: &Epilogue<f32>, f: usize, v: std::arch::x86_64::__m512, y: *mut f32, at: usize, mask: u16) {
+    use std::arch::x86_64::*;
+    let mut o = v;
+    if !ep.is_plain() {
+        let (lo, hi) = ep.clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
+        let s = ep.scale.map_or(1.0, |s| *s.add(f));
+        let b = ep.bias.map_or(0.0, |b| *b.add(f));
+        o = _mm512_add_ps(_mm512_mul_ps(o, _mm512_set1_ps(s)), _mm512_set1_ps(b));
+        if let Some(r) = ep.residual {
+            o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(mask, r.add(at)));
+        }
+        o = _mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), o));
+    }
+    _mm512_mask_storeu_ps(y.add(at), mask, o);
+}
+
 /// Applies `ep` to a raw output `y` of `g` (for kernels without an epilogue).
 unsafe fn finish_output<T: ConvElem>(g: &ConvGeom, ep: &Epilogue<T>, y: *mut T) {
     if ep.is_plain() {
@@ -1774,6 +1801,17 @@ pub(super) mod tests {
             y[i] = ConvGeom::out_size(x[i], k[i], s[i], d[i], p[i]).unwrap();
         }
         ConvGeom { batch, c, f, groups, x, y, k, s, d, p }
+    }
+
+    /// [`data`]'s sequence computed in float32 (the kernels' tests' inputs).
+    pub(in crate::kernels::cpu) fn data_f32(n: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((s >> 33) as f32 / (1u64 << 31) as f32) - 0.5
+            })
+            .collect()
     }
 
     pub(in crate::kernels::cpu) fn data(n: usize, seed: u64) -> Vec<f64> {

@@ -926,16 +926,7 @@ unsafe fn forward_narrow(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn data(n: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                ((s >> 33) as f32 / (1u64 << 31) as f32) - 0.5
-            })
-            .collect()
-    }
+    use crate::kernels::cpu::conv::tests::data_f32 as data;
 
     #[allow(clippy::too_many_arguments)]
     fn geom(

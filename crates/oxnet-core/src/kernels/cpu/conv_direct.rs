@@ -248,13 +248,7 @@ mod tests {
     }
 
     fn data(n: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                ((s >> 33) as f64 / (1u64 << 31) as f64 - 0.5) as f32
-            })
-            .collect()
+        crate::kernels::cpu::conv::tests::data(n, seed).into_iter().map(|v| v as f32).collect()
     }
 
     /// Unpadded stride-1 convolution in float64, for comparison.

@@ -123,7 +123,8 @@ unsafe fn unit(
     ep: &Epilogue<f32>,
     (buf, out, wt): (*mut f32, *mut f32, *mut f32),
 ) {
-    use super::conv_wgrad::transpose16_regs;
+    use super::conv::finish_store16;
+    use super::conv_wgrad::load_transposed16;
     use std::arch::x86_64::*;
     let [_, xh, xw] = g.x;
     let [_, yh, yw] = g.y;
@@ -158,9 +159,7 @@ unsafe fn unit(
         let mut iw = 0;
         while iw < xw {
             let cnt = L.min(xw - iw);
-            let m: __mmask16 = ((1u32 << cnt) - 1) as __mmask16;
-            let v: [__m512; L] = std::array::from_fn(|l| if l < nc { _mm512_maskz_loadu_ps(m, src.add(l * xlen + iw)) } else { zero });
-            let t = transpose16_regs(&v);
+            let t = load_transposed16(nc, ((1u32 << cnt) - 1) as u16, |l| src.add(l * xlen + iw));
             for (i, tv) in t.iter().enumerate() {
                 _mm512_storeu_ps(dst.add((iw + i) * L), *tv);
             }
@@ -205,34 +204,18 @@ unsafe fn unit(
     }
 
     // Back to channel planes, 16 pixels at a time, through the epilogue.
-    let plain = ep.is_plain();
-    let (lo, hi) = ep.clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
-    let (lo, hi) = (_mm512_set1_ps(lo), _mm512_set1_ps(hi));
     let total = (b - a) * yw;
     let mut q = 0;
     while q < total {
         let cnt = L.min(total - q);
-        let m: __mmask16 = ((1u32 << cnt) - 1) as __mmask16;
         // (Pixels past `cnt` are the slack's or the next rows': masked off below.)
-        let v: [__m512; L] = std::array::from_fn(|i| _mm512_loadu_ps(out.add((q + i) * L)));
-        let t = transpose16_regs(&v);
+        let t = load_transposed16(L, u16::MAX, |i| out.add((q + i) * L));
         for (l, &tv) in t.iter().enumerate() {
             if l >= nc {
                 break;
             }
             let ch = c0 + l;
-            let at = (n * g.c + ch) * ylen + a * yw + q;
-            let mut r = tv;
-            if !plain {
-                let s = ep.scale.map_or(1.0, |s| *s.add(ch));
-                let bb = ep.bias.map_or(0.0, |s| *s.add(ch));
-                r = _mm512_add_ps(_mm512_mul_ps(r, _mm512_set1_ps(s)), _mm512_set1_ps(bb));
-                if let Some(res) = ep.residual {
-                    r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(m, res.add(at)));
-                }
-                r = _mm512_min_ps(hi, _mm512_max_ps(lo, r));
-            }
-            _mm512_mask_storeu_ps(y.add(at), m, r);
+            finish_store16(ep, ch, tv, y, (n * g.c + ch) * ylen + a * yw + q, ((1u32 << cnt) - 1) as u16);
         }
         q += cnt;
     }

@@ -155,14 +155,14 @@ unsafe fn unit(
     ep: &Epilogue<f32>,
     (pack, acc): (*mut f32, *mut f32),
 ) {
-    use super::conv_wgrad::transpose16_regs;
+    use super::conv::finish_store16;
+    use super::conv_wgrad::load_transposed16;
     use std::arch::x86_64::*;
     let k = g.col_rows();
     let nt = taps.len();
     let plane = (g.x[1] + 2 * g.p[1]) * (g.x[2] + 2 * g.p[2]);
     let nf = FB.min(g.f - f0);
     let npix = q1 - q0;
-    let zero = _mm512_setzero_ps();
     // Reduction blocks of whole channels.
     let cpb = (KB / nt).max(1);
     let mut c0 = 0;
@@ -175,16 +175,8 @@ unsafe fn unit(
             let mut r = 0;
             while r < kn {
                 let cnt = L.min(kn - r);
-                let m: __mmask16 = ((1u32 << cnt) - 1) as __mmask16;
-                let rows: [__m512; L] = std::array::from_fn(|i| {
-                    let f = v * L + i;
-                    if f < nf {
-                        _mm512_maskz_loadu_ps(m, w.add((f0 + f) * k + k0 + r))
-                    } else {
-                        zero
-                    }
-                });
-                let t = transpose16_regs(&rows);
+                let rows = nf.saturating_sub(v * L).min(L);
+                let t = load_transposed16(rows, ((1u32 << cnt) - 1) as u16, |i| w.add((f0 + v * L + i) * k + k0 + r));
                 // (Rows past the block's land in rows the tiles do not read.)
                 for (i, tv) in t.iter().enumerate() {
                     _mm512_storeu_ps(pack.add((r + i) * FB + v * L), *tv);
@@ -213,38 +205,22 @@ unsafe fn unit(
     }
     // acc [pixel][filter] -> y[n][f][pixel], 16 × 16 at a time, through the epilogue.
     let ylen = g.y_len();
-    let plain = ep.is_plain();
-    let (lo, hi) = ep.clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
-    let (lo, hi) = (_mm512_set1_ps(lo), _mm512_set1_ps(hi));
     for v in 0..nf.div_ceil(L) {
+        let nv = L.min(nf - v * L);
         let mut p = 0;
         while p < npix {
             // Pixels p .. p + cnt, within one image.
             let q = q0 + p;
             let (n, r) = (q / ylen, q % ylen);
             let cnt = L.min(npix - p).min(ylen - r);
-            let m: __mmask16 = ((1u32 << cnt) - 1) as __mmask16;
             // (Pixels past `cnt` are other images' or the slack's: masked off below.)
-            let rows: [__m512; L] = std::array::from_fn(|i| _mm512_loadu_ps(acc.add((p + i) * FB + v * L)));
-            let t = transpose16_regs(&rows);
-            let nv = L.min(nf - v * L);
+            let t = load_transposed16(L, u16::MAX, |i| acc.add((p + i) * FB + v * L));
             for (i, &tv) in t.iter().enumerate() {
                 if i >= nv {
                     break;
                 }
                 let f = f0 + v * L + i;
-                let at = (n * g.f + f) * ylen + r;
-                let mut o = tv;
-                if !plain {
-                    let s = ep.scale.map_or(1.0, |s| *s.add(f));
-                    let bb = ep.bias.map_or(0.0, |s| *s.add(f));
-                    o = _mm512_add_ps(_mm512_mul_ps(o, _mm512_set1_ps(s)), _mm512_set1_ps(bb));
-                    if let Some(res) = ep.residual {
-                        o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(m, res.add(at)));
-                    }
-                    o = _mm512_min_ps(hi, _mm512_max_ps(lo, o));
-                }
-                _mm512_mask_storeu_ps(y.add(at), m, o);
+                finish_store16(ep, f, tv, y, (n * g.f + f) * ylen + r, ((1u32 << cnt) - 1) as u16);
             }
             p += cnt;
         }

@@ -184,6 +184,22 @@ unsafe fn transpose16(src: *const f32, ss: usize, dst: *mut f32, ds: usize) {
     }
 }
 
+/// The 16 × 16 transpose of the rows `row(i)` for `i < rows` (zero rows after),
+/// each row's lanes `mask` loaded (the others zero): vector `k` of the result holds
+/// element `k` of every row.
+///
+/// # Safety
+/// `row(i)` must be valid for the masked lanes of 16 floats, for `i < rows`; the CPU
+/// must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(super) unsafe fn load_transposed16(rows: usize, mask: u16, row: impl Fn(usize) -> *const f32) -> [std::arch::x86_64::__m512; 16] {
+    use std::arch::x86_64::*;
+    let r: [__m512; 16] = std::array::from_fn(|i| if i < rows { _mm512_maskz_loadu_ps(mask, row(i)) } else { _mm512_setzero_ps() });
+    transpose16_regs(&r)
+}
+
 /// The 16 × 16 transpose of `r` (vector `k` of the result holds lane `k` of every
 /// vector of `r`, in order).
 #[cfg(target_arch = "x86_64")]
@@ -425,17 +441,8 @@ unsafe fn backward_weight_with(isa: Isa, threads: usize, g: &ConvGeom, x: *const
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::cpu::conv::tests::data_f32 as data;
     use crate::kernels::cpu::conv::conv_backward_general;
-
-    fn data(n: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                ((s >> 33) as f32 / (1u64 << 31) as f32) - 0.5
-            })
-            .collect()
-    }
 
     fn geom(batch: usize, c: usize, f: usize, hw: (usize, usize), k: (usize, usize), s: usize, p: (usize, usize), d: usize) -> ConvGeom {
         let y1 = ConvGeom::out_size(hw.0, k.0, s, d, p.0).unwrap();

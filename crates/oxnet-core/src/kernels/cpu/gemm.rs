@@ -300,17 +300,9 @@ unsafe fn gemv_rows(rows: usize, k: usize, alpha: f32, a: *const f32, lda: usize
     let tasks = if rows.saturating_mul(k) >= 1 << 15 { threads.clamp(1, rows) } else { 1 };
     if tasks <= 1 {
         run(0, rows);
-        return;
+    } else {
+        par_chunks(rows, rows.div_ceil(tasks), &run);
     }
-    let size = rows.div_ceil(tasks);
-    crate::engine::install(|| {
-        rayon::scope(|s| {
-            let run = &run;
-            for r0 in (0..rows).step_by(size) {
-                s.spawn(move |_| run(r0, (r0 + size).min(rows)));
-            }
-        })
-    });
 }
 
 isa_dispatch! {
@@ -434,16 +426,7 @@ fn par_chunks(n: usize, grain: usize, f: &(dyn Fn(usize, usize) + Sync)) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn data(n: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                ((s >> 33) as f32 / (1u64 << 31) as f32) - 0.5
-            })
-            .collect()
-    }
+    use crate::kernels::cpu::conv::tests::data_f32 as data;
 
     /// The float32 matrix-vector and vector-matrix products (the `gemv_rows` path:
     /// `n == 1` with A's rows contiguous, `m == 1` with B's columns contiguous),

@@ -888,21 +888,12 @@ unsafe fn run(isa: Isa, g: &ConvGeom, x: *const f32, up: *const f32, ep: &Epilog
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::cpu::conv::tests::data_f32 as data;
     use crate::kernels::cpu::conv::{conv_backward_data, conv_forward, conv_forward_general};
 
     fn geom(batch: usize, c: usize, f: usize, h: usize, w: usize, p: usize) -> ConvGeom {
         let y = [1, h + 2 * p - 2, w + 2 * p - 2];
         ConvGeom { batch, c, f, groups: 1, x: [1, h, w], y, k: [1, 3, 3], s: [1; 3], d: [1; 3], p: [0, p, p] }
-    }
-
-    fn data(n: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                ((s >> 33) as f32 / (1u64 << 31) as f32) - 0.5
-            })
-            .collect()
     }
 
     /// float64 reference `(y, Σ|w·x|)` per output.
